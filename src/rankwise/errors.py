@@ -1,0 +1,32 @@
+"""Errors raised at rankwise's public boundary.
+
+Every message says what was expected, what came, and (where one exists) the fix.
+Parse errors carry ``path:line`` so the user can open the offending line.
+"""
+from __future__ import annotations
+
+
+class RankwiseError(Exception):
+    """Base class of every error rankwise raises on purpose."""
+
+
+class InputError(RankwiseError, ValueError):
+    """A parameter or array given by the user is not what the function takes."""
+
+
+class ParseError(InputError):
+    """A data file is malformed; the message starts with ``path:line:``."""
+
+    def __init__(self, path, line: int | None, message: str):
+        self.path = str(path)
+        self.line = line
+        where = f"{self.path}:{line}" if line is not None else self.path
+        super().__init__(f"{where}: {message}")
+
+
+class NotFittedError(RankwiseError, AttributeError):
+    """A model was used before ``fit``."""
+
+
+class DataNotFoundError(RankwiseError, FileNotFoundError):
+    """A data set is neither in the cache nor downloadable (offline)."""
