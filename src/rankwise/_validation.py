@@ -1,0 +1,98 @@
+"""Validation at the public boundary: arrays in, clear messages out (never a numpy traceback)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from rankwise.data.groups import group_by_qid
+from rankwise.errors import InputError
+
+
+def check_features(X, *, name: str = "X", allow_nan: bool = False):
+    """Dense float32 2-d array or scipy CSR (float32); never densifies a sparse matrix."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float32) if X.format != "csr" or X.dtype != np.float32 else X
+        data = X.data
+    else:
+        try:
+            X = np.asarray(X, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{name} must be a numeric 2-d array or scipy sparse matrix; {exc}") from None
+        if X.ndim != 2:
+            raise InputError(f"{name} must be 2-d (n_rows, n_features); got shape {X.shape}")
+        data = X
+    if not allow_nan:
+        bad = ~np.isfinite(data)
+        if bad.any():
+            kind = "NaN" if np.isnan(data[bad]).any() else "inf"
+            raise InputError(f"{name} contains {kind} values ({int(bad.sum())} entries); "
+                             "impute or drop them first")
+    return X
+
+
+def check_vector(v, n: int, *, name: str, dtype=np.float64, allow_nan: bool = False) -> np.ndarray:
+    """A 1-d finite vector of length ``n``."""
+    try:
+        arr = np.asarray(v, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be numeric; {exc}") from None
+    if arr.ndim != 1:
+        raise InputError(f"{name} must be 1-d; got shape {arr.shape}")
+    if len(arr) != n:
+        raise InputError(f"{name} has {len(arr)} entries but X has {n} rows; they must match")
+    if not allow_nan and arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise InputError(f"{name} contains NaN or inf")
+    return arr
+
+
+@dataclass
+class RankingInput:
+    """Validated training input, rows regrouped so every query is contiguous."""
+
+    X: object  # ndarray float32 or csr_matrix
+    y: np.ndarray  # float64
+    offsets: np.ndarray  # int64, n_queries + 1
+    qids: np.ndarray
+    sample_weight: np.ndarray | None  # per row, or None
+    order: np.ndarray | None  # permutation applied to the caller's rows (None = unchanged)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.offsets) - 1
+
+
+def check_ranking_input(X, y=None, qid=None, *, sample_weight=None, prefix: str = "",
+                        allow_nan_features: bool = False) -> RankingInput:
+    """Validate ``(X, y, qid)`` or a RankingDataset (passed as ``X``) and group the rows by query."""
+    if hasattr(X, "query_offsets") and hasattr(X, "labels"):  # a RankingDataset
+        ds = X
+        if y is not None or qid is not None:
+            raise InputError(f"{prefix}y and qid must be None when a RankingDataset is given")
+        Xv = check_features(ds.X, name=f"{prefix}X", allow_nan=allow_nan_features)
+        yv = check_vector(ds.labels, Xv.shape[0], name=f"{prefix}labels")
+        offsets = np.asarray(ds.query_offsets, dtype=np.int64)
+        qids = np.asarray(ds.query_ids) if hasattr(ds, "query_ids") else np.arange(len(offsets) - 1)
+        sw = None if sample_weight is None else check_vector(sample_weight, Xv.shape[0], name=f"{prefix}sample_weight")
+        return RankingInput(Xv, yv, offsets, qids, sw, None)
+    Xv = check_features(X, name=f"{prefix}X", allow_nan=allow_nan_features)
+    n = Xv.shape[0]
+    if y is None:
+        raise InputError(f"{prefix}y is required: one relevance label per row")
+    if qid is None:
+        raise InputError(f"{prefix}qid is required: one query id per row, e.g. fit(X, y, qid=qid)")
+    yv = check_vector(y, n, name=f"{prefix}y")
+    qarr = np.asarray(qid)
+    if qarr.ndim != 1 or len(qarr) != n:
+        raise InputError(f"{prefix}qid has shape {qarr.shape} but X has {n} rows; one query id per row is expected")
+    grouping = group_by_qid(qarr, name=f"{prefix}qid")
+    sw = None if sample_weight is None else check_vector(sample_weight, n, name=f"{prefix}sample_weight")
+    if sw is not None and np.any(sw < 0):
+        raise InputError(f"{prefix}sample_weight must be non-negative")
+    if grouping.order is not None:
+        o = grouping.order
+        Xv = Xv[o]
+        yv = yv[o]
+        sw = None if sw is None else sw[o]
+    return RankingInput(Xv, yv, grouping.offsets, grouping.qids, sw, grouping.order)

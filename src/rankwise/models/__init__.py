@@ -1,0 +1,1 @@
+from rankwise.models.base import BaseRanker
