@@ -1,0 +1,57 @@
+"""Run every benchmark script and assemble BENCHMARKS.md from benchmarks/results/*.md.
+
+Usage: python benchmarks/run_all.py [--only NAME ...] [--assemble-only]
+Each bench_*.py writes its own Markdown section to benchmarks/results/<name>.md.
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "results"
+ORDER = ["bench_io", "bench_metrics", "bench_losses", "bench_quality", "bench_models_speed",
+         "bench_reduction_structured"]
+
+
+def assemble() -> Path:
+    sections = sorted(RESULTS.glob("*.md"), key=lambda p: (ORDER.index(p.stem) if p.stem in ORDER else 99, p.stem))
+    head = [
+        "# Benchmarks",
+        "",
+        "Latest results of the scripts in `benchmarks/` (each compares against its peer in the same run; "
+        "machines here are noisy, so read the ratios, not the absolute times). Regenerate with "
+        "`make bench` or `python benchmarks/<script>.py`; this file is assembled by `benchmarks/run_all.py`.",
+        "",
+    ]
+    body = [p.read_text().rstrip() + "\n" for p in sections]
+    out = ROOT / "BENCHMARKS.md"
+    out.write_text("\n".join(head) + "\n" + "\n".join(body))
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--assemble-only", action="store_true")
+    args = ap.parse_args(argv)
+    if not args.assemble_only:
+        scripts = sorted(HERE.glob("bench_*.py"))
+        for s in scripts:
+            if args.only and s.stem not in args.only:
+                continue
+            t0 = time.perf_counter()
+            print(f"== {s.name}", flush=True)
+            rc = subprocess.call([sys.executable, str(s)], cwd=ROOT)
+            print(f"== {s.name}: exit {rc} after {time.perf_counter() - t0:.0f}s ({platform.node()})", flush=True)
+    print(f"wrote {assemble()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
