@@ -1,10 +1,250 @@
-"""Entry point of the ``rankwise`` command: sub-commands are registered here."""
+"""Entry point of the ``rankwise`` command: a thin layer over the public API.
+
+Every sub-command is a function ``_cmd_NAME(args) -> int``. User mistakes (``RankwiseError``,
+which includes bad files with ``path:line``) print one line on stderr and exit with 2; a
+traceback only with ``--debug``.
+"""
 from __future__ import annotations
 
 import argparse
 import sys
 
 from rankwise.errors import RankwiseError
+
+MODELS = ("linear", "neural", "gbdt", "reduction", "structured")
+CLASSIFIERS = ("logistic", "linear_svc", "tree", "forest", "hist_gb", "lightgbm")
+
+
+def _csv(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+# ---------------------------------------------------------------- train / predict
+def _make_classifier(name: str, seed):
+    if name == "logistic":
+        from sklearn.linear_model import LogisticRegression
+
+        return LogisticRegression(max_iter=1000)
+    if name == "linear_svc":
+        from sklearn.svm import LinearSVC
+
+        return LinearSVC(random_state=seed)
+    if name == "tree":
+        from sklearn.tree import DecisionTreeClassifier
+
+        return DecisionTreeClassifier(max_depth=8, random_state=seed)
+    if name == "forest":
+        from sklearn.ensemble import RandomForestClassifier
+
+        return RandomForestClassifier(n_estimators=100, max_depth=10, random_state=seed, n_jobs=1)
+    if name == "hist_gb":
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        return HistGradientBoostingClassifier(random_state=seed)
+    if name == "lightgbm":
+        from lightgbm import LGBMClassifier
+
+        return LGBMClassifier(random_state=seed, verbose=-1, n_jobs=1)
+    from rankwise.errors import InputError
+
+    raise InputError(f"--param classifier must be one of {', '.join(CLASSIFIERS)}; got {name!r}")
+
+
+def build_model(kind: str, loss: str | None, params: dict, seed):
+    """The model a ``rankwise train`` command line describes."""
+    from rankwise import models
+    from rankwise.errors import InputError
+
+    params = dict(params)
+    if kind == "reduction":
+        clf = params.pop("classifier", "logistic")
+        if loss is not None:
+            raise InputError("--loss does not apply to --model reduction; choose the classifier with "
+                             "--param classifier=NAME and the pair weights with --param weights=kemeny|ndcg")
+        cls, args = models.PairwiseReductionRanker, {"estimator": _make_classifier(clf, seed)}
+    elif kind == "structured":
+        cls, args = models.StructuredHingeRanker, {"measure": loss or "ndcg@10"}
+    else:
+        cls = {"linear": models.LinearRanker, "neural": models.NeuralRanker, "gbdt": models.GBDTRanker}[kind]
+        args = {"loss": loss or ("native:lambdarank" if kind == "gbdt" else "listnet")}
+    args.update(params)
+    if "random_state" in cls().get_params():
+        args.setdefault("random_state", seed)
+    valid = set(cls().get_params())
+    unknown = sorted(set(args) - valid)
+    if unknown:
+        raise InputError(f"--param {unknown[0]} is not a parameter of {cls.__name__}; valid: {', '.join(sorted(valid))}")
+    return cls(**args)
+
+
+def best_point(history, metric):
+    """``(step, value)`` of the best (highest) validation value in a training history, or None."""
+    if not history or not metric or metric not in history:
+        return None
+    values = [(i + 1, v) for i, v in enumerate(history[metric]) if v is not None]
+    return max(values, key=lambda iv: iv[1]) if values else None
+
+
+def _cmd_train(args) -> int:
+    from rankwise.cli.inputs import load_dataset, parse_params
+
+    train = load_dataset(args.train, fmt=args.format, part="train", split=args.split)
+    valid = None
+    if args.valid is not None:
+        valid = load_dataset(args.valid, fmt=args.format, part="test", split=args.split)
+    model = build_model(args.model, args.loss, parse_params(args.param), args.seed)
+    print(f"training {type(model).__name__} on {train.n_queries} queries, {len(train)} rows, "
+          f"{train.X.shape[1]} features", file=sys.stderr)
+    fit_kwargs = {}
+    if valid is not None and "eval_set" in model.fit.__code__.co_varnames:
+        fit_kwargs["eval_set"] = valid
+    model.fit(train, **fit_kwargs)
+    best = best_point(getattr(model, "history_", None), getattr(model, "eval_metric", None))
+    if best is not None:
+        step, value = best
+        print(f"best validation point: step {step}, {model.eval_metric} = {value:.4f}")
+    if valid is not None:
+        print(f"validation ndcg@10 = {model.score(valid):.4f}")
+    model.save(args.out)
+    print(f"saved {args.out}")
+    return 0
+
+
+def _predict_scores(model, ds):
+    import inspect
+
+    if "qid" in inspect.signature(model.predict).parameters:
+        return model.predict(ds.X, qid=ds.qid)
+    return model.predict(ds.X)
+
+
+def _cmd_predict(args) -> int:
+    import numpy as np
+
+    import rankwise
+    from rankwise.cli.inputs import load_dataset
+    from rankwise.data import write_trec_run
+
+    model = rankwise.load(args.model)
+    ds = load_dataset(args.data, fmt=args.format, part="test", split=args.split)
+    scores = np.asarray(_predict_scores(model, ds), dtype=np.float64)
+    if args.trec:
+        write_trec_run(ds, args.out, scores=scores, tag=args.tag)
+    else:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            fh.write("".join(f"{s!r}\n" for s in scores.tolist()))
+    print(f"wrote {len(scores)} scores for {ds.n_queries} queries to {args.out}")
+    return 0
+
+
+# ---------------------------------------------------------------- evaluate / compare / report
+def _conventions(args) -> dict:
+    from rankwise.cli.inputs import parse_params
+
+    return parse_params(args.convention)
+
+
+def _evaluate_run(run_path, qrels, metrics, profile, conventions):
+    from rankwise.cli.inputs import run_arrays
+    from rankwise.data import read_trec_run
+    from rankwise.metrics import evaluate
+
+    run = read_trec_run(run_path)
+    scores, labels, qid, docs, retrieved = run_arrays(run, qrels, queries=list(qrels))
+    return evaluate(scores, labels, qid, metrics=metrics, profile=profile, doc_ids=docs,
+                    retrieved=retrieved, **conventions)
+
+
+def _cmd_evaluate(args) -> int:
+    from rankwise.errors import InputError
+    from rankwise.metrics import evaluate
+
+    metrics = _csv(args.metrics)
+    conventions = _conventions(args)
+    if args.run is not None or args.qrels is not None:
+        if args.run is None or args.qrels is None or args.data is not None:
+            raise InputError("give either --run RUN --qrels QRELS, or DATA --scores FILE")
+        from rankwise.data import read_trec_qrels
+
+        result = _evaluate_run(args.run, read_trec_qrels(args.qrels), metrics, args.profile, conventions)
+    else:
+        if args.data is None or args.scores is None:
+            raise InputError("give either --run RUN --qrels QRELS, or DATA --scores FILE")
+        from rankwise.cli.inputs import load_dataset, read_scores
+
+        ds = load_dataset(args.data, fmt=args.format, part="test", split=args.split)
+        scores = read_scores(args.scores, len(ds))
+        result = evaluate(scores, ds.labels, ds.qid, metrics=metrics, profile=args.profile,
+                          doc_ids=ds.doc_ids, **conventions)
+    width = max(len(m) for m in result.mean)
+    for name, value in result.mean.items():
+        print(f"{name:<{width}}  {value:.6f}")
+    print(f"{'queries':<{width}}  {len(result.per_query)}")
+    if args.per_query:
+        result.per_query.to_csv(args.per_query, index_label="qid")
+        print(f"per-query values written to {args.per_query}")
+    return 0
+
+
+def _per_query_runs(args):
+    from pathlib import Path
+
+    from rankwise.data import read_trec_qrels
+    from rankwise.errors import InputError
+
+    names = _csv(args.names) if args.names else [Path(r).name for r in args.runs]
+    if len(names) != len(args.runs) or len(set(names)) != len(names):
+        raise InputError(f"--names must give {len(args.runs)} distinct names, one per run; got {names}")
+    qrels = read_trec_qrels(args.qrels)
+    metrics = _csv(args.metrics)
+    results = {n: _evaluate_run(r, qrels, metrics, args.profile, _conventions(args)) for n, r in zip(names, args.runs)}
+    return results, metrics
+
+
+def _cmd_compare(args) -> int:
+    from rankwise.report import compare_systems
+
+    results, _ = _per_query_runs(args)
+    table = compare_systems({n: r.per_query for n, r in results.items()}, n_resamples=args.resamples,
+                            random_state=args.seed)
+    print(table)
+    return 0
+
+
+def _cmd_report(args) -> int:
+    import rankwise
+    from rankwise.report.markdown import CURVE_KS, write_report
+
+    results, metrics = _per_query_runs(args)
+    base = metrics[0].split("@")[0]
+    curve_specs = [f"{base}@{k}" for k in CURVE_KS]
+    from rankwise.data import read_trec_qrels
+
+    qrels = read_trec_qrels(args.qrels)
+    curves = {}
+    for name, run in zip(results, args.runs):
+        r = _evaluate_run(run, qrels, curve_specs, args.profile, _conventions(args))
+        curves[name] = {k: r.mean[s] for k, s in zip(CURVE_KS, curve_specs)}
+    histories = {}
+    for path in args.model:
+        model = rankwise.load(path)
+        for key, values in (getattr(model, "history_", None) or {}).items():
+            clean = [v for v in values if v is not None]
+            if clean:
+                histories[f"{path}: {key}"] = clean
+    out = write_report(results, args.out, metrics=metrics, curves=curves, curve_metric=base,
+                       histories=histories or None, n_resamples=args.resamples, random_state=args.seed)
+    print(f"report written to {out}")
+    return 0
+
+
+# ---------------------------------------------------------------- fetch / demo / theory / bench
+def _cmd_fetch(args) -> int:
+    from rankwise.data import fetch
+
+    path = fetch(args.name, cache_dir=args.cache_dir)
+    print(path)
+    return 0
 
 
 def _cmd_demo(args) -> int:
@@ -13,28 +253,123 @@ def _cmd_demo(args) -> int:
     return run_demo(args)
 
 
+def _cmd_theory(args) -> int:
+    from rankwise.cli.theory import run_theory
+
+    return run_theory(args)
+
+
+def _cmd_bench(args) -> int:
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[3] / "benchmarks" / "run_all.py"
+    from rankwise.errors import InputError
+
+    if not script.exists():
+        raise InputError(f"the benchmarks live in the source tree ({script}); run from a checkout of rankwise")
+    cmd = [sys.executable, str(script)] + (["--only", *args.only] if args.only else [])
+    return subprocess.call(cmd)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rankwise", description="Learning to rank: train, predict, evaluate.")
+    parser = argparse.ArgumentParser(prog="rankwise", description="Learning to rank: train, predict, evaluate, compare.")
     parser.add_argument("--debug", action="store_true", help="show a traceback on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    demo = sub.add_parser("demo", help="train and evaluate on a built-in synthetic data set")
-    demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    demo.set_defaults(func=_cmd_demo)
+
+    def data_opts(p):
+        p.add_argument("--format", default="auto", help="auto (default), svmlight, parquet, movielens, npz")
+        p.add_argument("--split", default="u1", help="MovieLens split u1..u5, ua, ub (default u1)")
+
+    p = sub.add_parser("train", help="train a model and save it", description="Train a ranker and save it (no pickle).")
+    p.add_argument("train", help="training data: LETOR/SVMlight file, .parquet, or a MovieLens 100k folder")
+    p.add_argument("--valid", help="validation data (early stopping, best point)")
+    p.add_argument("--model", choices=MODELS, default="linear")
+    p.add_argument("--loss", help="a rankwise loss name (see `rankwise theory losses`), 'native:lambdarank' "
+                                  "for gbdt, or the measure for --model structured")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="model parameter (repeatable), e.g. alpha=1e-3 hidden=(64,32); for reduction: "
+                        f"classifier={'|'.join(CLASSIFIERS)}")
+    p.add_argument("--out", required=True, help="model file to write")
+    p.add_argument("--seed", type=int, default=0)
+    data_opts(p)
+    p.set_defaults(func=_cmd_train)
+
+    p = sub.add_parser("predict", help="score a data set with a saved model")
+    p.add_argument("model")
+    p.add_argument("data")
+    p.add_argument("--out", required=True, help="scores (one per line) or, with --trec, a TREC run file")
+    p.add_argument("--trec", action="store_true", help="write a TREC run file")
+    p.add_argument("--tag", default="rankwise", help="run tag for --trec")
+    data_opts(p)
+    p.set_defaults(func=_cmd_predict)
+
+    def eval_opts(p):
+        p.add_argument("--metrics", default="ndcg@10,err@10,map", help="comma-separated metric specs")
+        p.add_argument("--profile", help="trec_eval, lightgbm, xgboost, sklearn, ranx or letor")
+        p.add_argument("--convention", action="append", default=[], metavar="KEY=VALUE",
+                       help="override a convention: gain=linear, ties=average, empty=drop, threshold=1, ...")
+
+    p = sub.add_parser("evaluate", help="evaluate a run against qrels, or scores against a data set")
+    p.add_argument("data", nargs="?", help="data set whose labels are the truth (with --scores)")
+    p.add_argument("--scores", help="one score per row of DATA")
+    p.add_argument("--run", help="TREC run file")
+    p.add_argument("--qrels", help="TREC qrels file")
+    p.add_argument("--per-query", help="write per-query values to this CSV")
+    eval_opts(p)
+    data_opts(p)
+    p.set_defaults(func=_cmd_evaluate)
+
+    for name, helptext in (("compare", "compare runs: means, paired tests with Holm correction, win/tie/loss"),
+                           ("report", "plots (PNG) and a Markdown summary for several runs")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("runs", nargs="+", help="TREC run files")
+        p.add_argument("--qrels", required=True)
+        p.add_argument("--names", help="comma-separated display names, one per run")
+        p.add_argument("--resamples", type=int, default=10_000, help="randomisation-test resamples")
+        p.add_argument("--seed", type=int, default=0)
+        eval_opts(p)
+        if name == "report":
+            p.add_argument("--out", required=True, help="output folder")
+            p.add_argument("--model", action="append", default=[], help="saved model whose training history to plot")
+        p.set_defaults(func=_cmd_compare if name == "compare" else _cmd_report)
+
+    p = sub.add_parser("fetch", help="download a data set into the cache (checksums verified)")
+    p.add_argument("name", help="mq2007, mq2008, ohsumed, mslr-web10k, mslr-web30k, movielens-100k")
+    p.add_argument("--cache-dir")
+    p.set_defaults(func=_cmd_fetch)
+
+    p = sub.add_parser("demo", help="train and evaluate several models on a built-in synthetic data set")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--queries", type=int, default=300, help="number of synthetic queries (default 300)")
+    p.set_defaults(func=_cmd_demo)
+
+    from rankwise.cli.theory import add_theory_parser
+
+    add_theory_parser(sub)
+    p = sub.add_parser("bench", help="run the benchmarks (from a source checkout) and rewrite BENCHMARKS.md")
+    p.add_argument("--only", nargs="*", help="benchmark names, e.g. bench_metrics")
+    p.set_defaults(func=_cmd_bench)
     return parser
 
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed the usage line
+        return int(exc.code or 0)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
     try:
         return int(args.func(args) or 0)
-    except RankwiseError as exc:
+    except (RankwiseError, OSError) as exc:
         if args.debug:
             raise
-        print(f"rankwise: error: {exc}", file=sys.stderr)
+        msg = str(exc) if not isinstance(exc, OSError) or isinstance(exc, RankwiseError) else \
+            f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")
+        print(f"rankwise: error: {msg}", file=sys.stderr)
         return 2
 
 

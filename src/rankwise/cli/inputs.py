@@ -1,0 +1,127 @@
+"""Resolving the CLI's file arguments into data sets, score vectors and run/qrels arrays."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+
+from rankwise.errors import InputError, ParseError
+
+FORMATS = ("auto", "svmlight", "parquet", "movielens", "npz")
+
+
+def parse_params(items) -> dict:
+    """``["alpha=0.1", "hidden=(64,32)", "loss=listnet"]`` → dict; values read as Python literals
+    where they parse as one (numbers, tuples, None, True), else kept as strings."""
+    out = {}
+    for item in items or ():
+        if "=" not in item:
+            raise InputError(f"--param expects key=value; got {item!r}")
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        if not key.isidentifier():
+            raise InputError(f"--param key {key!r} is not a valid parameter name")
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            value = raw
+        out[key] = value
+    return out
+
+
+def load_dataset(path, *, fmt: str = "auto", part: str = "train", split: str = "u1"):
+    """Read a data set for the CLI.
+
+    ``fmt="auto"`` chooses by the path: a folder holding ``u.data`` is MovieLens 100k (``part``
+    ``"train"`` or ``"test"`` of ``split``), ``.parquet`` is Parquet, a folder or ``.npz``
+    written by ``RankingDataset.save`` is the binary cache, anything else LETOR/SVMlight.
+    """
+    from rankwise import data
+
+    if fmt not in FORMATS:
+        raise InputError(f"--format must be one of {', '.join(FORMATS)}; got {fmt!r}")
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p}: no such file or directory")
+    if fmt == "auto":
+        if p.is_dir() and (p / "u.data").exists():
+            fmt = "movielens"
+        elif p.suffix == ".parquet":
+            fmt = "parquet"
+        elif p.is_dir() or p.suffix == ".npz":
+            fmt = "npz"
+        else:
+            fmt = "svmlight"
+    if fmt == "movielens":
+        train, test = data.load_movielens_100k(p, split=split)
+        if part not in ("train", "test"):
+            raise InputError(f"MovieLens part must be 'train' or 'test'; got {part!r}")
+        return train if part == "train" else test
+    if fmt == "parquet":
+        return data.read_parquet(p)
+    if fmt == "npz":
+        return data.RankingDataset.load(p)
+    return data.read_svmlight(p)
+
+
+def read_scores(path, n_rows: int) -> np.ndarray:
+    """One score per line (what ``rankwise predict --out FILE`` writes without ``--trec``)."""
+    p = Path(path)
+    values = []
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read scores ({exc.strerror})") from None
+    for k, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            v = float(line)
+        except ValueError:
+            raise ParseError(p, k, f"{line[:40]!r} is not a number; expected one score per line") from None
+        if not np.isfinite(v):
+            raise ParseError(p, k, f"score {line!r} is not finite")
+        values.append(v)
+    if len(values) != n_rows:
+        raise InputError(f"{p}: {len(values)} scores but the data set has {n_rows} rows; one score per row is expected")
+    return np.asarray(values, dtype=np.float64)
+
+
+def run_arrays(run: dict, qrels: dict, *, queries=None):
+    """Flatten a TREC run against its qrels, the way trec_eval does.
+
+    Only queries present in both the run and the qrels are evaluated (trec_eval without ``-c``);
+    pass ``queries`` (e.g. all qrels queries) to evaluate exactly those, a query missing from the
+    run then scoring as an empty ranking. Retrieved documents without a judgment count as
+    non-relevant (label 0). Judged documents the run did not retrieve are appended with
+    ``retrieved=False``: they never occupy a rank but count in the ideal ranking and in the
+    number of relevant documents (NDCG's IDCG, recall's and AP's denominators).
+
+    Returns ``(scores, labels, qid, doc_ids, retrieved)`` as flat arrays.
+    """
+    if queries is None:
+        queries = [q for q in run if q in qrels]
+    if not queries:
+        raise InputError("the run and the qrels have no query in common; check the query ids")
+    scores, labels, qids, docs, retrieved = [], [], [], [], []
+    for q in queries:
+        ranked = run.get(q, {})
+        judged = qrels.get(q, {})
+        for d, s in ranked.items():
+            scores.append(s)
+            labels.append(judged.get(d, 0))
+            qids.append(q)
+            docs.append(d)
+            retrieved.append(True)
+        floor = min(ranked.values(), default=0.0) - 1.0
+        for d, rel in judged.items():
+            if d not in ranked:
+                scores.append(floor)
+                labels.append(rel)
+                qids.append(q)
+                docs.append(d)
+                retrieved.append(False)
+    return (np.asarray(scores, dtype=np.float64), np.asarray(labels, dtype=np.float64),
+            np.asarray(qids), np.asarray(docs), np.asarray(retrieved, dtype=bool))

@@ -1,0 +1,450 @@
+"""``RankingDataset``: query-grouped rows of features and relevance labels.
+
+Rows of a query are contiguous; ``query_offsets`` (int64, ``n_queries + 1``) is the group
+structure, ``query_ids`` names the queries in order. ``X`` is dense float32 or scipy CSR
+float32 and is never densified behind the user's back.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+
+from rankwise._validation import check_features, check_vector
+from rankwise.data.groups import group_by_qid, padded_index
+from rankwise.errors import InputError
+
+__all__ = ["RankingDataset", "Query", "PaddedBatch", "concat"]
+
+_FORMAT_VERSION = 1
+
+
+class Query(NamedTuple):
+    """One query of a :class:`RankingDataset` (rows ``start:stop``)."""
+
+    qid: object
+    X: object
+    labels: np.ndarray
+    doc_ids: np.ndarray | None
+    start: int
+    stop: int
+
+
+@dataclass
+class PaddedBatch:
+    """A padded ``[n_batch_queries, width]`` view.
+
+    Attributes
+    ----------
+    values : ndarray, shape (n, width) or (n, width, k)
+        The padded values; padded cells hold ``pad_value``.
+    where : ndarray of bool, shape (n, width)
+        True on real items, False on padding.
+    index : ndarray of int64, shape (n, width)
+        Flat row of each cell (0 on padding; use ``where``).
+    query_index : ndarray of int64, shape (n,)
+        Position (in the data set) of each query of the batch.
+    """
+
+    values: np.ndarray
+    where: np.ndarray
+    index: np.ndarray
+    query_index: np.ndarray
+
+
+def _noncontiguous_message(qid: np.ndarray, line_numbers, source) -> str | None:
+    """Name the first query whose rows are split, with its row (or line) spans."""
+    n = len(qid)
+    change = np.flatnonzero(qid[1:] != qid[:-1]) + 1
+    starts = np.concatenate(([0], change))
+    ends = np.append(starts[1:], n)
+    run_q = qid[starts]
+    seen = {}
+    for r, q in enumerate(run_q.tolist()):
+        if q in seen:
+            runs = [k for k, qq in enumerate(run_q.tolist()) if qq == q]
+            if line_numbers is not None:
+                spans = [f"{int(line_numbers[starts[k]])}-{int(line_numbers[ends[k] - 1])}" for k in runs[:4]]
+                unit = "lines"
+            else:
+                spans = [f"{starts[k] + 1}-{ends[k]}" for k in runs[:4]]
+                unit = "rows (1-based)"
+            more = "" if len(runs) <= 4 else f" and {len(runs) - 4} more runs"
+            where = f"{source}: " if source else ""
+            return (f"{where}rows of query {q!r} are not contiguous ({unit} {', '.join(spans)}{more}); "
+                    "pass strict=False to regroup them stably")
+        seen[q] = r
+    return None
+
+
+class RankingDataset:
+    """Query-grouped learning-to-rank data.
+
+    Parameters
+    ----------
+    X : ndarray (n_rows, n_features) or scipy sparse matrix
+        Features; stored as float32 (dense) or CSR float32. NaN means "missing" and is kept.
+    labels : array-like, shape (n_rows,)
+        Relevance labels (float64, finite).
+    query_offsets : array-like of int, shape (n_queries + 1,)
+        Query ``i`` owns rows ``query_offsets[i]:query_offsets[i+1]``; every query has >= 1 row.
+    query_ids : array-like, shape (n_queries,), optional
+        Distinct query ids (default ``0..n_queries-1``).
+    doc_ids : array-like of str, shape (n_rows,), optional
+    feature_names : list of str, optional
+
+    Attributes
+    ----------
+    regrouped_rows : int
+        Rows moved by :meth:`from_arrays` to make queries contiguous (0 when none were).
+    row_order : ndarray of int64 or None
+        The permutation :meth:`from_arrays` applied: row ``k`` here is input row ``row_order[k]``.
+
+    Notes
+    -----
+    Use :meth:`from_arrays` for flat rows with a per-row ``qid`` (the public boundary); the
+    constructor takes rows that are already grouped.
+    """
+
+    def __init__(self, X, labels, query_offsets, query_ids=None, *, doc_ids=None, feature_names=None,
+                 allow_nan: bool = True):
+        X = check_features(X, name="X", allow_nan=allow_nan)
+        if not sp.issparse(X):
+            X = np.ascontiguousarray(X)
+        n = X.shape[0]
+        self.X = X
+        self.labels = check_vector(labels, n, name="labels", dtype=np.float64)
+        off = np.asarray(query_offsets)
+        if off.ndim != 1 or len(off) < 1 or off.dtype.kind not in "iu":
+            raise InputError(f"query_offsets must be a 1-d integer array of length n_queries + 1; got {off!r:.80}")
+        off = off.astype(np.int64)
+        if off[0] != 0 or off[-1] != n:
+            raise InputError(f"query_offsets must start at 0 and end at n_rows={n}; "
+                             f"got {int(off[0])} .. {int(off[-1])}")
+        if np.any(np.diff(off) <= 0):
+            k = int(np.flatnonzero(np.diff(off) <= 0)[0])
+            raise InputError(f"query_offsets must increase strictly (every query has at least one row); "
+                             f"query {k} has {int(off[k + 1] - off[k])} rows")
+        self.query_offsets = off
+        nq = len(off) - 1
+        if query_ids is None:
+            qids = np.arange(nq, dtype=np.int64)
+        else:
+            qids = np.asarray(query_ids)
+            if qids.dtype.kind == "O":
+                qids = qids.astype(str)
+            if qids.ndim != 1 or len(qids) != nq:
+                raise InputError(f"query_ids must have one id per query ({nq}); got shape {qids.shape}")
+            uniq, counts = np.unique(qids, return_counts=True)
+            if len(uniq) != nq:
+                raise InputError(f"query_ids must be distinct; {uniq[counts > 1][0].item()!r} appears "
+                                 f"{int(counts.max())} times")
+        self.query_ids = qids
+        if doc_ids is not None:
+            doc_ids = np.asarray(doc_ids).astype(str)
+            if doc_ids.shape != (n,):
+                raise InputError(f"doc_ids must have one id per row ({n}); got shape {doc_ids.shape}")
+        self.doc_ids = doc_ids
+        if feature_names is not None:
+            feature_names = [str(f) for f in feature_names]
+            if len(feature_names) != X.shape[1]:
+                raise InputError(f"feature_names has {len(feature_names)} names but X has {X.shape[1]} columns")
+        self.feature_names = feature_names
+        self.regrouped_rows = 0
+        self.row_order = None
+        self._qid = None
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_arrays(cls, X, labels, qid, *, strict: bool = False, doc_ids=None, feature_names=None,
+                    allow_nan: bool = True, _line_numbers=None, _source=None) -> "RankingDataset":
+        """Build from flat rows with a per-row ``qid``.
+
+        Rows of a query that are not contiguous are regrouped stably (queries in order of first
+        appearance, rows of a query in input order); the number of moved rows is stored in
+        ``regrouped_rows`` and the permutation in ``row_order``. With ``strict=True`` such input
+        is rejected with a message naming the query id and its row spans.
+        """
+        X = check_features(X, name="X", allow_nan=allow_nan)
+        n = X.shape[0]
+        qarr = np.asarray(qid)
+        if qarr.ndim != 1 or len(qarr) != n:
+            raise InputError(f"qid has shape {qarr.shape} but X has {n} rows; one query id per row is expected")
+        labels = check_vector(labels, n, name="labels", dtype=np.float64)
+        if n == 0:
+            raise InputError("X has no rows; a RankingDataset needs at least one query")
+        g = group_by_qid(qarr, strict=False)
+        if g.order is not None and strict:
+            raise InputError(_noncontiguous_message(np.asarray(qarr), _line_numbers, _source))
+        if doc_ids is not None:
+            doc_ids = np.asarray(doc_ids).astype(str)
+            if doc_ids.shape != (n,):
+                raise InputError(f"doc_ids must have one id per row ({n}); got shape {doc_ids.shape}")
+        if g.order is not None:
+            o = g.order
+            X = X[o]
+            labels = labels[o]
+            doc_ids = None if doc_ids is None else doc_ids[o]
+        ds = cls(X, labels, g.offsets, g.qids, doc_ids=doc_ids, feature_names=feature_names, allow_nan=allow_nan)
+        ds.regrouped_rows = g.n_moved
+        ds.row_order = g.order
+        return ds
+
+    # ------------------------------------------------------------------ basic views
+    def __len__(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_offsets) - 1
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def query_sizes(self) -> np.ndarray:
+        """Rows per query (int64, shape ``(n_queries,)``)."""
+        return np.diff(self.query_offsets)
+
+    @property
+    def qid(self) -> np.ndarray:
+        """Query id of every row."""
+        if self._qid is None:
+            self._qid = np.repeat(self.query_ids, self.query_sizes)
+        return self._qid
+
+    def __iter__(self) -> Iterator[Query]:
+        off = self.query_offsets
+        for i in range(self.n_queries):
+            a, b = int(off[i]), int(off[i + 1])
+            yield Query(self.query_ids[i], self.X[a:b], self.labels[a:b],
+                        None if self.doc_ids is None else self.doc_ids[a:b], a, b)
+
+    def __repr__(self) -> str:
+        kind = "csr" if sp.issparse(self.X) else "dense"
+        return (f"RankingDataset(rows={len(self)}, queries={self.n_queries}, features={self.n_features}, "
+                f"X={kind}, doc_ids={'yes' if self.doc_ids is not None else 'no'})")
+
+    def summary(self) -> dict:
+        """Counts: rows, queries, features, label histogram, list lengths, queries without relevant rows."""
+        labels, counts = np.unique(self.labels, return_counts=True)
+        sizes = self.query_sizes
+        qmax = np.maximum.reduceat(self.labels, self.query_offsets[:-1])
+        return {
+            "rows": len(self), "queries": self.n_queries, "features": self.n_features,
+            "labels": {(int(l) if l == int(l) else float(l)): int(c) for l, c in zip(labels, counts)},
+            "list_length": {"min": int(sizes.min()), "median": float(np.median(sizes)), "max": int(sizes.max())},
+            "queries_without_relevant": int(np.sum(qmax <= 0)),
+            "sparse": bool(sp.issparse(self.X)),
+        }
+
+    # ------------------------------------------------------------------ selection
+    def take(self, query_index) -> "RankingDataset":
+        """The queries at positions ``query_index`` (in that order)."""
+        qi = np.asarray(query_index)
+        if qi.dtype == bool:
+            if qi.shape != (self.n_queries,):
+                raise InputError(f"boolean query_index must have n_queries={self.n_queries} entries; got {qi.shape}")
+            qi = np.flatnonzero(qi)
+        if qi.ndim != 1 or (qi.size and qi.dtype.kind not in "iu"):
+            raise InputError(f"query_index must be a 1-d array of query positions; got {qi!r:.80}")
+        qi = qi.astype(np.int64)
+        if qi.size == 0:
+            raise InputError("query_index is empty; a RankingDataset needs at least one query")
+        if qi.min() < 0 or qi.max() >= self.n_queries:
+            raise InputError(f"query_index must lie in [0, {self.n_queries}); got {int(qi.min())}..{int(qi.max())}")
+        if len(np.unique(qi)) != len(qi):
+            raise InputError("query_index lists a query more than once")
+        sizes = self.query_sizes[qi]
+        starts = self.query_offsets[qi]
+        rows = np.repeat(starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes) + np.arange(sizes.sum())
+        out = RankingDataset(self.X[rows], self.labels[rows], np.concatenate(([0], np.cumsum(sizes))),
+                             self.query_ids[qi], doc_ids=None if self.doc_ids is None else self.doc_ids[rows],
+                             feature_names=self.feature_names)
+        return out
+
+    def subset(self, query_ids) -> "RankingDataset":
+        """The queries with the given ids, in the order given."""
+        want = np.asarray(query_ids)
+        if want.ndim == 0:
+            want = want[None]
+        pos = {q: i for i, q in enumerate(self.query_ids.tolist())}
+        idx = []
+        for q in want.tolist():
+            if q not in pos:
+                # tolerate int/str spelling differences of the same id
+                key = type(next(iter(pos)))(q) if pos else q
+                if key not in pos:
+                    raise InputError(f"query id {q!r} is not in this data set "
+                                     f"(it has {self.n_queries} queries, e.g. {self.query_ids[:3].tolist()})")
+                q = key
+            idx.append(pos[q])
+        return self.take(np.asarray(idx, dtype=np.int64))
+
+    @classmethod
+    def concat(cls, datasets) -> "RankingDataset":
+        """Stack data sets (queries in the given order).
+
+        The result is CSR if any part is sparse (never densified). ``doc_ids`` are kept only when
+        every part has them. Query ids must be distinct across parts.
+        """
+        parts = list(datasets)
+        if not parts:
+            raise InputError("concat needs at least one RankingDataset")
+        for k, p in enumerate(parts):
+            if not isinstance(p, RankingDataset):
+                raise InputError(f"datasets[{k}] is a {type(p).__name__}, not a RankingDataset")
+        d = parts[0].n_features
+        for k, p in enumerate(parts):
+            if p.n_features != d:
+                raise InputError(f"datasets[{k}] has {p.n_features} features but datasets[0] has {d}")
+        names = parts[0].feature_names
+        if any(p.feature_names != names for p in parts):
+            raise InputError("feature_names differ between the data sets; they must be equal to concatenate")
+        qids = np.concatenate([p.query_ids for p in parts])
+        uniq, counts = np.unique(qids, return_counts=True)
+        if len(uniq) != len(qids):
+            raise InputError(f"query id {uniq[counts > 1][0].item()!r} occurs in more than one data set; "
+                             "query ids must be distinct to concatenate")
+        if any(sp.issparse(p.X) for p in parts):
+            X = sp.vstack([sp.csr_matrix(p.X) for p in parts], format="csr")
+        else:
+            X = np.concatenate([p.X for p in parts])
+        labels = np.concatenate([p.labels for p in parts])
+        sizes = np.concatenate([p.query_sizes for p in parts])
+        doc_ids = None
+        if all(p.doc_ids is not None for p in parts):
+            doc_ids = np.concatenate([p.doc_ids for p in parts])
+        return cls(X, labels, np.concatenate(([0], np.cumsum(sizes))), qids, doc_ids=doc_ids, feature_names=names)
+
+    # ------------------------------------------------------------------ padding
+    def _row_values(self, values):
+        if values is None:
+            return self.labels
+        if sp.issparse(values):
+            raise InputError("values is sparse; a padded view needs dense values (pass X.toarray() "
+                             "explicitly if that is really wanted)")
+        v = np.asarray(values)
+        if v.ndim not in (1, 2) or v.shape[0] != len(self):
+            raise InputError(f"values must have one entry (or row) per data set row ({len(self)}); got shape {v.shape}")
+        return v
+
+    def padded(self, values=None, *, bucket=False, pad_value=0):
+        """Padded ``[n_queries, max_len]`` view of per-row ``values`` (default: ``labels``).
+
+        Returns a :class:`PaddedBatch`; with ``bucket=True`` (or a list of width boundaries)
+        returns a list of PaddedBatch, one per length bucket (see :meth:`buckets`).
+        """
+        if bucket is not False and bucket is not None:
+            return self.buckets(values, boundaries=None if bucket is True else bucket, pad_value=pad_value)
+        v = self._row_values(values)
+        index, where = padded_index(self.query_offsets)
+        out = v[index]
+        out[~where] = pad_value
+        return PaddedBatch(out, where, index, np.arange(self.n_queries, dtype=np.int64))
+
+    def buckets(self, values=None, *, boundaries=None, pad_value=0) -> list[PaddedBatch]:
+        """Padded batches of queries of similar length, so that padding waste stays small.
+
+        Queries go to the bucket of the smallest boundary >= their length (default boundaries:
+        powers of two, so at most half of any batch is padding); each batch is as wide as its
+        longest query. Batches come in increasing width; ``query_index`` maps back.
+        """
+        v = self._row_values(values)
+        sizes = self.query_sizes
+        if boundaries is None:
+            key = np.ceil(np.log2(sizes)).astype(np.int64)
+        else:
+            b = np.sort(np.asarray(boundaries, dtype=np.int64))
+            if b.ndim != 1 or b.size == 0 or b[0] < 1:
+                raise InputError(f"boundaries must be positive integer widths; got {boundaries!r}")
+            key = np.searchsorted(b, sizes, side="left")
+        out = []
+        for k in np.unique(key):
+            qi = np.flatnonzero(key == k)
+            off = np.concatenate(([0], np.cumsum(sizes[qi])))
+            idx, where = padded_index(off)
+            rows = np.repeat(self.query_offsets[qi] - off[:-1], sizes[qi]) + np.arange(off[-1])
+            flat = np.where(where, rows[idx], 0)
+            vals = v[flat]
+            vals[~where] = pad_value
+            out.append(PaddedBatch(vals, where, flat.astype(np.int64), qi.astype(np.int64)))
+        return out
+
+    # ------------------------------------------------------------------ binary cache
+    def save(self, path) -> None:
+        """Save as a directory of ``.npy`` arrays plus ``meta.json`` (no pickle)."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        meta = {"format": "rankwise.RankingDataset", "version": _FORMAT_VERSION,
+                "sparse": bool(sp.issparse(self.X)), "shape": list(self.X.shape),
+                "feature_names": self.feature_names, "has_doc_ids": self.doc_ids is not None}
+        if sp.issparse(self.X):
+            np.save(path / "X_data.npy", self.X.data)
+            np.save(path / "X_indices.npy", self.X.indices)
+            np.save(path / "X_indptr.npy", self.X.indptr)
+        else:
+            np.save(path / "X.npy", self.X)
+        np.save(path / "labels.npy", self.labels)
+        np.save(path / "query_offsets.npy", self.query_offsets)
+        np.save(path / "query_ids.npy", self.query_ids)
+        if self.doc_ids is not None:
+            np.save(path / "doc_ids.npy", self.doc_ids)
+        # meta.json last: its presence marks a complete cache
+        (path / "meta.json").write_text(json.dumps(meta))
+
+    @classmethod
+    def load(cls, path, *, mmap_mode: str | None = None) -> "RankingDataset":
+        """Load what :meth:`save` wrote (``mmap_mode="r"`` maps the arrays instead of reading them)."""
+        path = Path(path)
+        try:
+            meta = json.loads((path / "meta.json").read_text())
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{path}: no meta.json; not a saved RankingDataset") from None
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path / 'meta.json'}: not valid JSON ({exc})") from None
+        if meta.get("format") != "rankwise.RankingDataset" or meta.get("version") != _FORMAT_VERSION:
+            raise InputError(f"{path}: saved with format {meta.get('format')!r} version {meta.get('version')!r}; "
+                             f"expected rankwise.RankingDataset version {_FORMAT_VERSION}")
+
+        def ld(name):
+            return np.load(path / name, mmap_mode=mmap_mode, allow_pickle=False)
+
+        if meta["sparse"]:
+            X = sp.csr_matrix((ld("X_data.npy"), ld("X_indices.npy"), ld("X_indptr.npy")), shape=tuple(meta["shape"]))
+        else:
+            X = ld("X.npy")
+        labels = ld("labels.npy")
+        off = ld("query_offsets.npy")
+        ds = cls.__new__(cls)
+        ds.X = X
+        ds.labels = labels
+        ds.query_offsets = np.asarray(off)
+        ds.query_ids = np.asarray(ld("query_ids.npy"))
+        ds.doc_ids = np.asarray(ld("doc_ids.npy")) if meta["has_doc_ids"] else None
+        ds.feature_names = meta["feature_names"]
+        ds.regrouped_rows = 0
+        ds.row_order = None
+        ds._qid = None
+        # cheap structural checks (the arrays were validated when saved)
+        n = X.shape[0]
+        if len(labels) != n or ds.query_offsets[0] != 0 or ds.query_offsets[-1] != n \
+                or len(ds.query_ids) != len(ds.query_offsets) - 1:
+            raise InputError(f"{path}: inconsistent saved arrays (rows, labels and query_offsets disagree)")
+        return ds
+
+    def to_pandas(self, **kwargs):
+        """See :func:`rankwise.data.to_pandas`."""
+        from rankwise.data.frames import to_pandas
+
+        return to_pandas(self, **kwargs)
+
+
+def concat(datasets) -> RankingDataset:
+    """Stack data sets; see :meth:`RankingDataset.concat`."""
+    return RankingDataset.concat(datasets)

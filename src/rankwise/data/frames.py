@@ -1,0 +1,118 @@
+"""pandas DataFrames and Parquet files with a query-id column.
+
+A frame holds one row per document: a query-id column, a label column, optional doc-id column,
+and feature columns (by default every other numeric column).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from rankwise.data.dataset import RankingDataset
+from rankwise.errors import InputError
+
+__all__ = ["from_pandas", "to_pandas", "read_parquet", "write_parquet"]
+
+
+def from_pandas(frame, *, qid: str = "qid", label: str = "label", features=None, doc_id: str | None = None,
+                strict: bool = False) -> RankingDataset:
+    """Build a :class:`RankingDataset` from a DataFrame with a query-id column.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+    qid, label : str
+        Column names of the query id and the relevance label.
+    features : list of str, optional
+        Feature columns in order; default: every numeric column other than ``qid``, ``label``
+        and ``doc_id``, in frame order.
+    doc_id : str, optional
+        Column of document ids; when None, a column named ``doc_id`` is used if present.
+    strict : bool
+        Reject non-contiguous queries instead of regrouping them (see ``RankingDataset.from_arrays``).
+    """
+    import pandas as pd
+
+    if not isinstance(frame, pd.DataFrame):
+        raise InputError(f"frame must be a pandas DataFrame; got {type(frame).__name__}")
+    cols = list(frame.columns)
+    for role, name in (("qid", qid), ("label", label)):
+        if name not in frame.columns:
+            raise InputError(f"{role}={name!r} is not a column of the frame; columns are {cols[:10]}")
+    if doc_id is None and "doc_id" in frame.columns:
+        doc_id = "doc_id"
+    if doc_id is not None and doc_id not in frame.columns:
+        raise InputError(f"doc_id={doc_id!r} is not a column of the frame; columns are {cols[:10]}")
+    reserved = {qid, label, doc_id}
+    if features is None:
+        features = [c for c in cols if c not in reserved and pd.api.types.is_numeric_dtype(frame[c])]
+        if not features:
+            raise InputError("the frame has no numeric feature columns besides qid/label; pass features=[...]")
+    else:
+        features = list(features)
+        missing = [f for f in features if f not in frame.columns]
+        if missing:
+            raise InputError(f"feature columns {missing[:5]} are not in the frame")
+        bad = [f for f in features if not pd.api.types.is_numeric_dtype(frame[f])]
+        if bad:
+            raise InputError(f"feature columns must be numeric; {bad[:5]} are not")
+    lab = frame[label]
+    if lab.isna().any():
+        raise InputError(f"label column {label!r} has {int(lab.isna().sum())} missing values; every row needs a label")
+    q = frame[qid]
+    if q.isna().any():
+        raise InputError(f"qid column {qid!r} has missing values; every row needs a query id")
+    X = frame[features].to_numpy(dtype=np.float32, na_value=np.nan)
+    docs = None if doc_id is None else frame[doc_id].astype(str).to_numpy()
+    return RankingDataset.from_arrays(X, lab.to_numpy(dtype=np.float64), q.to_numpy(), strict=strict,
+                                      doc_ids=docs, feature_names=[str(f) for f in features])
+
+
+def to_pandas(dataset: RankingDataset, *, qid: str = "qid", label: str = "label", doc_id: str = "doc_id"):
+    """DataFrame with columns ``qid``, ``label``, (``doc_id``), then one column per feature.
+
+    Feature columns are named by ``feature_names`` or ``f0, f1, ...``. A CSR ``X`` becomes
+    pandas sparse columns (not densified).
+    """
+    import pandas as pd
+
+    names = dataset.feature_names or [f"f{j}" for j in range(dataset.n_features)]
+    if sp.issparse(dataset.X):
+        feats = pd.DataFrame.sparse.from_spmatrix(dataset.X, columns=names)
+    else:
+        feats = pd.DataFrame(dataset.X, columns=names, copy=False)
+    head = {qid: dataset.qid, label: dataset.labels}
+    if dataset.doc_ids is not None:
+        head[doc_id] = dataset.doc_ids
+    front = pd.DataFrame(head)
+    clash = set(front.columns) & set(names)
+    if clash:
+        raise InputError(f"feature names {sorted(clash)} clash with the qid/label/doc_id column names; "
+                         "pass other names via qid=/label=/doc_id=")
+    return pd.concat([front, feats], axis=1)
+
+
+def write_parquet(dataset: RankingDataset, path, **kwargs) -> None:
+    """Write :func:`to_pandas` of the data set to Parquet (dense columns)."""
+    frame = to_pandas(dataset, **kwargs)
+    for c in frame.columns:
+        if isinstance(frame[c].dtype, __import__("pandas").SparseDtype):
+            frame[c] = frame[c].sparse.to_dense()  # Parquet has no sparse columns
+    frame.to_parquet(Path(path), index=False)
+
+
+def read_parquet(path, *, qid: str = "qid", label: str = "label", features=None, doc_id: str | None = None,
+                 strict: bool = False) -> RankingDataset:
+    """Read a Parquet file with a query-id column (see :func:`from_pandas`)."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several types for a corrupt file
+        raise InputError(f"{path}: not a readable Parquet file ({type(exc).__name__}: {exc})") from None
+    return from_pandas(frame, qid=qid, label=label, features=features, doc_id=doc_id, strict=strict)

@@ -1,0 +1,404 @@
+"""LETOR / SVMlight text files: ``label qid:Q i:v ... #docid = X``.
+
+Reading is one numba pass over the raw bytes (see ``_svmlight_kernel``); a malformed token stops
+the pass and is reported as ``path:line: what is wrong, what was expected``. Writing gives back
+the same data set exactly (``write`` then ``read`` is the identity on labels, qids, doc ids and
+float32 feature values).
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import hashlib
+import json
+import lzma
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from rankwise.data.dataset import RankingDataset
+from rankwise.data.groups import offsets_from_sizes
+from rankwise.errors import InputError, ParseError
+
+__all__ = ["read_svmlight", "write_svmlight", "read_group_file"]
+
+_MESSAGES = {
+    1: "label {tok!r} is not a number; each line must start with a numeric relevance label",
+    2: "query id {tok!r} is not an integer; expected 'qid:<integer>' right after the label",
+    3: "stray token {tok!r}; expected 'index:value' pairs after the label and qid",
+    4: "feature index in {tok!r} is not a non-negative integer; expected 'index:value'",
+    5: "value in {tok!r} is not a number; expected 'index:value' with a decimal value or NULL",
+    6: "feature index 0 in {tok!r}, but the file is read as one-based (LETOR convention); "
+       "pass zero_based=True for zero-based indices",
+    7: "duplicate feature index in {tok!r}; each index may appear once per line",
+    8: "feature index in {tok!r} is smaller than the previous one; indices must increase along a line",
+    9: "{tok!r} is misplaced; 'qid:<integer>' must appear once, right after the label",
+    10: "feature index in {tok!r} is out of range; n_features={n_features} allows indices up to {max_index}",
+    11: "line starts with {tok!r}; expected a numeric label first (e.g. '2 qid:7 1:0.5 ...')",
+    13: "control character {tok!r} in the data part of the line (binary or corrupt file?)",
+}
+
+_NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    try:
+        if raw[:2] == b"\x1f\x8b":
+            return gzip.decompress(raw)
+        if raw[:3] == b"BZh":
+            return bz2.decompress(raw)
+        if raw[:6] == b"\xfd7zXZ\x00":
+            return lzma.decompress(raw)
+    except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
+        raise ParseError(path, None, f"cannot decompress ({exc}); the file is truncated or corrupt") from None
+    return raw
+
+
+def _line_text(buf: bytes, line: int) -> str:
+    lines = buf.split(b"\n", line)
+    return lines[line - 1].decode("utf-8", "replace").rstrip("\r") if len(lines) >= line else ""
+
+
+def read_group_file(path, *, n_rows: int | None = None) -> np.ndarray:
+    """Read a LightGBM ``.query`` / XGBoost ``.group`` file (one group size per line).
+
+    Returns ``query_offsets`` (int64). With ``n_rows``, the sizes must add up to it.
+    """
+    path = Path(path)
+    text = _read_bytes(path).decode("utf-8", "replace")
+    sizes = []
+    for k, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if not s:
+            continue
+        if not s.isdigit():
+            raise ParseError(path, k, f"group size {s!r} is not a non-negative integer; "
+                                      "expected one integer per line (the size of each consecutive query)")
+        v = int(s)
+        if v == 0:
+            raise ParseError(path, k, "group size 0; every query must have at least one row")
+        sizes.append(v)
+    if not sizes:
+        raise ParseError(path, None, "empty group file; expected one group size per line")
+    offsets = offsets_from_sizes(np.asarray(sizes, dtype=np.int64))
+    if n_rows is not None and offsets[-1] != n_rows:
+        raise ParseError(path, None, f"group sizes add up to {int(offsets[-1])} rows but the data file has "
+                                     f"{n_rows} rows; they must be equal")
+    return offsets
+
+
+def _convert_fallbacks(path, buf_bytes, out, labels, values, line_no, indptr):
+    kinds, pos, starts, ends = out
+    for kind, p, s, e in zip(kinds.tolist(), pos.tolist(), starts.tolist(), ends.tolist()):
+        tok = buf_bytes[s:e].decode("utf-8", "replace")
+        if not _NUMBER_RE.fullmatch(tok):
+            row = p if kind == 1 else int(np.searchsorted(indptr, p, side="right") - 1)
+            if kind == 1:
+                raise ParseError(path, int(line_no[row]), _MESSAGES[1].format(tok=tok))
+            raise ParseError(path, int(line_no[row]), f"value {tok!r} is not a number; "
+                                                       "expected 'index:value' with a decimal value or NULL")
+        v = float(tok)
+        if kind == 1:
+            labels[p] = v
+        else:
+            with np.errstate(over="ignore"):  # beyond float32 becomes inf, reported with its line below
+                values[p] = v
+
+
+def _parse_bytes(path, data: bytes, *, zero_based: bool, n_features: int | None):
+    from rankwise.data import _svmlight_kernel as K
+
+    buf = np.frombuffer(data, dtype=np.uint8)
+    n_nl, n_colon = K.count_lines_and_colons(buf)
+    n_rows_max = int(n_nl) + 1
+    nnz_max = int(n_colon) + 1
+    fb_max = 1024
+    nf = -1 if n_features is None else int(n_features)
+    while True:
+        res = K.parse(buf, n_rows_max, nnz_max, bool(zero_based), nf, fb_max)
+        if res[0] == K.E_FALLBACK_FULL:
+            fb_max = n_rows_max + nnz_max
+            continue
+        break
+    (code, line, off, end, labels, qids, has_qid, line_no, docid_s, docid_e,
+     indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb) = res
+    if code != K.OK:
+        tok = data[off:end].decode("utf-8", "replace")
+        msg = _MESSAGES[code].format(tok=tok, n_features=n_features,
+                                     max_index=(n_features - 1 if zero_based else n_features)
+                                     if n_features is not None else None)
+        raise ParseError(path, int(line), msg)
+    n_rows = int(n_rows)
+    nnz = int(nnz)
+    labels = labels[:n_rows]
+    values = values[:nnz]
+    indptr = indptr[: n_rows + 1]
+    line_no = line_no[:n_rows]
+    if n_fb:
+        _convert_fallbacks(path, data, (fb_kind[:n_fb], fb_pos[:n_fb], fb_s[:n_fb], fb_e[:n_fb]),
+                           labels, values, line_no, indptr)
+    bad = ~np.isfinite(labels)
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        tok = _line_text(data, int(line_no[r])).split()[0]
+        raise ParseError(path, int(line_no[r]), f"label {tok!r} is not finite; labels must be finite numbers")
+    bad = np.isinf(values)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        r = int(np.searchsorted(indptr, k, side="right") - 1)
+        col = int(indices[k]) + (0 if zero_based else 1)
+        toks = [t for t in _line_text(data, int(line_no[r])).partition("#")[0].split() if t.startswith(f"{col}:")]
+        raise ParseError(path, int(line_no[r]), f"infinite value in {toks[0] if toks else col!r} (beyond the float32 "
+                                                "range or 'inf'); values must be finite, NULL or nan for missing")
+    return dict(n_rows=n_rows, labels=labels, qids=qids[:n_rows], has_qid=has_qid[:n_rows],
+                line_no=line_no, docid_s=docid_s[:n_rows], docid_e=docid_e[:n_rows], indptr=indptr,
+                indices=indices[:nnz], values=values, max_index=int(max_index), buf=buf)
+
+
+def _cache_key(path: Path, options: dict) -> str:
+    st = path.stat()
+    blob = json.dumps({"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                       "options": options, "format": 1}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def _default_cache_root() -> Path:
+    env = os.environ.get("RANKWISE_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "rankwise" / "svmlight"
+
+
+def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bool = False,
+                  n_features: int | None = None, dense: bool | None = None,
+                  cache: bool | str | os.PathLike = False) -> RankingDataset:
+    """Read a LETOR / SVMlight ranking file into a :class:`RankingDataset`.
+
+    Each non-blank line is ``label [qid:Q] i:v i:v ... [#comment]``; a ``#docid = X`` comment
+    gives the row's doc id. ``.gz``, ``.bz2`` and ``.xz`` files are decompressed (recognised by
+    their magic bytes); CRLF line endings are accepted; ``i:NULL`` (LETOR 3.0 "Feature-null"
+    files) is read as NaN. Absent indices are 0, as in SVMlight.
+
+    Parameters
+    ----------
+    path : str or Path
+        The data file.
+    query_file : str or Path, optional
+        Group sizes, one integer per line (LightGBM ``.query``, XGBoost ``.group``), for files
+        without ``qid:``. When the file has no ``qid:`` and no ``query_file`` is given,
+        ``<path>.query`` and ``<path>.group`` are tried.
+    strict : bool
+        Reject (instead of stably regrouping) queries whose rows are not contiguous.
+    zero_based : bool
+        Feature index ``i`` goes to column ``i`` (True) or ``i - 1`` (False, the LETOR convention).
+    n_features : int, optional
+        Number of columns; by default the largest index in the file. An index beyond it is an error.
+    dense : bool, optional
+        Return ``X`` as a dense array (True) or CSR (False). By default dense when at least half
+        of the ``n_rows * n_features`` entries are written in the file (LETOR, MSLR), CSR otherwise.
+    cache : bool or path
+        Keep a binary copy (``.npy`` + JSON, no pickle) keyed by the file's path, size, mtime and
+        these options; later calls load it instead of parsing. ``True`` uses
+        ``$RANKWISE_CACHE`` or ``~/.cache/rankwise/svmlight``; a path names the cache root.
+
+    Returns
+    -------
+    RankingDataset
+        ``regrouped_rows`` tells how many rows were moved to make queries contiguous.
+
+    Raises
+    ------
+    ParseError
+        ``path:line: what is wrong, what was expected`` on the first malformed token.
+    """
+    path = Path(path)
+    options = dict(query_file=None if query_file is None else str(Path(query_file).resolve()),
+                   strict=strict, zero_based=zero_based, n_features=n_features, dense=dense)
+    cache_dir = None
+    if cache:
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such file")
+        root = _default_cache_root() if cache is True else Path(cache)
+        cache_dir = root / _cache_key(path, options)
+        if (cache_dir / "meta.json").exists():
+            try:
+                return RankingDataset.load(cache_dir)
+            except (InputError, OSError, ValueError):
+                pass  # stale or partial cache: parse again and overwrite
+    if n_features is not None and (not isinstance(n_features, (int, np.integer)) or n_features < 1):
+        raise InputError(f"n_features must be a positive integer or None; got {n_features!r}")
+    data = _read_bytes(path)
+    p = _parse_bytes(path, data, zero_based=zero_based, n_features=n_features)
+    n_rows = p["n_rows"]
+    if n_rows == 0:
+        raise ParseError(path, None, "empty file: no data lines; expected lines like "
+                                     "'label qid:Q 1:v1 2:v2 ...'")
+    has_qid = p["has_qid"]
+    n_with = int(has_qid.sum())
+    if 0 < n_with < n_rows:
+        first_missing = int(np.flatnonzero(~has_qid)[0])
+        first_with = int(np.flatnonzero(has_qid)[0])
+        raise ParseError(path, int(p["line_no"][first_missing]),
+                         f"no 'qid:' on this line, but line {int(p['line_no'][first_with])} has one; "
+                         "either every line has 'qid:<integer>' after the label or none does")
+    if n_with and query_file is not None:
+        raise InputError(f"{path} has 'qid:' on every line and query_file={str(query_file)!r} was given; "
+                         "pass only one of them")
+    if not n_with:
+        if query_file is None:
+            for suffix in (".query", ".group"):
+                cand = Path(str(path) + suffix)
+                if cand.exists():
+                    query_file = cand
+                    break
+        if query_file is None:
+            raise ParseError(path, int(p["line_no"][0]),
+                             "no 'qid:' in the file and no group file; add 'qid:<integer>' after each "
+                             f"label, or pass query_file= (sizes of consecutive queries), or put {path.name}.query "
+                             "next to the file")
+        offsets = read_group_file(query_file, n_rows=n_rows)
+        qid = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
+    else:
+        qid = p["qids"]
+    ncol = (p["max_index"] + 1) if n_features is None else int(n_features)
+    ncol = max(ncol, 0)
+    from rankwise.data import _svmlight_kernel as K
+
+    doc_ids = None
+    ds_, de_ = p["docid_s"], p["docid_e"]
+    if np.any(de_ > ds_):
+        width = int((de_ - ds_).max())
+        mat = K.gather_strings(p["buf"], ds_, de_, width)
+        raw = mat.view(f"S{mat.shape[1]}").ravel()
+        try:
+            doc_ids = raw.astype(str)
+        except UnicodeDecodeError:
+            doc_ids = np.array([b.decode("utf-8", "replace") for b in raw.tolist()])
+        del mat, raw
+    del data  # the raw text is no longer needed: free it before building X (lower peak memory)
+    p.pop("buf")
+    nnz = len(p["values"])
+    if dense is None:
+        dense = ncol > 0 and nnz >= 0.5 * n_rows * ncol
+    if dense:
+        X = K.scatter_dense(p["indptr"], p["indices"], p["values"], n_rows, ncol)
+    else:
+        idx_dtype = np.int32 if ncol < 2**31 - 1 and nnz < 2**31 - 1 else np.int64
+        X = sp.csr_matrix((p["values"].copy(), p["indices"].astype(idx_dtype),
+                           p["indptr"].astype(idx_dtype)), shape=(n_rows, ncol))
+    for key in ("indices", "values", "indptr"):
+        p.pop(key)
+    ds = RankingDataset.from_arrays(X, p["labels"], qid, strict=strict, doc_ids=doc_ids,
+                                    allow_nan=True, _line_numbers=p["line_no"], _source=str(path))
+    if cache_dir is not None:
+        try:
+            ds.save(cache_dir)
+        except OSError:
+            pass  # a read-only cache is not an error: the data set is still returned
+    return ds
+
+
+def _format_float32(v: np.ndarray) -> list[str]:
+    """Shortest decimal strings that read back to the same float32 (NaN written as ``NULL``)."""
+    out = []
+    for x in np.asarray(v, dtype=np.float32).tolist():
+        f = np.float32(x)
+        if x != x:
+            out.append("NULL")
+        elif x == 0:
+            out.append("0")
+        elif 1e-4 <= abs(x) < 1e16:
+            out.append(np.format_float_positional(f, unique=True, trim="-"))
+        else:
+            out.append(np.format_float_scientific(f, unique=True, trim="-"))
+    return out
+
+
+def _format_label(x: float) -> str:
+    if x == int(x) and abs(x) < 2**53:
+        return str(int(x))
+    return repr(float(x))
+
+
+def write_svmlight(dataset: RankingDataset, path, *, zero_based: bool = False, decimals: int | None = None,
+                   write_zeros: bool | None = None) -> None:
+    """Write a :class:`RankingDataset` as LETOR / SVMlight text (``.gz`` when the name ends in ``.gz``).
+
+    Lines are ``label qid:Q i:v ... #docid = X``. Labels are written exactly (``repr``),
+    values as the shortest decimal that reads back to the same float32, so
+    ``read_svmlight(write_svmlight(ds))`` reproduces ``ds`` exactly; NaN is written as ``NULL``.
+    With ``decimals=k`` values are written fixed-point with ``k`` decimals (as the LETOR files
+    are, with 6) by a fast compiled writer; that rounds, so it is not an exact round trip.
+
+    Parameters
+    ----------
+    write_zeros : bool, optional
+        Write explicit ``i:0`` entries. Default: True for dense ``X`` (every index on every line,
+        as LETOR does), False for CSR (stored entries only).
+    """
+    if not isinstance(dataset, RankingDataset):
+        raise InputError(f"dataset must be a RankingDataset; got {type(dataset).__name__}")
+    path = Path(path)
+    base = 0 if zero_based else 1
+    X = dataset.X
+    qid = dataset.qid
+    if qid.dtype.kind not in "iu":
+        try:
+            qid = qid.astype(np.int64)
+        except ValueError:
+            raise InputError("SVMlight files need integer query ids; this data set has string ids "
+                             f"(e.g. {qid[0]!r}); map them to integers first") from None
+    if dataset.doc_ids is not None:
+        bad = [d for d in dataset.doc_ids[:100000] if (not d) or any(c.isspace() for c in d) or "#" in d]
+        if bad:
+            raise InputError(f"doc id {bad[0]!r} cannot be written in a '#docid = X' comment; "
+                             "doc ids must be non-empty and contain no whitespace or '#'")
+    labels = dataset.labels
+    opener = gzip.open if path.suffix == ".gz" else open
+    if decimals is not None:
+        if sp.issparse(X) or dataset.doc_ids is not None or np.any(labels != np.round(labels)) \
+                or (not isinstance(decimals, (int, np.integer))) or not 0 <= decimals <= 9:
+            raise InputError("decimals= (fast fixed-point writer) needs dense X, integer labels, no doc ids "
+                             f"and 0 <= decimals <= 9; got decimals={decimals!r}")
+        from rankwise.data import _svmlight_kernel as K
+
+        if np.isnan(X).any():
+            raise InputError("decimals= cannot write NaN values; use decimals=None (writes NULL)")
+        out = K.format_fixed(labels.astype(np.int64), qid.astype(np.int64), np.ascontiguousarray(X),
+                             int(decimals), base)
+        with opener(path, "wb") as fh:
+            fh.write(out.tobytes())
+        return
+    if write_zeros is None:
+        write_zeros = not sp.issparse(X)
+    with opener(path, "wt", encoding="utf-8", newline="\n") as fh:
+        Xc = X.tocsr() if sp.issparse(X) else X
+        for r in range(X.shape[0]):
+            if sp.issparse(Xc):
+                lo, hi = Xc.indptr[r], Xc.indptr[r + 1]
+                cols = Xc.indices[lo:hi]
+                vals = Xc.data[lo:hi]
+                if not write_zeros:
+                    keep = vals != 0
+                    cols, vals = cols[keep], vals[keep]
+                order = np.argsort(cols, kind="stable")
+                cols, vals = cols[order], vals[order]
+            else:
+                row = Xc[r]
+                if write_zeros:
+                    cols = np.arange(len(row))
+                    vals = row
+                else:
+                    cols = np.flatnonzero(row != 0)
+                    vals = row[cols]
+            parts = [_format_label(labels[r]), f"qid:{int(qid[r])}"]
+            parts += [f"{c + base}:{s}" for c, s in zip(cols.tolist(), _format_float32(vals))]
+            if dataset.doc_ids is not None:
+                parts.append(f"#docid = {dataset.doc_ids[r]}")
+            fh.write(" ".join(parts) + "\n")

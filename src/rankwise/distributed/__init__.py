@@ -1,0 +1,36 @@
+"""rankwise past one machine: Dask collections of whole queries, and PyTorch DDP training.
+
+Everything here runs on an existing distributed engine — Dask (``dask.distributed``) for
+reading, evaluation, gradient boosting (``xgboost.dask`` / ``lightgbm.dask``) and scoring, and
+PyTorch ``DistributedDataParallel`` (gloo, CPU) for data-parallel linear and neural training.
+The invariant every function keeps: **a query is never split across partitions** (or ranks),
+so per-query quantities — metrics, listwise gradients — are the single-machine ones.
+
+Needs the optional extra ``pip install rankwise[dask]``; ``import rankwise`` does not import
+this package.
+"""
+from __future__ import annotations
+
+from rankwise.distributed._deps import require_dask, require_distributed
+
+require_dask()
+require_distributed()
+
+from rankwise.distributed.ddp import fit_ddp  # noqa: E402
+from rankwise.distributed.evaluate import evaluate  # noqa: E402
+from rankwise.distributed.gbdt import fit_gbdt  # noqa: E402
+from rankwise.distributed.partition import (  # noqa: E402
+    check_whole_queries,
+    from_dataset,
+    from_pandas,
+    read_parquet,
+    read_svmlight,
+    to_dataset,
+    whole_queries,
+)
+from rankwise.distributed.predict import predict  # noqa: E402
+
+__all__ = [
+    "from_pandas", "from_dataset", "read_svmlight", "read_parquet", "whole_queries",
+    "check_whole_queries", "to_dataset", "evaluate", "fit_gbdt", "fit_ddp", "predict",
+]

@@ -1,0 +1,213 @@
+"""Shared plumbing of every loss: input checks, masking, utilities, reduction.
+
+Every loss takes ``scores`` and ``labels`` as ``[batch, list]`` tensors (a 1-d list is a batch
+of one), an optional boolean ``where`` (True = real item), optional ``weights`` (per item
+``[batch, list]`` or per list ``[batch]``) and ``reduction`` in ``{"mean", "sum", "none"}``.
+Padded items are replaced by zeros *before* any arithmetic (``torch.where``), so neither their
+value nor their gradient can leak NaN or inf into the result.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from rankwise.errors import InputError
+
+REDUCTIONS = ("mean", "sum", "none")
+
+# Exponentials are linearised beyond this argument (see ``safe_exp``): e^50 ~ 5e21 is far from
+# the float32 overflow at e^88.7, and a loss that large is already a diverged model.
+EXP_CLIP = 50.0
+
+
+@dataclass
+class Batch:
+    """Validated, padded input of one loss call."""
+
+    scores: torch.Tensor  # [B, L], masked entries set to 0 (gradient flows to valid ones only)
+    labels: torch.Tensor  # [B, L], same dtype as scores, masked entries 0
+    mask: torch.Tensor  # [B, L] bool
+    item_w: torch.Tensor | None  # [B, L] or None, masked entries 0
+    list_w: torch.Tensor | None  # [B] or None
+    squeeze: bool  # the caller passed 1-d tensors
+
+
+def _as_tensor(x, name: str, like: torch.Tensor | None = None) -> torch.Tensor:
+    if isinstance(x, torch.Tensor):
+        return x
+    try:
+        if like is not None:
+            return torch.as_tensor(x, dtype=like.dtype if like.is_floating_point() else None,
+                                   device=like.device)
+        return torch.as_tensor(x)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise InputError(f"{name} must be a tensor or array-like of numbers; {exc}") from None
+
+
+def prepare(scores, labels, where=None, weights=None, *, loss: str) -> Batch:
+    """Check shapes and dtypes once and return the masked padded batch."""
+    scores = _as_tensor(scores, f"{loss}: scores")
+    if not scores.is_floating_point():
+        scores = scores.to(torch.get_default_dtype())
+    labels = _as_tensor(labels, f"{loss}: labels", scores)
+    squeeze = scores.dim() == 1
+    if scores.dim() not in (1, 2):
+        raise InputError(f"{loss}: scores must be [batch, list] or a 1-d list; got shape {tuple(scores.shape)}")
+    if labels.shape != scores.shape:
+        raise InputError(f"{loss}: labels have shape {tuple(labels.shape)} but scores have "
+                         f"{tuple(scores.shape)}; they must match")
+    if labels.dtype == torch.bool or not labels.is_floating_point():
+        labels = labels.to(scores.dtype)
+    elif labels.dtype != scores.dtype:
+        labels = labels.to(scores.dtype)
+    if squeeze:
+        scores = scores.unsqueeze(0)
+        labels = labels.unsqueeze(0)
+    if where is None:
+        mask = torch.ones(scores.shape, dtype=torch.bool, device=scores.device)
+    else:
+        mask = _as_tensor(where, f"{loss}: where")
+        if mask.dtype != torch.bool:
+            raise InputError(f"{loss}: where must be a boolean mask (True = real item); got dtype {mask.dtype}")
+        if squeeze:
+            mask = mask.unsqueeze(0) if mask.dim() == 1 else mask
+        if mask.shape != scores.shape:
+            raise InputError(f"{loss}: where has shape {tuple(mask.shape)} but scores have "
+                             f"{tuple(scores.shape) if not squeeze else tuple(scores.shape[1:])}; they must match")
+    if not bool(torch.isfinite(torch.where(mask, labels, torch.zeros_like(labels))).all()):
+        raise InputError(f"{loss}: labels contain NaN or inf at real (where=True) items")
+    if not bool(torch.isfinite(torch.where(mask, scores.detach(), torch.zeros_like(labels))).all()):
+        raise InputError(f"{loss}: scores contain NaN or inf at real (where=True) items; "
+                         "the model has probably diverged (lower the learning rate)")
+    zero = torch.zeros((), dtype=scores.dtype, device=scores.device)
+    s = torch.where(mask, scores, zero)
+    y = torch.where(mask, labels, zero)
+    item_w = list_w = None
+    if weights is not None:
+        w = _as_tensor(weights, f"{loss}: weights", scores).to(scores.dtype)
+        B, L = s.shape
+        if squeeze and w.dim() == 1 and w.shape[0] == L:
+            item_w = w.unsqueeze(0)
+        elif not squeeze and w.dim() == 2 and tuple(w.shape) == (B, L):
+            item_w = w
+        elif not squeeze and w.dim() == 1 and w.shape[0] == B:
+            list_w = w
+        elif squeeze and w.dim() == 0:
+            list_w = w.reshape(1)
+        else:
+            raise InputError(f"{loss}: weights must be per item (same shape as scores, "
+                             f"{tuple(scores.shape[1:]) if squeeze else (B, L)}) or per list "
+                             f"({'a scalar' if squeeze else (B,)}); got shape {tuple(w.shape)}")
+        ww = item_w if item_w is not None else list_w
+        if not bool(torch.isfinite(ww).all()) or bool((ww < 0).any()):
+            raise InputError(f"{loss}: weights must be finite and non-negative")
+        if item_w is not None:
+            item_w = torch.where(mask, item_w, zero)
+    return Batch(s, y, mask, item_w, list_w, squeeze)
+
+
+def reduce(per_list: torch.Tensor, valid: torch.Tensor, batch: Batch, reduction: str, *, loss: str):
+    """Apply list weights and the reduction; lists without a valid item (or pair) give exactly 0."""
+    if reduction not in REDUCTIONS:
+        raise InputError(f"{loss}: reduction must be one of {REDUCTIONS}; got {reduction!r}")
+    per_list = torch.where(valid, per_list, torch.zeros_like(per_list))
+    if batch.list_w is not None:
+        per_list = per_list * batch.list_w
+    if reduction == "none":
+        return per_list[0] if batch.squeeze else per_list
+    total = per_list.sum()
+    if reduction == "sum":
+        return total
+    n = valid.sum()
+    return total / n.clamp(min=1).to(total.dtype)
+
+
+def check_reduction(reduction: str, loss: str) -> None:
+    if reduction not in REDUCTIONS:
+        raise InputError(f"{loss}: reduction must be one of {REDUCTIONS}; got {reduction!r}")
+
+
+def utility(labels: torch.Tensor, u, *, loss: str) -> torch.Tensor:
+    """Map labels ``y`` to utilities ``v = u(y)``: ``"linear"`` (v = y), ``"exp2"`` (v = 2^y - 1),
+    or a callable taking and returning a tensor of the same shape."""
+    if u == "linear" or u is None:
+        return labels
+    if u == "exp2":
+        return torch.exp2(labels) - 1
+    if callable(u):
+        v = u(labels)
+        if not isinstance(v, torch.Tensor) or v.shape != labels.shape:
+            raise InputError(f"{loss}: utility callable must return a tensor of shape {tuple(labels.shape)}")
+        return v.to(labels.dtype)
+    raise InputError(f"{loss}: utility must be 'linear', 'exp2' or a callable; got {u!r}")
+
+
+def check_positive(value, name: str, loss: str, *, allow_zero: bool = False) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{loss}: {name} must be a number; got {value!r}") from None
+    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        raise InputError(f"{loss}: {name} must be {'non-negative' if allow_zero else 'positive'} and finite; got {value!r}")
+    return v
+
+
+def check_choice(value, name: str, choices, loss: str):
+    if isinstance(value, str) and value in choices:
+        return value
+    raise InputError(f"{loss}: {name} must be one of {tuple(choices)}; got {value!r}")
+
+
+def safe_exp(t: torch.Tensor) -> torch.Tensor:
+    """``exp(t)`` for ``t <= EXP_CLIP``, continued linearly (value and slope match) above.
+
+    Convex, C^1 and finite for any finite input, so exponential losses stay finite for scores
+    up to +-1e4; below the threshold it is the exact exponential.
+    """
+    c = torch.as_tensor(EXP_CLIP, dtype=t.dtype, device=t.device)
+    tc = torch.minimum(t, c)
+    e = torch.exp(tc)
+    return e * (1 + (t - tc))
+
+
+def log2p1(x: torch.Tensor) -> torch.Tensor:
+    """Discount denominator log2(1 + x)."""
+    return torch.log2(1 + x)
+
+
+def gains(labels: torch.Tensor, gain) -> torch.Tensor:
+    if gain == "exp2":
+        return torch.exp2(labels) - 1
+    if gain == "linear":
+        return labels
+    if callable(gain):
+        return gain(labels)
+    raise InputError(f"gain must be 'exp2', 'linear' or a callable; got {gain!r}")
+
+
+def ideal_dcg(g: torch.Tensor, mask: torch.Tensor, k: int | None = None) -> torch.Tensor:
+    """max DCG@k of each list: gains sorted descending, discount 1/log2(1+rank)."""
+    gs = torch.where(mask, g, torch.full_like(g, -math.inf)).sort(dim=-1, descending=True).values
+    gs = torch.where(torch.isfinite(gs), gs, torch.zeros_like(gs))
+    L = g.shape[-1]
+    ranks = torch.arange(1, L + 1, dtype=g.dtype, device=g.device)
+    disc = 1.0 / log2p1(ranks)
+    if k is not None:
+        disc = torch.where(ranks <= k, disc, torch.zeros_like(disc))
+    return (gs * disc).sum(-1)
+
+
+def ranks_from_scores(s: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """1-based rank of each item by descending score (stable: input order breaks ties), detached."""
+    sd = torch.where(mask, s.detach(), torch.full_like(s, -math.inf))
+    order = torch.sort(sd, dim=-1, descending=True, stable=True).indices
+    ranks = torch.empty_like(order)
+    ar = torch.arange(1, s.shape[-1] + 1, device=s.device).expand_as(order)
+    ranks.scatter_(-1, order, ar)
+    return ranks.to(s.dtype)
+
+
+LossFn = Callable[..., torch.Tensor]

@@ -1,0 +1,261 @@
+"""Listwise losses: one value per list from the whole score vector.
+
+Item weights multiply each item's term (ListNet: the cross-entropy term of item i; ListMLE:
+the term of the item at position k of the label order; ApproxNDCG / smoothed DCG: item i's
+gain; Bregman: item i's term; LambdaLoss: pair terms by w_i w_j). Per-list weights multiply
+the list's value. Masked items are excluded before any softmax (never a ``-inf`` that could
+turn a gradient into NaN).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from rankwise.errors import InputError
+from rankwise.losses._utils import (
+    check_choice,
+    check_positive,
+    gains,
+    ideal_dcg,
+    log2p1,
+    prepare,
+    reduce,
+    safe_exp,
+    utility,
+)
+from rankwise.losses.pairwise import _dense, pair_form
+
+
+def _masked_log_softmax(x, mask):
+    row_any = mask.any(-1, keepdim=True)
+    fill = torch.where(row_any, torch.full_like(x[..., :1], -math.inf), torch.zeros_like(x[..., :1]))
+    z = torch.where(mask, x, fill.expand_as(x))
+    lp = torch.log_softmax(z, dim=-1)
+    return torch.where(mask, lp, torch.zeros_like(lp))
+
+
+def _iw(b):
+    return b.item_w if b.item_w is not None else b.mask.to(b.scores.dtype)
+
+
+def listnet_loss(scores, labels, *, where=None, weights=None, reduction="mean", temperature=1.0):
+    r"""ListNet top-one cross-entropy.
+
+    .. math:: \ell = -\sum_i P_y(i) \log P_s(i), \quad
+       P_y = \operatorname{softmax}(\mathbf y), \; P_s = \operatorname{softmax}(\mathbf s / \tau)
+
+    Convex in s. ℓ∞ Lipschitz constant 2/τ and ℓ2 constant √2/τ, independent of the list length
+    (the gradient is (P_s - P_y)/τ).
+
+    References
+    ----------
+    Z. Cao, T. Qin, T.-Y. Liu, M.-F. Tsai, H. Li. "Learning to rank: from pairwise approach to
+    listwise approach." ICML 2007.
+    Chaudhuri & Tewari (2015), Proposition 1.
+    """
+    name = "listnet"
+    b = prepare(scores, labels, where, weights, loss=name)
+    tau = check_positive(temperature, "temperature", name)
+    py = torch.exp(_masked_log_softmax(b.labels, b.mask))
+    py = torch.where(b.mask, py, torch.zeros_like(py))
+    lps = _masked_log_softmax(b.scores / tau, b.mask)
+    per = -(_iw(b) * py * lps).sum(-1)
+    return reduce(per, b.mask.any(-1), b, reduction, loss=name)
+
+
+def listmle_loss(scores, labels, *, where=None, weights=None, reduction="mean"):
+    r"""ListMLE: negative Plackett-Luce log-likelihood of the label order.
+
+    .. math:: \ell = \sum_{k=1}^{r} \Bigl(\log \sum_{l \ge k} e^{s_{\pi(l)}} - s_{\pi(k)}\Bigr)
+
+    π sorts labels in descending order; ties in labels are broken by input order (stable), so
+    the loss is smooth in s. Convex.
+
+    References
+    ----------
+    F. Xia, T.-Y. Liu, J. Wang, W. Zhang, H. Li. "Listwise approach to learning to rank:
+    theory and algorithm." ICML 2008.
+    """
+    name = "listmle"
+    b = prepare(scores, labels, where, weights, loss=name)
+    s, y, mask = b.scores, b.labels, b.mask
+    ykey = torch.where(mask, y, torch.full_like(y, -math.inf))
+    order = torch.sort(ykey, dim=-1, descending=True, stable=True).indices
+    ss = torch.gather(s, -1, order)
+    ms = torch.gather(mask, -1, order)
+    ws = torch.gather(_iw(b), -1, order)
+    sd = s.detach()
+    low = torch.where(mask, sd, torch.full_like(sd, math.inf)).min(-1, keepdim=True).values
+    low = torch.where(torch.isfinite(low), low, torch.zeros_like(low)) - 1000.0
+    z = torch.where(ms, ss, low.expand_as(ss))
+    suffix = torch.logcumsumexp(z.flip(-1), -1).flip(-1)
+    term = torch.where(ms, suffix - ss, torch.zeros_like(ss))
+    per = (ws * term).sum(-1)
+    return reduce(per, mask.any(-1), b, reduction, loss=name)
+
+
+def smooth_dcg_loss(scores, labels, *, where=None, weights=None, reduction="mean", k=10,
+                    sigma=1.0, gain="exp2"):
+    r"""Negative smoothed NDCG@k of SmoothRank.
+
+    .. math:: \ell = -\frac{1}{\max\mathrm{DCG@}k} \sum_{j=1}^{k} \frac{1}{\log_2(1+j)}
+       \sum_i G(y_i)\, h_{ij}, \quad
+       h_{ij} = \frac{e^{-(s_i - s_{d(j)})^2/\sigma}}{\sum_l e^{-(s_l - s_{d(j)})^2/\sigma}}
+
+    d(j) is the item at rank j of the current scores. As σ → 0 it tends to -NDCG@k. Not
+    convex; lists with max DCG 0 give 0.
+
+    References
+    ----------
+    O. Chapelle, M. Wu. "Gradient descent optimization of smoothed information retrieval
+    metrics." Information Retrieval 13(3):216-235, 2010.
+    """
+    name = "smooth_dcg"
+    b = prepare(scores, labels, where, weights, loss=name)
+    sigma = check_positive(sigma, "sigma", name)
+    k = _check_k(k, name)
+    s, mask = b.scores, b.mask
+    g = gains(b.labels, gain) * _iw(b)
+    L = s.shape[-1]
+    kk = min(k, L)
+    order = torch.sort(torch.where(mask, s.detach(), torch.full_like(s, -math.inf)), dim=-1,
+                       descending=True, stable=True).indices[:, :kk]
+    top = torch.gather(s, -1, order)  # [B, kk] scores of the items at ranks 1..kk
+    e = -((s.unsqueeze(-2) - top.unsqueeze(-1)) ** 2) / sigma  # [B, kk, L]
+    h = torch.exp(_masked_log_softmax(e, mask.unsqueeze(-2).expand_as(e)))
+    h = torch.where(mask.unsqueeze(-2), h, torch.zeros_like(h))
+    ranks = torch.arange(1, kk + 1, dtype=s.dtype, device=s.device)
+    present = torch.arange(kk, device=s.device).unsqueeze(0) < mask.sum(-1, keepdim=True)
+    disc = torch.where(present, 1.0 / log2p1(ranks), torch.zeros_like(present, dtype=s.dtype))
+    dcg = (disc.unsqueeze(-1) * h * g.unsqueeze(-2)).sum((-1, -2))
+    idcg = ideal_dcg(gains(b.labels, gain), mask, k)
+    per = torch.where(idcg > 0, -dcg / torch.where(idcg > 0, idcg, torch.ones_like(idcg)), torch.zeros_like(idcg))
+    return reduce(per, mask.any(-1), b, reduction, loss=name)
+
+
+def smooth_dcg1_loss(scores, labels, *, where=None, weights=None, reduction="mean", sigma=1.0,
+                     gain="exp2"):
+    r"""Negative smoothed DCG@1 (softmax form).
+
+    .. math:: \ell = -D(1) \sum_i G(y_i) \frac{e^{s_i/\sigma}}{\sum_j e^{s_j/\sigma}}, \quad D(1) = 1
+
+    Not convex. Its gradient is -p_i (G_i - Σ_j p_j G_j)/σ, so the ℓ∞ Lipschitz constant is at
+    most G_max/(2σ), independent of the list length (Chaudhuri & Tewari 2015, Prop. 2, state
+    the looser 2 G_max/σ form).
+
+    References
+    ----------
+    Chaudhuri & Tewari (2015), §3.2 and Proposition 2; Chapelle & Wu (2010).
+    """
+    name = "smooth_dcg1"
+    b = prepare(scores, labels, where, weights, loss=name)
+    sigma = check_positive(sigma, "sigma", name)
+    p = torch.exp(_masked_log_softmax(b.scores / sigma, b.mask))
+    p = torch.where(b.mask, p, torch.zeros_like(p))
+    g = gains(b.labels, gain) * _iw(b)
+    return reduce(-(p * g).sum(-1), b.mask.any(-1), b, reduction, loss=name)
+
+
+def approx_ndcg_loss(scores, labels, *, where=None, weights=None, reduction="mean", alpha=10.0,
+                     gain="exp2"):
+    r"""ApproxNDCG: NDCG with positions replaced by a sigmoid approximation.
+
+    .. math:: \ell = -\frac{1}{\max\mathrm{DCG}} \sum_i \frac{G(y_i)}{\log_2(1 + \hat\pi_i)},
+       \quad \hat\pi_i = 1 + \sum_{j \ne i} \frac{1}{1 + e^{\alpha (s_i - s_j)}}
+
+    Not convex; lists with max DCG 0 give 0.
+
+    References
+    ----------
+    T. Qin, T.-Y. Liu, H. Li. "A general approximation framework for direct optimization of
+    information retrieval measures." Information Retrieval 13(4):375-397, 2010.
+    """
+    name = "approx_ndcg"
+    b = prepare(scores, labels, where, weights, loss=name)
+    alpha = check_positive(alpha, "alpha", name)
+    s, mask = b.scores, b.mask
+    both = mask.unsqueeze(-1) & mask.unsqueeze(-2)
+    eye = torch.eye(s.shape[-1], dtype=torch.bool, device=s.device)
+    sig = torch.sigmoid(-alpha * (s.unsqueeze(-1) - s.unsqueeze(-2)))
+    pos = 1 + torch.where(both & ~eye, sig, torch.zeros_like(sig)).sum(-1)
+    g = gains(b.labels, gain)
+    dcg = (_iw(b) * g / log2p1(pos)).sum(-1)
+    idcg = ideal_dcg(g, mask)
+    per = torch.where(idcg > 0, -dcg / torch.where(idcg > 0, idcg, torch.ones_like(idcg)), torch.zeros_like(idcg))
+    return reduce(per, mask.any(-1), b, reduction, loss=name)
+
+
+def lambdaloss_loss(scores, labels, *, where=None, weights=None, reduction="mean", sigma=1.0):
+    r"""LambdaLoss, NDCG-Loss2: NDCG-weighted pairwise logistic loss.
+
+    .. math:: \ell = \sum_{y_i > y_j} \frac{\delta_{ij} |G_i - G_j|}{\max\mathrm{DCG}}
+       \log_2\bigl(1 + e^{-\sigma (s_i - s_j)}\bigr), \quad
+       \delta_{ij} = \Bigl|\frac{1}{D(|r_i - r_j|)} - \frac{1}{D(|r_i - r_j| + 1)}\Bigr|
+
+    with G = 2^y - 1, D(k) = log2(1 + k) and r the current ranks by score (treated as
+    constants; ties broken by input order). Piecewise smooth: the weights jump where two scores
+    cross.
+
+    References
+    ----------
+    X. Wang, C. Li, N. Golbandi, M. Bendersky, M. Najork. "The LambdaLoss framework for ranking
+    metric optimization." CIKM 2018.
+    """
+    name = "lambdaloss"
+    b = prepare(scores, labels, where, weights, loss=name)
+    W, phi, valid = pair_form(name, b, sigma=sigma)
+    return reduce(_dense(b, W, phi), valid, b, reduction, loss=name)
+
+
+PSI = ("squared", "kl")
+LINKS = ("identity", "exp")
+
+
+def bregman_loss(scores, labels, *, where=None, weights=None, reduction="mean", utility="linear",
+                 psi="squared", link="identity"):
+    r"""Bregman-divergence template B_ψ(v ‖ g(s)) with an order-preserving link g.
+
+    .. math:: \ell = \psi(\mathbf v) - \psi(g(\mathbf s))
+       - \langle \nabla\psi(g(\mathbf s)), \mathbf v - g(\mathbf s) \rangle
+
+    ``psi="squared"`` (ψ = ½‖x‖²): ½ Σ (v_i - g_i)²; ``psi="kl"`` (ψ = Σ x log x - x on
+    R₊, needs ``link="exp"``): Σ v_i log(v_i / g_i) - v_i + g_i. Links: ``"identity"``,
+    ``"exp"`` (coordinate-wise, strictly increasing, so order-preserving; the exponential
+    is continued linearly above 50 so the value stays finite). Convex for (squared, identity)
+    and (kl, exp); (squared, exp) is not convex.
+
+    References
+    ----------
+    P. Ravikumar, A. Tewari, E. Yang. "On NDCG consistency of listwise ranking methods."
+    AISTATS 2011. Calauzènes, Usunier & Gallinari (2013), eq. (5).
+    """
+    name = "bregman"
+    b = prepare(scores, labels, where, weights, loss=name)
+    psi = check_choice(psi, "psi", PSI, name)
+    link = check_choice(link, "link", LINKS, name)
+    v = _u(b, utility, name)
+    g = b.scores if link == "identity" else safe_exp(b.scores)
+    if psi == "squared":
+        term = 0.5 * (v - g) ** 2
+    else:
+        if link != "exp":
+            raise InputError(f"{name}: psi='kl' is defined on positive vectors and needs link='exp'; got link={link!r}")
+        if bool((v < 0).any()):
+            raise InputError(f"{name}: psi='kl' needs non-negative utilities; got min {float(v.min()):g}")
+        vlogv = torch.where(v > 0, v * torch.log(torch.where(v > 0, v, torch.ones_like(v))), torch.zeros_like(v))
+        logg = torch.where(b.scores > 50, torch.log(g), b.scores)
+        term = vlogv - v * logg - v + g
+    term = torch.where(b.mask, _iw(b) * term, torch.zeros_like(term))
+    return reduce(term.sum(-1), b.mask.any(-1), b, reduction, loss=name)
+
+
+def _u(b, u, name):
+    v = utility(b.labels, u, loss=name)
+    return torch.where(b.mask, v, torch.zeros_like(v))
+
+
+def _check_k(k, name):
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InputError(f"{name}: k must be a positive integer; got {k!r}")
+    return k

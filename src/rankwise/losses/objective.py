@@ -1,0 +1,247 @@
+"""Any registered loss as a gradient-boosting objective: per-document gradient and positive Hessian.
+
+:func:`grad_hess` works on flat score/label arrays with ``query_offsets``; queries are padded
+into length buckets (bucket widths grow geometrically by 25 %, so padding wastes at most a
+quarter of the cells) and each bucket is one batched autograd call — no Python loop over
+queries. The gradient is that of the *sum* of per-query losses (what a booster adds up).
+
+Hessian diagonal (``spec(loss).hessian``):
+
+- ``"exact"``: pointwise losses and ``bregman`` (separable: the diagonal is the second
+  derivative of each term, by double autograd); pair-form losses (``ranknet``, ``rankboost``,
+  ``op_pairwise``, ``pairwise_squared``, ``lambdaloss`` with its weights held fixed):
+  h_i = Σ_j W_ij φ''(s_i - s_j) + W_ji φ''(s_j - s_i); ``listnet``:
+  (Σ_i w_i P_y(i)) p_k (1 - p_k) / τ²; ``listmle``: Σ over the suffix sets containing k of
+  p (1 - p).
+- ``"abs_grad"`` (hinges, whose curvature is 0 almost everywhere, and the non-convex
+  ``smooth_dcg``, ``smooth_dcg1``, ``approx_ndcg``): h_i = |g_i|, which makes each leaf's Newton
+  step -Σg/Σ|g| ∈ [-1, 1], a normalised gradient step.
+
+Every Hessian is then clipped below at ``hess_floor`` (default 1e-6) so it is positive.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+
+import numpy as np
+import torch
+
+from rankwise.errors import InputError
+from rankwise.losses._utils import prepare
+from rankwise.losses.pairwise import pair_form
+from rankwise.losses.registry import get, spec
+
+BACKENDS = ("lightgbm", "lightgbm_sklearn", "xgboost")
+_PAIR_EXACT = ("ranknet", "rankboost", "op_pairwise", "pairwise_squared", "lambdaloss")
+_SEPARABLE = ("pointwise_squared", "pointwise_utility_regression", "pointwise_logistic",
+              "pointwise_exponential", "pointwise_squared_hinge", "pointwise_smooth_hinge",
+              "sigmoid_ce", "bregman")
+# cells of a [B, L] bucket (times L for the O(L^2) losses) handled by one batched call
+_CELL_BUDGET = 1 << 22
+
+
+def _resolve(loss):
+    if isinstance(loss, str):
+        get(loss)
+        return spec(loss)
+    return spec(loss)
+
+
+def _buckets(lengths: np.ndarray, quadratic: bool):
+    """Yield arrays of query indices whose padded length is close (within 25 %)."""
+    nz = np.flatnonzero(lengths > 0)
+    if len(nz) == 0:
+        return
+    order = nz[np.argsort(lengths[nz], kind="stable")]
+    ls = lengths[order]
+    bounds = [1]
+    while bounds[-1] < ls[-1]:
+        bounds.append(max(bounds[-1] + 1, int(math.ceil(bounds[-1] * 1.25))))
+    edges = np.searchsorted(ls, np.asarray(bounds), side="right")
+    start = 0
+    for e, L in zip(edges, bounds):
+        if e > start:
+            cells = L * L if quadratic else L
+            per = max(1, _CELL_BUDGET // max(cells, 1))
+            for s0 in range(start, e, per):
+                yield order[s0:min(e, s0 + per)]
+            start = e
+
+
+def _hessian(sp, fn, s, y, mask, w, g, hyper):
+    name = sp.name
+    if name in _SEPARABLE:
+        return None  # computed by double autograd in the caller
+    b = prepare(s.detach(), y, mask, w, loss=name)
+    if name == "listnet":
+        tau = float(hyper.get("temperature", 1.0))
+        py = torch.softmax(torch.where(mask, y, torch.full_like(y, -math.inf)), -1)
+        py = torch.where(mask, py, torch.zeros_like(py))
+        ww = b.item_w if b.item_w is not None else mask.to(s.dtype)
+        c = (ww * py).sum(-1, keepdim=True)
+        p = torch.softmax(torch.where(mask, s.detach() / tau, torch.full_like(s, -math.inf)), -1)
+        p = torch.where(mask, p, torch.zeros_like(p))
+        return c * p * (1 - p) / tau ** 2
+    if name == "listmle":
+        ykey = torch.where(mask, y, torch.full_like(y, -math.inf))
+        order = torch.sort(ykey, dim=-1, descending=True, stable=True).indices
+        ss = torch.gather(s.detach(), -1, order)
+        ms = torch.gather(mask, -1, order)
+        ww = b.item_w if b.item_w is not None else mask.to(s.dtype)
+        ws = torch.gather(ww, -1, order)
+        low = torch.where(ms, ss, torch.full_like(ss, math.inf)).min(-1, keepdim=True).values - 1000.0
+        z = torch.where(ms, ss, low.expand_as(ss))
+        lse = torch.logcumsumexp(z.flip(-1), -1).flip(-1)  # lse over suffix k
+        L = s.shape[-1]
+        tri = torch.tril(torch.ones(L, L, dtype=torch.bool, device=s.device))  # [pos i, k]: k <= i
+        p = torch.exp(z.unsqueeze(-1) - lse.unsqueeze(-2))  # [B, i, k]
+        keep = tri & ms.unsqueeze(-1) & ms.unsqueeze(-2)
+        hs = (torch.where(keep, p * (1 - p), torch.zeros_like(p)) * ws.unsqueeze(-2)).sum(-1)
+        h = torch.zeros_like(hs)
+        return h.scatter(-1, order, hs)
+    return g.abs()
+
+
+def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_weights=None,
+              hess_floor: float = 1e-6, **hyper):
+    """Per-document gradient and positive Hessian diagonal of ``sum_q loss(scores_q, labels_q)``.
+
+    Parameters
+    ----------
+    loss : str or registered loss function.
+    scores_flat, labels_flat : array-like, shape (n_rows,)
+    offsets : array-like of int, shape (n_queries + 1,) — ``query_offsets``.
+    weights : per-row weights (item weights), optional.
+    group_weights : per-query weights, optional.
+    hess_floor : lower clip of the Hessian.
+    **hyper : the loss's hyperparameters.
+
+    Returns
+    -------
+    grad, hess : float64 ndarrays of shape (n_rows,).
+    """
+    sp = _resolve(loss)
+    fn = sp.fn
+    s_np = np.asarray(scores_flat, dtype=np.float64).reshape(-1)
+    y_np = np.asarray(labels_flat, dtype=np.float64).reshape(-1)
+    off = np.asarray(offsets, dtype=np.int64).reshape(-1)
+    n = len(s_np)
+    if len(y_np) != n:
+        raise InputError(f"labels_flat has {len(y_np)} entries but scores_flat has {n}; they must match")
+    if len(off) < 1 or off[0] != 0 or off[-1] != n or np.any(np.diff(off) < 0):
+        raise InputError(f"offsets must be non-decreasing, start at 0 and end at n_rows={n}; "
+                         f"got {len(off)} entries ending at {off[-1] if len(off) else None}")
+    if not np.all(np.isfinite(s_np)):
+        raise InputError("scores_flat contains NaN or inf")
+    w_np = None if weights is None else np.asarray(weights, dtype=np.float64).reshape(-1)
+    if w_np is not None and len(w_np) != n:
+        raise InputError(f"weights has {len(w_np)} entries but there are {n} rows")
+    gw = None if group_weights is None else np.asarray(group_weights, dtype=np.float64).reshape(-1)
+    if gw is not None and len(gw) != len(off) - 1:
+        raise InputError(f"group_weights has {len(gw)} entries but there are {len(off) - 1} queries")
+    hess_floor = float(hess_floor)
+    if not hess_floor > 0:
+        raise InputError(f"hess_floor must be positive; got {hess_floor}")
+    grad = np.zeros(n)
+    hess = np.zeros(n)
+    lengths = np.diff(off)
+    quadratic = sp.family != "pointwise" and sp.name != "bregman"
+    for qs in _buckets(lengths, quadratic):
+        L = int(lengths[qs].max())
+        ar = np.arange(L)
+        m_np = ar[None, :] < lengths[qs][:, None]
+        idx = np.where(m_np, off[qs][:, None] + ar[None, :], 0)
+        mask = torch.from_numpy(m_np)
+        s = torch.from_numpy(s_np[idx]).requires_grad_(True)
+        y = torch.from_numpy(y_np[idx])
+        w = None
+        if w_np is not None:
+            w = torch.from_numpy(np.where(m_np, w_np[idx], 0.0))
+        lw = None if gw is None else torch.from_numpy(gw[qs])
+        with torch.enable_grad():
+            if sp.name in _SEPARABLE:
+                val = fn(s, y, where=mask, weights=w, reduction="none", **hyper)
+                if lw is not None:
+                    val = val * lw
+                g = torch.autograd.grad(val.sum(), s, create_graph=True)[0]
+                h = torch.autograd.grad(g.sum(), s)[0]
+                g = g.detach()
+            elif sp.name in _PAIR_EXACT:
+                # one pair form serves the value, the gradient and the exact Hessian diagonal
+                b = prepare(s, y, mask, w, loss=sp.name)
+                W, phi, _ = pair_form(sp.name, b, **hyper)
+                if lw is not None:
+                    W = W * lw[:, None, None]
+                D = (b.scores.unsqueeze(-1) - b.scores.unsqueeze(-2)).detach()
+                G = W * phi.d1(D)  # W = 0 off the pairs; phi' and phi'' are finite everywhere
+                g = G.sum(-1) - G.sum(-2)
+                M = W * phi.d2(D)
+                h = M.sum(-1) + M.sum(-2)
+            else:
+                val = fn(s, y, where=mask, weights=w, reduction="none", **hyper)
+                if lw is not None:
+                    val = val * lw
+                g = torch.autograd.grad(val.sum(), s)[0]
+                h = _hessian(sp, fn, s, y, mask, w, g, hyper)
+                if lw is not None and sp.hessian == "exact" and sp.name not in _PAIR_EXACT:
+                    h = h * lw[:, None]
+        g_np = g.numpy()
+        h_np = h.detach().numpy()
+        grad[idx[m_np]] = g_np[m_np]
+        hess[idx[m_np]] = h_np[m_np]
+    np.maximum(hess, hess_floor, out=hess)
+    return grad, hess
+
+
+def as_objective(loss, backend: str = "lightgbm", *, hess_floor: float = 1e-6, **hyper):
+    """A custom objective for LightGBM or XGBoost that minimises ``loss`` summed over queries.
+
+    ``backend="lightgbm"``: ``fn(preds, train_data) -> (grad, hess)`` for
+    ``lgb.train(params={"objective": fn}, ...)`` (groups from ``train_data.get_group()``, row
+    weights from ``get_weight()``). ``"lightgbm_sklearn"``: ``fn(y_true, y_pred, weight, group)``
+    for ``LGBMRanker(objective=fn)``. ``"xgboost"``: ``fn(predt, dtrain) -> (grad, hess)`` for
+    ``xgb.train(..., obj=fn)`` (groups from ``dtrain.get_uint_info("group_ptr")``; XGBoost's
+    ranking weights are per group).
+    """
+    sp = _resolve(loss)
+    if backend not in BACKENDS:
+        raise InputError(f"backend must be one of {BACKENDS}; got {backend!r}")
+    name = sp.name
+    known = [p for p, v in inspect.signature(sp.fn).parameters.items()
+             if v.kind is inspect.Parameter.KEYWORD_ONLY and p not in ("where", "weights", "reduction")]
+    unknown = set(hyper) - set(known)
+    if unknown:
+        raise InputError(f"{name}: unknown hyperparameter(s) {sorted(unknown)}; known: {sorted(known)}")
+
+    if backend == "lightgbm":
+        def lightgbm_objective(preds, train_data):
+            group = train_data.get_group()
+            if group is None:
+                raise InputError(f"{name}: the LightGBM Dataset has no query groups; "
+                                 "build it with lgb.Dataset(X, y, group=sizes)")
+            off = np.concatenate(([0], np.cumsum(np.asarray(group, dtype=np.int64))))
+            return grad_hess(sp.fn, preds, train_data.get_label(), off, weights=train_data.get_weight(),
+                             hess_floor=hess_floor, **hyper)
+        lightgbm_objective.__name__ = f"{name}_lightgbm_objective"
+        return lightgbm_objective
+
+    if backend == "lightgbm_sklearn":
+        def lightgbm_sklearn_objective(y_true, y_pred, weight, group):
+            if group is None:
+                raise InputError(f"{name}: LGBMRanker.fit needs group=sizes")
+            off = np.concatenate(([0], np.cumsum(np.asarray(group, dtype=np.int64))))
+            return grad_hess(sp.fn, y_pred, y_true, off, weights=weight, hess_floor=hess_floor, **hyper)
+        return lightgbm_sklearn_objective
+
+    def xgboost_objective(predt, dtrain):
+        ptr = np.asarray(dtrain.get_uint_info("group_ptr"), dtype=np.int64)
+        n = dtrain.num_row()
+        if len(ptr) == 0:
+            raise InputError(f"{name}: the XGBoost DMatrix has no query groups; "
+                             "build it with xgb.DMatrix(X, y, qid=qid) or set_group(sizes)")
+        w = dtrain.get_weight()
+        gw = w if w is not None and len(w) == len(ptr) - 1 and len(w) > 0 else None
+        return grad_hess(sp.fn, predt, dtrain.get_label(), ptr, group_weights=gw,
+                         hess_floor=hess_floor, **hyper) if n else (np.zeros(0), np.zeros(0))
+    return xgboost_objective

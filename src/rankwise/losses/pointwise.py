@@ -1,0 +1,192 @@
+"""Pointwise template losses: one term per item, summed over the real items of a list.
+
+The templates of Calauzènes, Usunier & Gallinari (2013, Table 2) act on utilities
+``v_i = u(y_i)`` (``utility="linear"``: v = y, ``"exp2"``: v = 2^y - 1, or a callable). Item
+weights multiply each item's term; per-list weights multiply the list's sum. A list's value is
+the (weighted) *sum* over its items, the form whose ℓ∞/ℓ2 Lipschitz constants and regret
+constants the papers state.
+
+References
+----------
+C. Calauzènes, N. Usunier, P. Gallinari. "Calibration and regret bounds for order-preserving
+surrogate losses in learning to rank." Machine Learning 93(2-3):227-260, 2013. Table 2.
+D. Cossock, T. Zhang. "Statistical analysis of Bayes optimal subset ranking." IEEE Trans.
+Information Theory 54(11), 2008.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from rankwise.errors import InputError
+from rankwise.losses._utils import check_positive, prepare, reduce, safe_exp, utility
+
+
+def _finish(term, b, reduction, name):
+    if b.item_w is not None:
+        term = term * b.item_w
+    term = torch.where(b.mask, term, torch.zeros_like(term))
+    return reduce(term.sum(-1), b.mask.any(-1), b, reduction, loss=name)
+
+
+def _utility_eta(b, u, eta, name):
+    v = utility(b.labels, u, loss=name)
+    eta = check_positive(eta, "eta", name)
+    vv = torch.where(b.mask, v, torch.zeros_like(v))
+    if bool((vv < 0).any()) or bool((vv > eta).any()):
+        raise InputError(f"{name}: utilities u(y) must lie in [0, eta] = [0, {eta:g}]; got range "
+                         f"[{float(vv.min()):g}, {float(vv.max()):g}]. Pass eta >= the largest "
+                         "utility (e.g. eta=4 for labels 0..4 with utility='linear')")
+    return vv, eta
+
+
+def pointwise_squared_loss(scores, labels, *, where=None, weights=None, reduction="mean",
+                           utility="linear"):
+    r"""Squared error on the utility (regression on u(y)).
+
+    .. math:: \ell(\mathbf v, \mathbf s) = \sum_i (v_i - s_i)^2, \qquad v_i = u(y_i)
+
+    Convex and order-preserving (the minimiser of the inner risk is E[v]); with
+    ``utility="exp2"`` this is the regression on 2^y - 1 of Cossock & Zhang (2008).
+
+    References
+    ----------
+    Calauzènes, Usunier & Gallinari (2013), Table 2, "Squared Error".
+    """
+    name = "pointwise_squared"
+    b = prepare(scores, labels, where, weights, loss=name)
+    v = _utility(b, utility, name)
+    return _finish((v - b.scores) ** 2, b, reduction, name)
+
+
+def pointwise_utility_regression_loss(scores, labels, *, where=None, weights=None,
+                                      reduction="mean", utility="exp2"):
+    r"""Regression on the DCG gain: :func:`pointwise_squared_loss` with ``utility="exp2"``.
+
+    .. math:: \ell = \sum_i (2^{y_i} - 1 - s_i)^2
+
+    References
+    ----------
+    Cossock & Zhang (2008); Calauzènes et al. (2013), Table 2.
+    """
+    return pointwise_squared_loss(scores, labels, where=where, weights=weights,
+                                  reduction=reduction, utility=utility)
+
+
+def _utility(b, u, name):
+    return utility(b.labels, u, loss=name)
+
+
+def pointwise_logistic_loss(scores, labels, *, where=None, weights=None, reduction="mean",
+                            utility="linear", eta=1.0):
+    r"""Pointwise logistic template.
+
+    .. math:: \ell = \sum_i v_i \log(1 + e^{-s_i}) + (\eta - v_i)\log(1 + e^{s_i})
+
+    Requires ``0 <= v_i <= eta`` (checked). Convex, order-preserving; computed with
+    ``softplus`` so it stays finite for any finite score.
+
+    References
+    ----------
+    Calauzènes, Usunier & Gallinari (2013), Table 2, "Logistic".
+    """
+    name = "pointwise_logistic"
+    b = prepare(scores, labels, where, weights, loss=name)
+    v, eta = _utility_eta(b, utility, eta, name)
+    s = b.scores
+    return _finish(v * F.softplus(-s) + (eta - v) * F.softplus(s), b, reduction, name)
+
+
+def pointwise_exponential_loss(scores, labels, *, where=None, weights=None, reduction="mean",
+                               utility="linear", eta=1.0):
+    r"""Pointwise exponential template.
+
+    .. math:: \ell = \sum_i v_i e^{-s_i} + (\eta - v_i) e^{s_i}
+
+    Notes
+    -----
+    The exponential is continued linearly beyond an argument of 50 (value and slope match;
+    convexity kept) so that the value stays finite for scores up to 1e4.
+
+    References
+    ----------
+    Calauzènes, Usunier & Gallinari (2013), Table 2, "Exponential".
+    """
+    name = "pointwise_exponential"
+    b = prepare(scores, labels, where, weights, loss=name)
+    v, eta = _utility_eta(b, utility, eta, name)
+    s = b.scores
+    return _finish(v * safe_exp(-s) + (eta - v) * safe_exp(s), b, reduction, name)
+
+
+def pointwise_squared_hinge_loss(scores, labels, *, where=None, weights=None, reduction="mean",
+                                 utility="linear", eta=1.0, t=1.0):
+    r"""Pointwise squared-hinge template.
+
+    .. math:: \ell = \sum_i v_i \max(0, t - s_i)^2 + (\eta - v_i)\max(0, s_i)^2
+
+    References
+    ----------
+    Calauzènes, Usunier & Gallinari (2013), Table 2, "Square Hinge".
+    """
+    name = "pointwise_squared_hinge"
+    b = prepare(scores, labels, where, weights, loss=name)
+    v, eta = _utility_eta(b, utility, eta, name)
+    t = check_positive(t, "t", name)
+    s = b.scores
+    return _finish(v * torch.relu(t - s) ** 2 + (eta - v) * torch.relu(s) ** 2, b, reduction, name)
+
+
+def smooth_hinge(x: torch.Tensor, alpha: float) -> torch.Tensor:
+    r"""φ_α(x) = 0 (x <= 0), x²/(2α) (0 <= x <= α), x - α/2 (x >= α)."""
+    xc = x.clamp(min=0.0, max=alpha)
+    return xc ** 2 / (2 * alpha) + torch.relu(x - alpha)
+
+
+def pointwise_smooth_hinge_loss(scores, labels, *, where=None, weights=None, reduction="mean",
+                                utility="linear", eta=1.0, alpha=0.25):
+    r"""Pointwise differentiable-hinge template.
+
+    .. math:: \ell = \sum_i v_i \varphi_\alpha(1 - s_i) + (\eta - v_i)\varphi_\alpha(s_i),
+       \quad \varphi_\alpha(x) = \begin{cases} 0 & x \le 0 \\ x^2/(2\alpha) & 0 \le x \le \alpha
+       \\ x - \alpha/2 & x \ge \alpha \end{cases}
+
+    ``alpha`` must lie in (0, eta/2) as in the paper (checked).
+
+    References
+    ----------
+    Calauzènes, Usunier & Gallinari (2013), Table 2, "Differentiable Hinge".
+    """
+    name = "pointwise_smooth_hinge"
+    b = prepare(scores, labels, where, weights, loss=name)
+    v, eta = _utility_eta(b, utility, eta, name)
+    alpha = check_positive(alpha, "alpha", name)
+    if not alpha < eta / 2:
+        raise InputError(f"{name}: alpha must lie in (0, eta/2) = (0, {eta / 2:g}); got {alpha:g}")
+    s = b.scores
+    term = v * smooth_hinge(1 - s, alpha) + (eta - v) * smooth_hinge(s, alpha)
+    return _finish(term, b, reduction, name)
+
+
+def sigmoid_ce_loss(scores, labels, *, where=None, weights=None, reduction="mean"):
+    r"""Sigmoid cross-entropy for binary (or [0, 1]-valued) labels.
+
+    .. math:: \ell = \sum_i y_i \log(1 + e^{-s_i}) + (1 - y_i)\log(1 + e^{s_i})
+
+    This is the logistic template with η = 1 and the linear utility; labels outside [0, 1]
+    are rejected.
+
+    References
+    ----------
+    Calauzènes, Usunier & Gallinari (2013), Table 2 (η = 1); Kotłowski, Dembczyński,
+    Hüllermeier, "Bipartite ranking through minimization of univariate loss", ICML 2011.
+    """
+    name = "sigmoid_ce"
+    b = prepare(scores, labels, where, weights, loss=name)
+    y = b.labels
+    if bool((y < 0).any()) or bool((y > 1).any()):
+        raise InputError(f"{name}: labels must lie in [0, 1] (binary relevance); got range "
+                         f"[{float(y.min()):g}, {float(y.max()):g}]. Binarise them or use "
+                         "pointwise_logistic with eta >= the largest label")
+    s = b.scores
+    return _finish(y * F.softplus(-s) + (1 - y) * F.softplus(s), b, reduction, name)

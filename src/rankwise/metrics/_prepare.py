@@ -1,0 +1,194 @@
+"""Input handling shared by every metric: validation, grouping, tie rules, the per-query sort.
+
+A metric call turns its arrays into :class:`Prepared`: flat rows grouped by query
+(``offsets``), each query sorted by descending score under the requested tie rule, and
+``gstart`` marking where a group of tied items begins in that order. For every rule except
+``"average"`` each item is its own group, so the kernels use one code path for all rules: the
+exact expectation over uniformly random tie-breaking reduces to the plain value when every
+group has size 1.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rankwise.data.groups import group_by_qid
+from rankwise.errors import InputError
+
+from rankwise.metrics._kernels import sort_queries
+
+TIES = ("average", "pessimistic", "optimistic", "input", "docid", "ranx")
+REDUCTIONS = ("mean", "none", "sum")
+
+
+@dataclass
+class Prepared:
+    """Rows grouped by query and sorted by descending score within each query."""
+
+    offsets: np.ndarray  # int64 (n_queries + 1)
+    labels: np.ndarray  # float64, sorted within query
+    scores: np.ndarray  # float64, sorted within query
+    gstart: np.ndarray  # bool: True where a tie group starts (sorted order)
+    qids: np.ndarray | None  # query id per query (None for padded / single input)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.offsets) - 1
+
+
+def _as_float(x, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be numeric; {exc}") from None
+    return arr
+
+
+def check_k(k) -> int:
+    """``k=None`` means the whole list (returned as 0); otherwise an integer >= 1."""
+    if k is None:
+        return 0
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+        raise InputError(f"k must be a positive integer or None (whole list); got {k!r}")
+    if k < 1:
+        raise InputError(f"k must be >= 1 (or None for the whole list); got {k}")
+    return int(k)
+
+
+def check_choice(value, name: str, choices) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise InputError(f"{name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
+    return value
+
+
+def check_empty(empty):
+    if isinstance(empty, str):
+        if empty != "drop":
+            raise InputError(f"empty must be a number or 'drop'; got {empty!r}")
+        return empty
+    if isinstance(empty, (bool, np.bool_)) or not isinstance(empty, (int, float, np.integer, np.floating)):
+        raise InputError(f"empty must be a number or 'drop'; got {empty!r}")
+    if not np.isfinite(empty):
+        raise InputError(f"empty must be finite (or 'drop'); got {empty!r}")
+    return float(empty)
+
+
+def flatten(scores, labels, *, qid=None, where=None, doc_ids=None):
+    """Return flat ``(scores, labels, offsets, qids, doc_ids)``, validated, queries contiguous.
+
+    Accepts flat 1-d arrays with ``qid`` (``qid=None``: one query), or padded
+    ``[n_queries, list]`` arrays with an optional boolean ``where`` (True = real item).
+    """
+    s = _as_float(scores, "scores")
+    y = _as_float(labels, "labels")
+    if s.shape != y.shape:
+        raise InputError(f"scores and labels must have the same shape; got scores {s.shape} and labels {y.shape}")
+    docs = None if doc_ids is None else np.asarray(doc_ids)
+    if docs is not None and docs.shape != s.shape:
+        raise InputError(f"doc_ids must have the same shape as scores {s.shape}; got {docs.shape}")
+    qids = None
+    if s.ndim == 2:
+        if qid is not None:
+            raise InputError("qid must be None for padded 2-d input [n_queries, list]; use where= to mask padding")
+        if where is None:
+            mask = np.ones(s.shape, dtype=bool)
+        else:
+            mask = np.asarray(where)
+            if mask.dtype != np.bool_:
+                raise InputError(f"where must be a boolean mask (True = real item); got dtype {mask.dtype}")
+            if mask.shape != s.shape:
+                raise InputError(f"where must have the shape of scores {s.shape}; got {mask.shape}")
+        sizes = mask.sum(axis=1)
+        offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        s, y = s[mask], y[mask]
+        docs = None if docs is None else docs[mask]
+    elif s.ndim == 1:
+        if where is not None:
+            mask = np.asarray(where)
+            if mask.dtype != np.bool_ or mask.shape != s.shape:
+                raise InputError(f"where must be a boolean array of shape {s.shape}; got {mask.dtype} {mask.shape}")
+        else:
+            mask = None
+        if qid is None:
+            offsets = np.array([0, len(s)], dtype=np.int64)
+            if mask is not None:
+                s, y = s[mask], y[mask]
+                docs = None if docs is None else docs[mask]
+                offsets = np.array([0, len(s)], dtype=np.int64)
+        else:
+            q = np.asarray(qid)
+            if q.shape != s.shape:
+                raise InputError(f"qid must have one entry per score: scores {s.shape}, qid {q.shape}")
+            grouping = group_by_qid(q, name="qid")
+            qids = grouping.qids
+            if grouping.order is not None:
+                o = grouping.order
+                s, y = s[o], y[o]
+                docs = None if docs is None else docs[o]
+                mask = None if mask is None else mask[o]
+            offsets = grouping.offsets
+            if mask is not None:  # masked rows drop out; queries keep their place
+                qidx = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))[mask]
+                offsets = np.concatenate(([0], np.cumsum(np.bincount(qidx, minlength=len(offsets) - 1)))).astype(np.int64)
+                s, y = s[mask], y[mask]
+                docs = None if docs is None else docs[mask]
+    else:
+        raise InputError(f"scores must be 1-d (flat, with qid) or 2-d (padded, with where); got shape {s.shape}")
+    if not np.all(np.isfinite(s)):
+        kind = "NaN" if np.isnan(s).any() else "inf"
+        raise InputError(f"scores contains {kind} values ({int((~np.isfinite(s)).sum())} entries); every score must be finite")
+    if not np.all(np.isfinite(y)):
+        raise InputError(f"labels contains NaN or inf ({int((~np.isfinite(y)).sum())} entries)")
+    return s, y, offsets, qids, docs
+
+
+def prepare(scores, labels, *, qid=None, where=None, ties="average", doc_ids=None) -> Prepared:
+    """Validate, group by query and sort each query by descending score under ``ties``."""
+    check_choice(ties, "ties", TIES)
+    s, y, offsets, qids, docs = flatten(scores, labels, qid=qid, where=where, doc_ids=doc_ids)
+    return prepare_flat(s, y, offsets, qids, ties=ties, doc_ids=docs)
+
+
+def prepare_flat(s, y, offsets, qids, *, ties, doc_ids=None) -> Prepared:
+    if ties == "docid":
+        if doc_ids is None:
+            raise InputError("ties='docid' needs doc_ids= (one document id per row), as trec_eval "
+                             "breaks score ties by document id")
+        # trec_eval compares docnos with strcmp and puts the larger one first among ties.
+        _, rank = np.unique(np.asarray(doc_ids).astype(str), return_inverse=True)
+        key = -rank.astype(np.float64)
+        mode = 1
+    elif ties == "pessimistic":  # lower labels first among ties
+        key, mode = y, 1
+    elif ties == "optimistic":
+        key, mode = -y, 1
+    elif ties == "ranx":  # ranx sorts each run with numba's quicksort: reproduce its tie order
+        key, mode = y, 2
+    else:  # "input" (stable) and "average" (order within a tie group is irrelevant)
+        key, mode = y, 0
+    perm = sort_queries(offsets, -s, key, mode)
+    ss = s[perm]
+    ys = y[perm]
+    n = len(ss)
+    if ties == "average":
+        gstart = np.ones(n, dtype=np.bool_)
+        if n > 1:
+            gstart[1:] = ss[1:] != ss[:-1]
+        gstart[offsets[:-1][offsets[:-1] < n]] = True
+    else:
+        gstart = np.ones(n, dtype=np.bool_)
+    return Prepared(offsets, ys, ss, gstart, qids)
+
+
+def reduce(values: np.ndarray, empty_mask: np.ndarray, *, empty, reduction: str):
+    """Apply the empty-query rule and the reduction."""
+    if empty == "drop":
+        values = values[~empty_mask]
+    else:
+        values = np.where(empty_mask, empty, values)
+    if reduction == "none":
+        return values
+    if reduction == "sum":
+        return float(values.sum())
+    return float(values.mean()) if len(values) else 0.0

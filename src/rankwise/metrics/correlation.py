@@ -1,0 +1,186 @@
+"""Pairwise and rank-correlation measures: Kendall tau, Spearman rho, pairwise accuracy, ω-cost."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from rankwise.errors import InputError
+from rankwise.metrics import _kernels as K
+from rankwise.metrics._common import run_metric
+
+
+def kendall_values(prep):
+    c = K.pair_kernel(prep.offsets, prep.labels, prep.gstart, np.inf)
+    n = np.diff(prep.offsets).astype(np.float64)
+    n0 = n * (n - 1) / 2.0
+    denom = np.sqrt(n0 * c[:, 2])
+    vals = np.divide(c[:, 0] - c[:, 1], denom, out=np.zeros(len(n)), where=denom > 0)
+    return vals, denom == 0
+
+
+def pairwise_accuracy_values(prep):
+    c = K.pair_kernel(prep.offsets, prep.labels, prep.gstart, np.inf)
+    vals = np.divide(c[:, 0], c[:, 2], out=np.zeros(len(c)), where=c[:, 2] > 0)
+    return vals, c[:, 2] == 0
+
+
+def pairwise_cost_values(prep, *, omega="kemeny"):
+    if isinstance(omega, str):
+        if omega != "kemeny":
+            raise InputError(f"omega must be 'kemeny' or a callable omega(y_u, y_v) -> weights; got {omega!r}")
+        c = K.pair_kernel(prep.offsets, prep.labels, prep.gstart, np.inf)
+        return c[:, 1], c[:, 2] == 0
+    if not callable(omega):
+        raise InputError(f"omega must be 'kemeny' or a callable omega(y_u, y_v) -> weights; got {omega!r}")
+    gid = np.cumsum(prep.gstart)
+    out = np.zeros(prep.n_queries)
+    emp = np.zeros(prep.n_queries, dtype=bool)
+    for q in range(prep.n_queries):
+        a, b = prep.offsets[q], prep.offsets[q + 1]
+        y = prep.labels[a:b]
+        g = gid[a:b]
+        pos = np.arange(b - a)
+        better = y[:, None] > y[None, :]  # u (row) should precede v (column)
+        if not better.any():
+            emp[q] = True
+            continue
+        u, v = np.nonzero(better)
+        w = np.asarray(omega(y[u], y[v]), dtype=np.float64)
+        if w.shape != u.shape or not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise InputError("omega(y_u, y_v) must return one finite non-negative weight per pair "
+                             f"(arrays of {len(u)} pairs in, got shape {w.shape})")
+        wrong = np.where(g[u] == g[v], 0.5, (pos[v] < pos[u]).astype(np.float64))
+        out[q] = float(np.sum(w * wrong))
+    return out, emp
+
+
+@njit(cache=True)
+def _spearman_kernel(offsets, y, pos):
+    nq = offsets.shape[0] - 1
+    out = np.zeros(nq)
+    ok = np.zeros(nq, dtype=np.bool_)
+    for q in range(nq):
+        a = offsets[q]
+        b = offsets[q + 1]
+        n = b - a
+        if n < 2:
+            continue
+        o = np.argsort(y[a:b], kind="mergesort")
+        lr = np.empty(n)  # average ranks of the labels (1 = lowest)
+        i = 0
+        while i < n:
+            j = i + 1
+            while j < n and y[a + o[j]] == y[a + o[i]]:
+                j += 1
+            for t in range(i, j):
+                lr[o[t]] = (i + 1 + j) / 2.0
+            i = j
+        mean = (n + 1) / 2.0
+        sxy = 0.0
+        syy = 0.0
+        for t in range(n):
+            r = n + 1 - pos[a + t]  # score rank, n = best
+            sxy += (r - mean) * (lr[t] - mean)
+            syy += (lr[t] - mean) ** 2
+        if syy > 0:
+            sxx = n * (n * n - 1) / 12.0
+            out[q] = sxy / np.sqrt(sxx * syy)
+            ok[q] = True
+    return out, ok
+
+
+def spearman_values(prep):
+    pos = K.expected_rank_kernel(prep.offsets, prep.gstart)
+    vals, ok = _spearman_kernel(prep.offsets, prep.labels, pos)
+    return vals, ~ok
+
+
+
+
+def kendall_tau(scores, labels, *, qid=None, where=None, ties="average", empty=0.0, reduction="mean",
+                doc_ids=None):
+    r"""Kendall's tau-b between the predicted ranking and the labels.
+
+    .. math::
+
+        \tau = \frac{C - D}{\sqrt{n_0 (n_0 - n_1)}}, \qquad n_0 = \binom{n}{2},
+
+    with :math:`C` / :math:`D` the pairs the ranking orders like / against the labels and
+    :math:`n_1` the pairs of equal labels. The ranking has no ties once ``ties`` has ordered
+    them, so this is tau-b of (ranking, labels); under ``ties="average"`` its exact expectation,
+    where a tied pair adds 1/2 to both :math:`C` and :math:`D`. A query with fewer than two
+    distinct labels is *empty*.
+
+    References
+    ----------
+    Kendall, M. G. "The treatment of ties in ranking problems." Biometrika 33(3), 1945.
+    """
+    return run_metric(lambda p: kendall_values(p), scores, labels, qid=qid, where=where, ties=ties,
+                      doc_ids=doc_ids, empty=empty, reduction=reduction)
+
+
+def spearman(scores, labels, *, qid=None, where=None, ties="average", empty=0.0, reduction="mean",
+             doc_ids=None):
+    r"""Spearman's rho between the predicted ranking and the labels.
+
+    .. math::
+
+        \rho = \frac{\sum_i (r_i - \bar r)(l_i - \bar l)}
+                    {\sqrt{\sum_i (r_i - \bar r)^2 \sum_i (l_i - \bar l)^2}}
+
+    with :math:`r_i = n + 1 - \text{position}_i` (a permutation, so
+    :math:`\sum (r_i-\bar r)^2 = n(n^2-1)/12`) and :math:`l_i` the average ranks of the labels.
+    Under ``ties="average"`` the numerator is linear in the positions, so replacing each
+    position by its tie group's midpoint gives the exact expectation. (scipy's ``spearmanr``
+    instead ranks tied *scores* by their average rank in the denominator too.) A query with
+    fewer than two distinct labels is *empty*.
+
+    References
+    ----------
+    Spearman, C. "The proof and measurement of association between two things." American
+    Journal of Psychology 15(1), 1904.
+    """
+    return run_metric(lambda p: spearman_values(p), scores, labels, qid=qid, where=where, ties=ties,
+                      doc_ids=doc_ids, empty=empty, reduction=reduction)
+
+
+def pairwise_accuracy(scores, labels, *, qid=None, where=None, ties="average", empty=0.0,
+                      reduction="mean", doc_ids=None):
+    r"""Fraction of pairs with different labels that the ranking orders correctly.
+
+    .. math::
+
+        \mathrm{PA} = \frac{\sum_{y_u > y_v} [\hat\sigma_u < \hat\sigma_v]}{|\{(u, v): y_u > y_v\}|}
+
+    A tied pair counts 1/2 under ``ties="average"``. A query with one distinct label is *empty*.
+
+    References
+    ----------
+    Joachims, T. "Optimizing search engines using clickthrough data." KDD 2002.
+    """
+    return run_metric(lambda p: pairwise_accuracy_values(p), scores, labels, qid=qid, where=where, ties=ties,
+                      doc_ids=doc_ids, empty=empty, reduction=reduction)
+
+
+def pairwise_cost(scores, labels, *, qid=None, where=None, ties="average", empty=0.0, reduction="mean",
+                  omega="kemeny", doc_ids=None):
+    r"""ω-weighted pairwise ranking cost (lower is better).
+
+    .. math::
+
+        \sum_{u \ne v} [\sigma_u < \sigma_v] [\hat\sigma_v < \hat\sigma_u] \, \omega(\sigma_u, \sigma_v)
+
+    :math:`\sigma_u < \sigma_v` means ``u`` should precede ``v``: here ``y_u > y_v`` (pairs of
+    equal labels never count). ``omega="kemeny"`` is :math:`\omega = 1` (the number of
+    discordant pairs); a callable ``omega(y_u, y_v)`` gets the label arrays of the pairs and
+    returns one non-negative weight per pair (graded labels tie, so ω is a function of the
+    grades rather than of positions in one true permutation). A tied predicted pair costs
+    ω/2 under ``ties="average"``. A query with one distinct label is *empty* (its cost is 0).
+
+    References
+    ----------
+    Daumé III, H. *A Course in Machine Learning*, ch. "Learning to rank" (ω-ranking,
+    Kemeny distance), 2017.
+    """
+    return run_metric(pairwise_cost_values, scores, labels, qid=qid, where=where, ties=ties,
+                      doc_ids=doc_ids, empty=empty, reduction=reduction, omega=omega)

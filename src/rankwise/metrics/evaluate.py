@@ -1,0 +1,100 @@
+"""Several metrics at once, under one set of conventions or a peer tool's profile."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rankwise.errors import InputError
+from rankwise.metrics._prepare import TIES, check_choice, check_empty, flatten, prepare_flat
+from rankwise.metrics.profiles import get_profile
+from rankwise.metrics.registry import CONVENTIONS, get_metric
+
+EVALUATE_CONVENTIONS = tuple(sorted(set(CONVENTIONS) - {"doc_ids"} | {"default_k"}))
+
+
+@dataclass
+class EvaluationResult:
+    """Result of :func:`evaluate`.
+
+    Attributes
+    ----------
+    mean : dict
+        Metric spec -> mean over the (kept) queries.
+    per_query : pandas.DataFrame
+        One row per query (index: query id, order of first appearance), one column per metric;
+        with ``empty="drop"`` the dropped queries hold ``<NA>``.
+    conventions : dict
+        The conventions in force (profile merged with explicit ones).
+    """
+
+    mean: dict
+    per_query: object
+    conventions: dict = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{k}={v:.4f}" for k, v in self.mean.items())
+        return f"EvaluationResult({body}; {len(self.per_query)} queries)"
+
+
+def evaluate(scores, labels, qid=None, metrics=("ndcg@10", "err@10", "map"), profile=None, doc_ids=None,
+             *, where=None, **conventions) -> EvaluationResult:
+    """Compute several metrics, each query once sorted, under shared conventions.
+
+    Parameters
+    ----------
+    scores, labels, qid, where
+        As for :func:`rankwise.metrics.ndcg` (flat with ``qid`` or padded with ``where``).
+    metrics : sequence of str
+        Metric strings resolved by :func:`rankwise.metrics.get_metric` (``"ndcg@10"``, ``"map"``,
+        ``"P@5"``, ``"err@10"``, ``"mrr"``, ``"auc"``...).
+    profile : str, optional
+        ``"trec_eval"``, ``"lightgbm"``, ``"xgboost"``, ``"sklearn"``, ``"ranx"`` or
+        ``"letor"``: sets every convention to reproduce that tool (table in docs/metrics.md).
+    doc_ids : array-like, optional
+        Document id per row, for ``ties="docid"`` (the ``trec_eval`` profile needs them).
+    **conventions
+        ``gain``, ``discount``, ``ties``, ``empty``, ``threshold``, ``ap_denominator``,
+        ``short_list``, ``max_grade``, ``omega``, ``default_k`` (cutoff for metrics given
+        without ``@k``); each metric takes the ones that apply to it. Explicit values override
+        the profile.
+
+    Returns
+    -------
+    EvaluationResult
+        ``.mean`` (dict) and ``.per_query`` (pandas DataFrame).
+    """
+    import pandas as pd
+
+    conv = get_profile(profile) if profile is not None else {}
+    for key in conventions:
+        if key not in EVALUATE_CONVENTIONS:
+            raise InputError(f"evaluate() got an unknown convention {key!r}; valid: {', '.join(EVALUATE_CONVENTIONS)}")
+    conv.update(conventions)
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    resolved = [get_metric(m) for m in metrics]
+    if not resolved:
+        raise InputError("metrics must name at least one metric, e.g. ['ndcg@10', 'map']")
+    ties = check_choice(conv.get("ties", "average"), "ties", TIES)
+    empty = check_empty(conv.get("empty", 0.0))
+    default_k = conv.get("default_k")
+    s, y, offsets, qids, docs = flatten(scores, labels, qid=qid, where=where, doc_ids=doc_ids)
+    prep = prepare_flat(s, y, offsets, qids, ties=ties, doc_ids=docs)
+    index = pd.Index(qids, name="qid") if qids is not None else pd.RangeIndex(prep.n_queries, name="query")
+    columns, means = {}, {}
+    for metric in resolved:
+        if default_k is not None and metric.k is None and metric.entry.takes_k:
+            metric = get_metric(f"{metric.name}@{int(default_k)}")
+        values, empty_mask = metric.values(prep, conv)
+        if empty == "drop":
+            col = pd.array(values, dtype="Float64")
+            col[empty_mask] = pd.NA
+            kept = values[~empty_mask]
+            means[metric.spec] = float(kept.mean()) if len(kept) else 0.0
+        else:
+            col = np.where(empty_mask, empty, values)
+            means[metric.spec] = float(col.mean()) if len(col) else 0.0
+        columns[metric.spec] = col
+    frame = pd.DataFrame(columns, index=index)
+    return EvaluationResult(means, frame, conv)

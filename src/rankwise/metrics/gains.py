@@ -1,0 +1,46 @@
+"""Gain of a relevance grade, and the position discounts used by DCG-type measures."""
+from __future__ import annotations
+
+import numpy as np
+
+from rankwise.errors import InputError
+from rankwise.metrics import _kernels as K
+
+GAINS = ("exp2", "linear")
+DISCOUNTS = {"log2": K.DISC_LOG2, "jarvelin": K.DISC_JARVELIN}
+
+
+def gain_values(labels: np.ndarray, gain) -> np.ndarray:
+    """Gain per item: ``"exp2"`` is :math:`2^{y}-1`, ``"linear"`` is :math:`y`, a sequence is a table per grade.
+
+    Labels must be non-negative for ``"exp2"`` and ``"linear"``, and integer indices into the
+    table for a table.
+    """
+    y = np.asarray(labels, dtype=np.float64)
+    if isinstance(gain, str):
+        if gain not in GAINS:
+            raise InputError(f"gain must be 'exp2', 'linear' or a table of gains per grade; got {gain!r}")
+        if y.size and y.min() < 0:
+            raise InputError(f"labels must be non-negative for gain={gain!r}; got minimum label {y.min():g} "
+                             "(shift the labels or pass a gain table)")
+        if gain == "exp2":
+            if y.size and y.max() > 1000:
+                raise InputError(f"labels too large for gain='exp2' (2^label overflows); got maximum {y.max():g}")
+            return np.exp2(y) - 1.0
+        return y.copy()
+    try:
+        table = np.asarray(gain, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"gain must be 'exp2', 'linear' or a table of gains per grade; got {gain!r:.60}") from None
+    if table.ndim != 1 or table.size == 0 or not np.all(np.isfinite(table)):
+        raise InputError(f"a gain table must be a non-empty 1-d sequence of finite numbers; got {gain!r:.60}")
+    if y.size and (np.any(y != np.round(y)) or y.min() < 0 or y.max() >= len(table)):
+        raise InputError(f"with a gain table of {len(table)} grades, labels must be integers in 0..{len(table) - 1}; "
+                         f"got labels in [{y.min():g}, {y.max():g}]")
+    return table[y.astype(np.int64)]
+
+
+def discount_kind(discount) -> int:
+    if discount not in DISCOUNTS:
+        raise InputError(f"discount must be one of {', '.join(map(repr, DISCOUNTS))}; got {discount!r}")
+    return DISCOUNTS[discount]

@@ -1,0 +1,164 @@
+"""Shared machinery of the torch-trained rankers (LinearRanker's ogd/adam solvers, NeuralRanker)."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from rankwise.errors import InputError
+from rankwise.models import persistence
+from rankwise.models.base import BaseRanker
+from rankwise.train.checkpoint import (arrays_to_module_state, load_optimizer_state, module_state_to_arrays,
+                                       optimizer_state)
+from rankwise.train.early_stopping import EarlyStopping, resolve_metric
+from rankwise.train.history import History
+from rankwise.train.loop import resolve_loss, run_epochs
+
+
+def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise InputError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+def check_nonneg_float(value, name: str, *, positive: bool = False) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number; got {value!r}") from None
+    if not np.isfinite(v) or v < 0 or (positive and v == 0):
+        raise InputError(f"{name} must be a finite {'positive' if positive else 'non-negative'} number; got {value!r}")
+    return v
+
+
+def fit_seed(random_state) -> int:
+    if random_state is None:
+        return int(np.random.SeedSequence().generate_state(1)[0])
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        return int(random_state)
+    raise InputError(f"random_state must be an int or None; got {random_state!r}")
+
+
+class Standardizer:
+    """Per-feature centring and scaling fitted on the training rows (scaling only for sparse X)."""
+
+    def __init__(self, mean: np.ndarray, scale: np.ndarray):
+        self.mean, self.scale = mean, scale
+
+    @classmethod
+    def fit(cls, X, enabled: bool):
+        d = X.shape[1]
+        if not enabled:
+            return cls(np.zeros(d), np.ones(d))
+        if sp.issparse(X):
+            mean = np.zeros(d)
+            sq = np.asarray(X.multiply(X).mean(axis=0)).ravel()
+            scale = np.sqrt(sq)
+        else:
+            Xd = np.asarray(X, dtype=np.float64)
+            mean = Xd.mean(axis=0)
+            scale = Xd.std(axis=0)
+        scale = np.where(scale > 1e-12, scale, 1.0)
+        return cls(mean, scale)
+
+    def transform(self, X):
+        if sp.issparse(X):
+            return sp.csr_matrix(X.multiply(1.0 / self.scale[None, :]), dtype=np.float32)
+        return ((np.asarray(X, dtype=np.float64) - self.mean) / self.scale).astype(np.float32)
+
+
+class _TorchRanker(BaseRanker):
+    """Fit/predict/checkpoint logic for rankers whose scorer is a torch module over padded queries."""
+
+    _resume_free_params = ("epochs", "max_iter", "verbose")
+
+    # subclasses define: _build_module(n_inputs) -> nn.Module, _transform(X) -> model inputs,
+    # _make_optimizer(module), _penalty(module) (or None), _epochs, _batch_queries, _lr_check
+
+    def _setup_common(self, X, y, qid, sample_weight, eval_set):
+        train, val = self._validate_fit(X, y, qid, sample_weight=sample_weight, eval_set=eval_set)
+        self._loss_fn = resolve_loss(self.loss, self.loss_params)
+        metric = resolve_metric(self.eval_metric) if val is not None else None
+        if self.early_stopping_rounds is not None and val is None:
+            raise InputError("early_stopping_rounds needs a validation set: pass eval_set=(X_val, y_val, qid_val)")
+        return train, val, metric
+
+    def _ckpt_writer(self, path, optimizer, stopper, seed):
+        if path is None:
+            return None
+
+        def write(epoch, best_state):
+            arrays = optimizer_state(optimizer)[1]
+            opt_meta = optimizer_state(optimizer)[0]
+            if best_state is not None:
+                arrays.update({f"best/{k}": v.numpy().copy() for k, v in best_state.items()})
+            persistence.save_checkpoint(self, path, {"epoch": epoch, "seed": seed, "optimizer": opt_meta,
+                                                     "stopper": stopper.state()}, arrays)
+        return write
+
+    def _fit_minibatch(self, train_in, val_in, metric, *, optimizer_factory, penalty_factory, epochs, batch_queries,
+                       checkpoint, resume, averaged: bool = False, desc: str):
+        import torch
+
+        self.history_ = History()
+        seed = fit_seed(self.random_state)
+        start_epoch, best_state = 0, None
+        stopper = EarlyStopping(self.early_stopping_rounds)
+        torch.manual_seed(seed)
+        module = self._build_module(train_in[0].shape[1])
+        optimizer = optimizer_factory(module)
+        if resume is not None:
+            state, arrays, tstate, tarrays = persistence.load_checkpoint(resume, self)
+            self._set_state(state, arrays)
+            module = self._module_from_state()
+            optimizer = optimizer_factory(module)
+            load_optimizer_state(optimizer, tstate["optimizer"], tarrays)
+            start_epoch, seed = int(tstate["epoch"]), int(tstate["seed"])
+            stopper.load_state(tstate["stopper"])
+            best = {k[len("best/"):]: torch.from_numpy(np.array(v)) for k, v in tarrays.items() if k.startswith("best/")}
+            best_state = best or None
+            self.history_ = History(state.get("history", {}))
+            if averaged:  # the saved module holds the averaged iterate; the optimiser holds the last one
+                optimizer.swap_average()
+        self.module_ = module
+        swap = optimizer.swap_average if averaged else None
+
+        def ckpt(epoch, best):
+            if averaged:
+                optimizer.swap_average()
+            try:
+                self._sync_from_module()
+                self._ckpt_writer(checkpoint, optimizer, stopper, seed)(epoch, best)
+            finally:
+                if averaged:
+                    optimizer.swap_average()
+
+        t0 = time.perf_counter()
+        best_state = run_epochs(module=module, optimizer=optimizer, loss_fn=self._loss_fn, train=train_in, val=val_in,
+                                metric=metric, epochs=epochs, batch_queries=batch_queries, seed=seed, stopper=stopper,
+                                history=self.history_, start_epoch=start_epoch, verbose=self.verbose, desc=desc,
+                                penalty=penalty_factory(module), before_eval=swap, after_eval=swap,
+                                checkpoint_fn=None if checkpoint is None else ckpt, best_state=best_state,
+                                score_fn=self._val_score_fn(module))
+        if averaged:
+            optimizer.swap_average()  # predict with the online-to-batch average
+        if best_state is not None:
+            module.load_state_dict(best_state)
+            self.best_iteration_ = int(stopper.best_step)
+            self.best_score_ = float(stopper.best_value) * metric.sign
+        module.eval()
+        self.fit_time_ = time.perf_counter() - t0
+        return module
+
+    def _val_score_fn(self, module):
+        return None
+
+    def _module_state(self):
+        return module_state_to_arrays(self.module_)
+
+    def _load_module(self, arrays, n_inputs):
+        module = self._build_module(n_inputs)
+        module.load_state_dict(arrays_to_module_state(arrays))
+        module.eval()
+        return module

@@ -1,0 +1,342 @@
+"""Gradient-boosted tree rankers grown by LightGBM or XGBoost on any rankwise loss."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from rankwise.errors import InputError
+from rankwise.models import persistence
+from rankwise.models._torch import check_nonneg_float, check_positive_int, fit_seed
+from rankwise.models.base import BaseRanker
+from rankwise.train.early_stopping import EarlyStopping, resolve_metric
+from rankwise.train.history import History
+from rankwise.train.progress import Progress
+
+_BACKENDS = ("lightgbm", "xgboost")
+_NATIVE = {"lightgbm": ("lambdarank", "rank_xendcg"), "xgboost": ("rank:ndcg", "rank:pairwise", "rank:map")}
+
+
+def _check_no_inf(X, name: str = "X"):
+    data = X.data if sp.issparse(X) else X
+    if np.isinf(data).any():
+        raise InputError(f"{name} contains inf values ({int(np.isinf(data).sum())} entries); GBDTRanker treats NaN "
+                         "as a missing value but inf is not allowed: replace it by NaN or a finite value")
+
+
+class GBDTRanker(BaseRanker):
+    """Gradient-boosted trees whose gradients come from a rankwise loss.
+
+    .. math::
+
+        F_{t}(x) = F_{t-1}(x) + \\eta\\, h_t(x), \\qquad
+        h_t \\approx \\arg\\min_h \\sum_i \\bigl(g_i h(x_i) + \\tfrac12 H_i h(x_i)^2\\bigr),
+        \\quad g = \\nabla_s \\ell(s, y),\\ H = \\operatorname{diag} \\nabla^2_s \\ell(s, y)
+
+    The trees are grown by LightGBM or XGBoost; ``(g, H)`` come from
+    :func:`rankwise.losses.as_objective` applied to the query-grouped scores, so any registered
+    loss drives the boosting. ``loss="native:lambdarank"`` (LightGBM) or ``"native:rank:ndcg"``
+    (XGBoost) uses the library's own objective instead, for comparison.
+
+    Parameters
+    ----------
+    loss : str
+        A name in ``rankwise.losses.REGISTRY`` or ``"native:<objective>"``.
+    loss_params : dict, optional
+        Loss hyperparameters (native objectives: extra library parameters).
+    backend : {"lightgbm", "xgboost"}
+    n_estimators, learning_rate, num_leaves, max_depth, min_child_samples, subsample,
+    colsample_bytree, reg_lambda
+        Tree and boosting parameters (mapped to each library's names; ``num_leaves`` is
+        LightGBM's, ``max_depth`` XGBoost's main size control).
+    backend_params : dict, optional
+        Further parameters passed to the library unchanged.
+    eval_metric, early_stopping_rounds, random_state, n_jobs, verbose
+        Validation metric string, patience in boosting rounds, seed, threads, progress bar.
+
+    Notes
+    -----
+    NaN features are missing values: both libraries learn a default direction for them at each
+    split. ``inf`` is refused. Results are deterministic for a fixed ``random_state`` and ``n_jobs``.
+
+    References
+    ----------
+    J. H. Friedman. Greedy function approximation: a gradient boosting machine. Annals of
+    Statistics 29(5), 2001. G. Ke et al. LightGBM: a highly efficient gradient boosting decision
+    tree. NeurIPS 2017. T. Chen and C. Guestrin. XGBoost: a scalable tree boosting system. KDD 2016.
+    """
+
+    _resume_free_params = ("n_estimators", "verbose")
+
+    def __init__(self, loss="listnet", *, loss_params=None, backend="lightgbm", n_estimators=100, learning_rate=0.1,
+                 num_leaves=31, max_depth=None, min_child_samples=20, subsample=1.0, colsample_bytree=1.0,
+                 reg_lambda=0.0, backend_params=None, eval_metric="ndcg@10", early_stopping_rounds=None,
+                 random_state=None, n_jobs=None, verbose="auto"):
+        self.loss = loss
+        self.loss_params = loss_params
+        self.backend = backend
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.max_depth = max_depth
+        self.min_child_samples = min_child_samples
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.reg_lambda = reg_lambda
+        self.backend_params = backend_params
+        self.eval_metric = eval_metric
+        self.early_stopping_rounds = early_stopping_rounds
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # -- parameters ---------------------------------------------------------------------------
+    def _objective(self):
+        """``(native_name, None)`` or ``(None, objective_fn)``."""
+        if not isinstance(self.loss, str):
+            raise InputError(f"loss must be a rankwise loss name or 'native:<objective>'; got {type(self.loss).__name__}")
+        if self.loss.startswith("native:"):
+            name = self.loss[len("native:"):]
+            if name not in _NATIVE[self.backend]:
+                raise InputError(f"loss {self.loss!r}: {self.backend} native ranking objectives are "
+                                 f"{', '.join('native:' + n for n in _NATIVE[self.backend])}")
+            return name, None
+        from rankwise import losses
+
+        return None, losses.as_objective(self.loss, self.backend, **dict(self.loss_params or {}))
+
+    def _check_params(self):
+        if self.backend not in _BACKENDS:
+            raise InputError(f"backend must be one of {_BACKENDS}; got {self.backend!r}")
+        check_positive_int(self.n_estimators, "n_estimators")
+        check_nonneg_float(self.learning_rate, "learning_rate", positive=True)
+        check_positive_int(self.num_leaves, "num_leaves", minimum=2)
+        if self.max_depth is not None:
+            check_positive_int(self.max_depth, "max_depth")
+        check_positive_int(self.min_child_samples, "min_child_samples", minimum=0)
+        for name in ("subsample", "colsample_bytree"):
+            v = check_nonneg_float(getattr(self, name), name, positive=True)
+            if v > 1:
+                raise InputError(f"{name} must be in (0, 1]; got {v}")
+        check_nonneg_float(self.reg_lambda, "reg_lambda")
+        if self.n_jobs is not None:
+            check_positive_int(self.n_jobs, "n_jobs")
+        if self.backend_params is not None and not isinstance(self.backend_params, dict):
+            raise InputError(f"backend_params must be a dict; got {type(self.backend_params).__name__}")
+
+    def _lgb_params(self, native, seed):
+        p = {"objective": native if native else "none", "learning_rate": float(self.learning_rate),
+             "num_leaves": int(self.num_leaves), "max_depth": -1 if self.max_depth is None else int(self.max_depth),
+             "min_data_in_leaf": int(self.min_child_samples), "bagging_fraction": float(self.subsample),
+             "bagging_freq": 1 if self.subsample < 1 else 0, "feature_fraction": float(self.colsample_bytree),
+             "lambda_l2": float(self.reg_lambda), "seed": seed, "deterministic": True, "force_row_wise": True,
+             "verbosity": -1, "metric": "None"}
+        if self.n_jobs is not None:
+            p["num_threads"] = int(self.n_jobs)
+        if native:
+            p.update(self.loss_params or {})
+        p.update(self.backend_params or {})
+        return p
+
+    def _xgb_params(self, native, seed):
+        p = {"eta": float(self.learning_rate), "max_depth": 6 if self.max_depth is None else int(self.max_depth),
+             "min_child_weight": 0.0 if native is None else 1.0, "subsample": float(self.subsample),
+             "colsample_bytree": float(self.colsample_bytree), "lambda": float(self.reg_lambda) or 1e-6,
+             "seed": seed, "tree_method": "hist", "disable_default_eval_metric": 1, "verbosity": 0,
+             "max_leaves": int(self.num_leaves) if self.max_depth is None else 0}
+        if native:
+            p["objective"] = native
+            p.update(self.loss_params or {})
+        else:
+            p["base_score"] = 0.0  # a custom objective starts from F_0 = 0 (no label-mean intercept)
+        if self.n_jobs is not None:
+            p["nthread"] = int(self.n_jobs)
+        p.update(self.backend_params or {})
+        return p
+
+    # -- fit ----------------------------------------------------------------------------------
+    def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, checkpoint=None, checkpoint_every=10,
+            resume=None):
+        """Boost ``n_estimators`` rounds on rows ``X`` grouped by ``qid`` (or a RankingDataset).
+
+        ``eval_set`` is scored with ``eval_metric`` each round (``early_stopping_rounds`` stops and
+        keeps the best round); ``checkpoint=path`` saves the booster every ``checkpoint_every``
+        rounds and ``resume=path`` continues boosting from such a file.
+        """
+        self._check_params()
+        train, val = self._validate_fit(X, y, qid, sample_weight=sample_weight, eval_set=eval_set, allow_nan=True)
+        _check_no_inf(train.X)
+        if val is not None:
+            _check_no_inf(val.X, "eval_set X")
+        if self.early_stopping_rounds is not None and val is None:
+            raise InputError("early_stopping_rounds needs a validation set: pass eval_set=(X_val, y_val, qid_val)")
+        metric = resolve_metric(self.eval_metric) if val is not None else None
+        native, obj = self._objective()
+        seed = fit_seed(self.random_state) % (2 ** 31)
+        self.n_features_in_ = train.X.shape[1]
+        done, init_text, history = 0, None, {}
+        stopper = EarlyStopping(self.early_stopping_rounds)
+        if resume is not None:
+            state, arrays, tstate, _ = persistence.load_checkpoint(resume, self)
+            init_text = arrays["booster"]
+            done = int(tstate["rounds"])
+            history = state.get("history", {})
+            stopper.load_state(tstate.get("stopper", {}))
+        self.history_ = History(history)
+        total = int(self.n_estimators)
+        remaining = max(total - done, 0)
+        t0 = time.perf_counter()
+        with Progress(total, desc=f"GBDTRanker[{self.backend}]", verbose=self.verbose, initial=done) as bar:
+            def after_round(rnd, booster_text_fn, val_scores):
+                rec = {"iteration": rnd}
+                stop = False
+                if val is not None:
+                    value = metric(val_scores, val.y, val.offsets)
+                    rec[metric.__name__] = value
+                    stop = stopper.update(rnd, metric.sign * value)
+                self.history_.record(**rec)
+                bar.update(1)
+                if checkpoint is not None and ((rnd + 1) % int(checkpoint_every) == 0 or rnd + 1 == total or stop):
+                    self._write_ckpt(checkpoint, booster_text_fn(), rnd + 1, stopper)
+                return stop
+
+            threads = None
+            if obj is not None:
+                # The objective runs torch between boosting rounds; two OpenMP pools (the GBDT
+                # library's, spinning after each parallel region, and torch's) on the same cores
+                # slow each round down by an order of magnitude, so torch runs single-threaded.
+                import torch
+
+                threads = torch.get_num_threads()
+                torch.set_num_threads(1)
+            try:
+                if self.backend == "lightgbm":
+                    self._fit_lgb(train, val, native, obj, seed, remaining, init_text, after_round, done)
+                else:
+                    self._fit_xgb(train, val, native, obj, seed, remaining, init_text, after_round, done)
+            finally:
+                if threads is not None:
+                    torch.set_num_threads(threads)
+        self.fit_time_ = time.perf_counter() - t0
+        self.n_estimators_ = self._n_trees()
+        if val is not None and stopper.best_step >= 0:
+            self.best_iteration_ = int(stopper.best_step)
+            self.best_score_ = float(stopper.best_value) * metric.sign
+        return self
+
+    def _write_ckpt(self, path, text, rounds, stopper):
+        self._ckpt_text = text
+        try:
+            persistence.save_checkpoint(self, path, {"rounds": rounds, "stopper": stopper.state()}, {})
+        finally:
+            self._ckpt_text = None
+
+    def _fit_lgb(self, train, val, native, obj, seed, rounds, init_text, after_round, done):
+        import lightgbm as lgb
+
+        params = self._lgb_params(native, seed)
+        if obj is not None:
+            params["objective"] = obj
+        sizes = np.diff(train.offsets)
+        dtrain = lgb.Dataset(train.X, label=train.y, group=sizes, weight=train.sample_weight,
+                             params={"verbosity": -1}, free_raw_data=False)
+        init = None if init_text is None else lgb.Booster(model_str=persistence.array_to_text(init_text))
+
+        def callback(env):
+            val_scores = None
+            if val is not None:
+                val_scores = env.model.predict(val.X, raw_score=True)
+            if after_round(done + env.iteration - env.begin_iteration, lambda: env.model.model_to_string(),
+                           val_scores):
+                raise lgb.callback.EarlyStopException(env.iteration, [])
+
+        booster = lgb.train(params, dtrain, num_boost_round=rounds, init_model=init, callbacks=[callback])
+        self.booster_ = booster
+
+    def _fit_xgb(self, train, val, native, obj, seed, rounds, init_text, after_round, done):
+        import xgboost as xgb
+
+        params = self._xgb_params(native, seed)
+        sizes = np.diff(train.offsets)
+        dtrain = xgb.DMatrix(train.X, label=train.y, missing=np.nan)
+        dtrain.set_group(sizes)
+        if train.sample_weight is not None:
+            w = train.sample_weight
+            starts = train.offsets[:-1]
+            per_q = w[starts] if len(starts) else w[:0]
+            if np.any(np.repeat(per_q, sizes) != w):
+                raise InputError("sample_weight: the xgboost backend takes one weight per query; give every row "
+                                 "of a query the same weight (or use backend='lightgbm' for per-row weights)")
+            dtrain.set_weight(per_q)
+        dval = None
+        if val is not None:
+            dval = xgb.DMatrix(val.X, missing=np.nan)
+        init = None
+        if init_text is not None:
+            init = xgb.Booster()
+            init.load_model(bytearray(np.asarray(init_text, dtype=np.uint8).tobytes()))
+
+        class CB(xgb.callback.TrainingCallback):
+            def after_iteration(cb, model, epoch, evals_log):
+                scores = None if dval is None else model.predict(dval, output_margin=True)
+                return bool(after_round(done + epoch, lambda: bytes(model.save_raw("json")).decode("utf-8"),
+                                        scores))
+
+        booster = xgb.train(params, dtrain, num_boost_round=rounds, obj=obj, xgb_model=init, callbacks=[CB()],
+                            verbose_eval=False)
+        self.booster_ = booster
+
+    def _n_trees(self) -> int:
+        if self.backend == "lightgbm":
+            return int(self.booster_.current_iteration())
+        return int(self.booster_.num_boosted_rounds())
+
+    # -- predict ------------------------------------------------------------------------------
+    def predict(self, X):
+        """One score per row (raw boosted score; rounds up to ``best_iteration_`` after early stopping)."""
+        Xv = self._check_predict_features(X, allow_nan=True)
+        _check_no_inf(Xv)
+        best = getattr(self, "best_iteration_", None)
+        if self.backend == "lightgbm":
+            return np.asarray(self.booster_.predict(Xv, raw_score=True,
+                                                    num_iteration=None if best is None else best + 1), dtype=np.float64)
+        import xgboost as xgb
+
+        dm = xgb.DMatrix(Xv, missing=np.nan)
+        rng = (0, 0) if best is None else (0, best + 1)
+        return np.asarray(self.booster_.predict(dm, output_margin=True, iteration_range=rng), dtype=np.float64)
+
+    # -- persistence: the library's own text format inside the rankwise file ---------------------
+    def _booster_to_text(self) -> str:
+        if self.backend == "lightgbm":
+            return self.booster_.model_to_string()
+        return bytes(self.booster_.save_raw("json")).decode("utf-8")
+
+    def _get_state(self):
+        text = getattr(self, "_ckpt_text", None)  # set only while a checkpoint is written during fit
+        if text is None:
+            text = self._booster_to_text()
+        state = {"n_features_in_": int(self.n_features_in_), "history": getattr(self, "history_", History()).to_dict()}
+        for k in ("best_iteration_", "best_score_", "fit_time_", "n_estimators_"):
+            if hasattr(self, k):
+                state[k] = getattr(self, k)
+        return state, {"booster": persistence.text_to_array(text)}
+
+    def _set_state(self, state, arrays):
+        self.n_features_in_ = int(state["n_features_in_"])
+        self.history_ = History(state.get("history", {}))
+        for k in ("best_iteration_", "best_score_", "fit_time_", "n_estimators_"):
+            if k in state:
+                setattr(self, k, state[k])
+        text = persistence.array_to_text(arrays["booster"])
+        if self.backend == "lightgbm":
+            import lightgbm as lgb
+
+            self.booster_ = lgb.Booster(model_str=text)
+        else:
+            import xgboost as xgb
+
+            b = xgb.Booster()
+            b.load_model(bytearray(text.encode("utf-8")))
+            self.booster_ = b

@@ -1,0 +1,351 @@
+"""Linear rankers: the permutation-invariant linear scoring class, fitted by ERM, OGD or Adam."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+from rankwise.errors import InputError
+from rankwise.models._torch import (Standardizer, _TorchRanker, check_nonneg_float, check_positive_int, fit_seed)
+from rankwise.train.batching import gather_padded, query_batches
+from rankwise.train.early_stopping import EarlyStopping
+from rankwise.train.history import History
+from rankwise.train.optim import make_averaged_ogd, minimize_erm
+from rankwise.train.progress import Progress
+
+_SOLVERS = ("lbfgs", "ogd", "adam")
+_FEATURE_MAPS = (None, "poly2", "rff")
+
+
+def _linear_module(n_inputs: int, fit_intercept: bool):
+    import torch
+
+    class LinearScorer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(n_inputs, 1, bias=fit_intercept)
+            torch.nn.init.zeros_(self.linear.weight)
+            if fit_intercept:
+                torch.nn.init.zeros_(self.linear.bias)
+
+        def forward(self, x, where):
+            return self.linear(x).squeeze(-1)
+
+    return LinearScorer()
+
+
+class LinearRanker(_TorchRanker):
+    """Linear ranker trained on any rankwise loss.
+
+    Scores a list of documents with the permutation-invariant linear class
+
+    .. math::
+
+        h_w(x_1, \\dots, x_r) = (\\langle w, \\phi(x_1) \\rangle, \\dots, \\langle w, \\phi(x_r) \\rangle)
+
+    where :math:`\\phi` is the identity or a feature map, and fits :math:`w` by
+
+    - ``solver="lbfgs"``: regularised ERM, :math:`\\min_w \\frac1m \\sum_q \\ell(h_w(X_q), y_q)
+      + \\frac{\\alpha}{2}\\|w\\|_2^2 + \\lambda_1 \\|w\\|_1` by L-BFGS (the ℓ1 term exactly, by
+      splitting :math:`w = u - v`, :math:`u, v \\ge 0`);
+    - ``solver="ogd"``: projected online gradient descent over queries, step
+      :math:`\\eta/\\sqrt t`, returning the average of the iterates (online-to-batch conversion);
+    - ``solver="adam"``: minibatch Adam over queries.
+
+    Parameters
+    ----------
+    loss : str or callable
+        A name in ``rankwise.losses.REGISTRY`` or a function with the rankwise loss signature.
+    loss_params : dict, optional
+        Hyperparameters passed to the loss (e.g. ``{"sigma": 1.0}``).
+    alpha : float
+        ℓ2 penalty :math:`\\alpha` (the intercept is not penalised).
+    l1 : float
+        ℓ1 penalty :math:`\\lambda_1` (exact for lbfgs; a subgradient term for ogd/adam).
+    solver : {"lbfgs", "ogd", "adam"}
+    feature_map : {None, "poly2", "rff"}
+        ``"poly2"``: all degree-≤2 monomials; ``"rff"``: random Fourier features
+        :math:`\\sqrt{2/D}\\cos(Wx + b)` of the RBF kernel :math:`e^{-\\gamma\\|x - x'\\|^2}`.
+    n_components, gamma : int, float
+        Number of random features and kernel width for ``"rff"`` (gamma defaults to 1/n_features).
+    standardize : bool
+        Centre and scale features on the training rows before the map.
+    fit_intercept : bool
+        Learn an unpenalised offset (matters for pointwise losses only).
+    max_iter : int
+        L-BFGS iterations (lbfgs) or epochs over the queries (ogd, adam).
+    lr : float
+        Step size :math:`\\eta` (ogd) or Adam learning rate.
+    radius : float, optional
+        Projection radius :math:`W` of OGD (None: no projection).
+    batch_queries : int
+        Queries per minibatch (adam; ogd uses 1, one query per online step, when None).
+    eval_metric : str
+        Validation metric string, e.g. ``"ndcg@10"``.
+    early_stopping_rounds : int, optional
+        Stop after this many iterations/epochs without improvement of ``eval_metric`` on the eval set.
+    random_state : int, optional
+    verbose : "auto" or bool
+        Progress bar ("auto": only on a terminal).
+
+    Attributes
+    ----------
+    coef_ : ndarray, shape (n_mapped_features,)
+    intercept_ : float
+    history_ : History
+        Training objective (and validation metric) per iteration or epoch.
+    n_features_in_ : int
+
+    References
+    ----------
+    S. Chaudhuri and A. Tewari. Generalization error bounds for learning to rank: does the length of
+    document lists matter? ICML 2015 (permutation-invariant linear class, Thm 3; OGD, Thm 5;
+    regularised ERM, Thm 6).
+    A. Rahimi and B. Recht. Random features for large-scale kernel machines. NeurIPS 2007.
+    """
+
+    def __init__(self, loss="listnet", *, loss_params=None, alpha=1e-4, l1=0.0, solver="lbfgs",
+                 feature_map=None, n_components=256, gamma=None, standardize=True, fit_intercept=True,
+                 max_iter=200, lr=None, radius=None, batch_queries=None, tol=1e-7, eval_metric="ndcg@10",
+                 early_stopping_rounds=None, random_state=None, verbose="auto"):
+        self.loss = loss
+        self.loss_params = loss_params
+        self.alpha = alpha
+        self.l1 = l1
+        self.solver = solver
+        self.feature_map = feature_map
+        self.n_components = n_components
+        self.gamma = gamma
+        self.standardize = standardize
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.lr = lr
+        self.radius = radius
+        self.batch_queries = batch_queries
+        self.tol = tol
+        self.eval_metric = eval_metric
+        self.early_stopping_rounds = early_stopping_rounds
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- features -----------------------------------------------------------------------------
+    def _fit_feature_map(self, d: int, seed: int) -> None:
+        self.rff_weights_ = self.rff_offsets_ = None
+        if self.feature_map == "rff":
+            n = check_positive_int(self.n_components, "n_components")
+            gamma = 1.0 / d if self.gamma is None else check_nonneg_float(self.gamma, "gamma", positive=True)
+            rng = np.random.default_rng(seed)
+            self.rff_weights_ = rng.normal(scale=np.sqrt(2 * gamma), size=(d, n))
+            self.rff_offsets_ = rng.uniform(0, 2 * np.pi, size=n)
+
+    def _transform(self, X):
+        Z = Standardizer(self.scaler_mean_, self.scaler_scale_).transform(X)
+        if self.feature_map == "poly2":
+            from sklearn.preprocessing import PolynomialFeatures
+
+            Z = PolynomialFeatures(degree=2, include_bias=False).fit_transform(Z)
+            Z = Z.astype(np.float32) if not sp.issparse(Z) else sp.csr_matrix(Z, dtype=np.float32)
+        elif self.feature_map == "rff":
+            Zd = Z.toarray() if sp.issparse(Z) else Z
+            Z = (np.sqrt(2.0 / self.rff_weights_.shape[1])
+                 * np.cos(Zd.astype(np.float64) @ self.rff_weights_ + self.rff_offsets_)).astype(np.float32)
+        return Z
+
+    def _check_params(self):
+        if self.solver not in _SOLVERS:
+            raise InputError(f"solver must be one of {_SOLVERS}; got {self.solver!r}")
+        if self.feature_map not in _FEATURE_MAPS:
+            raise InputError(f"feature_map must be one of {_FEATURE_MAPS}; got {self.feature_map!r}")
+        check_nonneg_float(self.alpha, "alpha")
+        check_nonneg_float(self.l1, "l1")
+        check_positive_int(self.max_iter, "max_iter")
+        if self.lr is not None:
+            check_nonneg_float(self.lr, "lr", positive=True)
+        if self.radius is not None:
+            check_nonneg_float(self.radius, "radius", positive=True)
+        if self.batch_queries is not None:
+            check_positive_int(self.batch_queries, "batch_queries")
+
+    # -- torch module hooks -------------------------------------------------------------------
+    def _build_module(self, n_inputs):
+        return _linear_module(n_inputs, bool(self.fit_intercept))
+
+    def _module_from_state(self):
+        import torch
+
+        m = self._build_module(len(self.coef_))
+        with torch.no_grad():
+            m.linear.weight.copy_(torch.from_numpy(self.coef_.astype(np.float32))[None, :])
+            if self.fit_intercept:
+                m.linear.bias.fill_(float(self.intercept_))
+        return m
+
+    def _sync_from_module(self):
+        w = self.module_.linear.weight.detach().double().numpy()[0]
+        self.coef_ = w.copy()
+        self.intercept_ = float(self.module_.linear.bias.detach()[0]) if self.fit_intercept else 0.0
+
+    # -- fit ----------------------------------------------------------------------------------
+    def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, checkpoint=None, resume=None):
+        """Fit on rows ``X`` with labels ``y`` grouped by ``qid`` (or a RankingDataset as ``X``).
+
+        ``eval_set=(X_val, y_val, qid_val)`` (or a RankingDataset) is scored with ``eval_metric``
+        after every iteration; ``checkpoint=path`` writes the training state after every epoch
+        (ogd/adam), ``resume=path`` continues a run from such a file.
+        """
+        self._check_params()
+        train, val, metric = self._setup_common(X, y, qid, sample_weight, eval_set)
+        seed = fit_seed(self.random_state)
+        if resume is None:
+            sc = Standardizer.fit(train.X, bool(self.standardize))
+            self.scaler_mean_, self.scaler_scale_ = sc.mean, sc.scale
+            self._fit_feature_map(train.X.shape[1], seed)
+        else:  # the scaler and feature map come from the checkpoint
+            from rankwise.models import persistence
+
+            state, arrays = persistence.load_checkpoint(resume, self)[:2]
+            self._set_state(state, arrays)
+        self.n_features_in_ = train.X.shape[1]
+        Z = self._transform(train.X)
+        val_in = None if val is None else (self._transform(val.X), val.y, val.offsets, None)
+        train_in = (Z, train.y, train.offsets, train.sample_weight)
+        if self.solver == "lbfgs":
+            self._fit_lbfgs(train_in, val_in, metric, checkpoint, resume)
+        else:
+            self._fit_sgd(train_in, val_in, metric, checkpoint, resume)
+        return self
+
+    def _fit_sgd(self, train_in, val_in, metric, checkpoint, resume):
+        import torch
+
+        alpha, l1 = float(self.alpha), float(self.l1)
+        averaged = self.solver == "ogd"
+        lr = self.lr if self.lr is not None else (0.1 if averaged else 0.01)
+        batch = self.batch_queries if self.batch_queries is not None else (1 if averaged else 16)
+        if averaged:
+            factory = lambda m: make_averaged_ogd(m.parameters(), lr=float(lr), radius=self.radius)  # noqa: E731
+        else:
+            factory = lambda m: torch.optim.Adam(m.parameters(), lr=float(lr))  # noqa: E731
+
+        def penalty_factory(m):
+            if alpha == 0 and l1 == 0:
+                return None
+            w = m.linear.weight
+            return lambda: 0.5 * alpha * (w * w).sum() + l1 * w.abs().sum()
+
+        self._fit_minibatch(train_in, val_in, metric, optimizer_factory=factory, penalty_factory=penalty_factory,
+                            epochs=int(self.max_iter), batch_queries=int(batch), checkpoint=checkpoint,
+                            resume=resume, averaged=averaged, desc=f"LinearRanker[{self.solver}]")
+        self._sync_from_module()
+        del self.module_
+
+    def _fit_lbfgs(self, train_in, val_in, metric, checkpoint, resume):
+        import torch
+
+        Z, y, offsets, weights = train_in
+        d = Z.shape[1]
+        n_q = max(int(np.count_nonzero(np.diff(offsets) > 0)), 1)
+        buckets = []
+        for qs in query_batches(offsets, 256, max_cells=1 << 22):
+            Xb, yb, wb, where, _ = gather_padded(Z, y, offsets, qs, weights)
+            buckets.append((torch.from_numpy(Xb).double(), torch.from_numpy(yb).double(), torch.from_numpy(where),
+                            None if wb is None else torch.from_numpy(wb).double()))
+        alpha = float(self.alpha)
+        fi = int(bool(self.fit_intercept))
+
+        def fun_grad(theta):
+            w = torch.from_numpy(theta[:d].copy()).requires_grad_(True)
+            b = torch.tensor(theta[d] if fi else 0.0, dtype=torch.float64, requires_grad=bool(fi))
+            total = 0.5 * alpha * (w * w).sum()
+            for Xb, yb, where, wb in buckets:
+                s = Xb @ w + b
+                total = total + self._loss_fn(s, yb, where, wb) / n_q
+            total.backward()
+            g = w.grad.numpy().copy()
+            if fi:
+                g = np.append(g, b.grad.item() if b.grad is not None else 0.0)
+            f = float(total.detach())
+            if not np.isfinite(f) or not np.all(np.isfinite(g)):
+                raise FloatingPointError("the training objective became non-finite; standardise the features")
+            return f, g
+
+        self.history_ = History() if resume is None else History(getattr(self, "_resumed_history", {}))
+        x0 = np.zeros(d + fi)
+        if resume is not None:
+            x0 = np.append(self.coef_, self.intercept_) if fi else self.coef_.copy()
+        stopper = EarlyStopping(self.early_stopping_rounds)
+        best = {"theta": None}
+        step = [len(self.history_)]
+        bar = Progress(int(self.max_iter), desc="LinearRanker[lbfgs]", verbose=self.verbose)
+
+        def callback(theta):
+            record = {"epoch": step[0], "loss": fun_grad(theta)[0] if val_in is None else None}
+            if val_in is not None:
+                s = val_in[0] @ theta[:d] + (theta[d] if fi else 0.0)
+                value = metric(s, val_in[1], val_in[2])
+                record[metric.__name__] = value
+                stop = stopper.update(step[0], metric.sign * value)
+                if stopper.improved:
+                    best["theta"] = theta.copy()
+            else:
+                stop = False
+            self.history_.record(**record)
+            bar.update(1)
+            step[0] += 1
+            if stop:
+                raise StopIteration
+
+        t0 = time.perf_counter()
+        try:
+            theta, res = minimize_erm(fun_grad, x0, l1=float(self.l1),
+                                      l1_mask=np.r_[np.ones(d, bool), np.zeros(fi, bool)],
+                                      max_iter=int(self.max_iter), tol=float(self.tol), callback=callback)
+        finally:
+            bar.close()
+        if best["theta"] is not None:
+            theta = best["theta"]
+            self.best_iteration_ = int(stopper.best_step)
+            self.best_score_ = float(stopper.best_value) * metric.sign
+        self.n_iter_ = int(res.nit)
+        self.coef_ = theta[:d].copy()
+        self.intercept_ = float(theta[d]) if fi else 0.0
+        self.fit_time_ = time.perf_counter() - t0
+        if checkpoint is not None:
+            from rankwise.models import persistence
+
+            persistence.save_checkpoint(self, checkpoint, {"epoch": step[0]}, {})
+
+    # -- predict ------------------------------------------------------------------------------
+    def predict(self, X):
+        """One score per row: :math:`\\langle w, \\phi(x) \\rangle + b`."""
+        Xv = self._check_predict_features(X)
+        Z = self._transform(Xv)
+        s = Z @ self.coef_
+        return np.asarray(s, dtype=np.float64).ravel() + self.intercept_
+
+    # -- persistence --------------------------------------------------------------------------
+    def _get_state(self):
+        state = {"n_features_in_": int(self.n_features_in_), "intercept_": float(self.intercept_),
+                 "history": getattr(self, "history_", History()).to_dict()}
+        for k in ("best_iteration_", "best_score_", "n_iter_", "fit_time_"):
+            if hasattr(self, k):
+                state[k] = getattr(self, k)
+        arrays = {"coef_": self.coef_, "scaler_mean_": self.scaler_mean_, "scaler_scale_": self.scaler_scale_}
+        if self.rff_weights_ is not None:
+            arrays.update(rff_weights_=self.rff_weights_, rff_offsets_=self.rff_offsets_)
+        return state, arrays
+
+    def _set_state(self, state, arrays):
+        self.n_features_in_ = int(state["n_features_in_"])
+        self.intercept_ = float(state["intercept_"])
+        self.history_ = History(state.get("history", {}))
+        self._resumed_history = state.get("history", {})
+        for k in ("best_iteration_", "best_score_", "n_iter_", "fit_time_"):
+            if k in state:
+                setattr(self, k, state[k])
+        self.coef_ = np.asarray(arrays["coef_"], dtype=np.float64)
+        self.scaler_mean_ = np.asarray(arrays["scaler_mean_"])
+        self.scaler_scale_ = np.asarray(arrays["scaler_scale_"])
+        self.rff_weights_ = arrays.get("rff_weights_")
+        self.rff_offsets_ = arrays.get("rff_offsets_")

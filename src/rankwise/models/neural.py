@@ -1,0 +1,256 @@
+"""Neural rankers: a per-document MLP scorer and a listwise self-attention scorer (PyTorch)."""
+from __future__ import annotations
+
+import numpy as np
+
+from rankwise.errors import InputError
+from rankwise.models._torch import (Standardizer, _TorchRanker, check_nonneg_float, check_positive_int, fit_seed)
+from rankwise.train.checkpoint import arrays_to_module_state, module_state_to_arrays
+from rankwise.train.history import History
+from rankwise.train.loop import score_padded
+
+_ARCHS = ("mlp", "attention")
+
+
+def _build_scorer(n_inputs: int, hidden, architecture: str, dropout: float, n_heads: int, n_layers: int):
+    import torch
+    from torch import nn
+
+    class MLPScorer(nn.Module):
+        """f(x_i) = MLP(x_i): each document scored on its own features."""
+
+        def __init__(self):
+            super().__init__()
+            layers, d = [], n_inputs
+            for h in hidden:
+                layers += [nn.Linear(d, h), nn.ReLU(), nn.Dropout(dropout)]
+                d = h
+            layers.append(nn.Linear(d, 1))
+            self.net = nn.Sequential(*layers)
+
+        def forward(self, x, where):
+            return self.net(x).squeeze(-1)
+
+    class AttentionScorer(nn.Module):
+        """f(x_1..x_r)_i = w^T Enc(MLP(x_1), ..., MLP(x_r))_i: self-attention over the query's documents."""
+
+        def __init__(self):
+            super().__init__()
+            d = int(hidden[0])
+            self.embed = nn.Sequential(nn.Linear(n_inputs, d), nn.ReLU(), nn.Dropout(dropout))
+            layer = nn.TransformerEncoderLayer(d_model=d, nhead=n_heads, dim_feedforward=2 * d, dropout=dropout,
+                                               batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, num_layers=n_layers, enable_nested_tensor=False)
+            head, prev = [], d
+            for h in hidden[1:]:
+                head += [nn.Linear(prev, h), nn.ReLU(), nn.Dropout(dropout)]
+                prev = h
+            head.append(nn.Linear(prev, 1))
+            self.head = nn.Sequential(*head)
+
+        def forward(self, x, where):
+            h = self.embed(x)
+            h = self.encoder(h, src_key_padding_mask=~where)
+            # padded positions can hold NaN-free garbage; the loss and the scatter ignore them
+            return torch.where(where, self.head(h).squeeze(-1), torch.zeros((), dtype=h.dtype))
+
+    return MLPScorer() if architecture == "mlp" else AttentionScorer()
+
+
+class NeuralRanker(_TorchRanker):
+    """Neural ranker trained on any rankwise loss by minibatch Adam over whole queries.
+
+    .. math::
+
+        \\text{mlp:}\\ s_i = f_\\theta(x_i), \\qquad
+        \\text{attention:}\\ s_i = w^\\top \\mathrm{Enc}_\\theta\\bigl(g(x_1), \\dots, g(x_r)\\bigr)_i
+
+    The MLP scores each document alone; the attention scorer lets each document attend to the
+    other documents of its query (a Transformer encoder without positional encoding, so the
+    scores are permutation equivariant). Minibatches hold ``batch_queries`` whole queries of
+    similar length (padding masked by ``where``).
+
+    Parameters
+    ----------
+    loss : str or callable
+        A name in ``rankwise.losses.REGISTRY`` or a function with the rankwise loss signature.
+    loss_params : dict, optional
+    hidden : tuple of int
+        Hidden layer widths (attention: the first is the model width, the rest the head).
+    architecture : {"mlp", "attention"}
+    n_heads, n_layers : int
+        Attention heads and encoder layers (attention only).
+    epochs, batch_queries, lr, weight_decay, dropout
+        Adam training schedule over minibatches of queries.
+    standardize : bool
+        Centre and scale the features on the training rows.
+    eval_metric, early_stopping_rounds, random_state, verbose
+        As in :class:`~rankwise.models.LinearRanker`.
+
+    Notes
+    -----
+    ``predict(X)`` of the MLP needs no ``qid``; the attention scorer scores a document in the
+    context of its query and therefore needs ``predict(X, qid=qid)``.
+
+    References
+    ----------
+    P. Pobrotyn, T. Bartczak, M. Synowiec, R. Białobrzeski and J. Bojar. Context-aware learning to
+    rank with self-attention. SIGIR eCom workshop, 2020.
+    Z. Cao, T. Qin, T.-Y. Liu, M.-F. Tsai and H. Li. Learning to rank: from pairwise approach to
+    listwise approach. ICML 2007.
+    """
+
+    _resume_free_params = ("epochs", "verbose")
+
+    def __init__(self, loss="listnet", *, loss_params=None, hidden=(64, 32), architecture="mlp", n_heads=2,
+                 n_layers=1, epochs=30, batch_queries=32, lr=1e-3, weight_decay=0.0, dropout=0.1,
+                 standardize=True, eval_metric="ndcg@10", early_stopping_rounds=None, random_state=None,
+                 verbose="auto"):
+        self.loss = loss
+        self.loss_params = loss_params
+        self.hidden = hidden
+        self.architecture = architecture
+        self.n_heads = n_heads
+        self.n_layers = n_layers
+        self.epochs = epochs
+        self.batch_queries = batch_queries
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.dropout = dropout
+        self.standardize = standardize
+        self.eval_metric = eval_metric
+        self.early_stopping_rounds = early_stopping_rounds
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _check_params(self):
+        if self.architecture not in _ARCHS:
+            raise InputError(f"architecture must be one of {_ARCHS}; got {self.architecture!r}")
+        try:
+            hidden = tuple(int(h) for h in self.hidden)
+        except (TypeError, ValueError):
+            raise InputError(f"hidden must be a tuple of positive layer widths; got {self.hidden!r}") from None
+        if any(h < 1 for h in hidden) or (self.architecture == "attention" and not hidden):
+            raise InputError(f"hidden must hold positive widths (attention needs at least one); got {self.hidden!r}")
+        if self.architecture == "attention" and hidden[0] % check_positive_int(self.n_heads, "n_heads"):
+            raise InputError(f"hidden[0]={hidden[0]} must be divisible by n_heads={self.n_heads}")
+        check_positive_int(self.n_layers, "n_layers")
+        check_positive_int(self.epochs, "epochs")
+        check_positive_int(self.batch_queries, "batch_queries")
+        check_nonneg_float(self.lr, "lr", positive=True)
+        check_nonneg_float(self.weight_decay, "weight_decay")
+        d = check_nonneg_float(self.dropout, "dropout")
+        if d >= 1:
+            raise InputError(f"dropout must be in [0, 1); got {self.dropout!r}")
+        return hidden
+
+    def _build_module(self, n_inputs):
+        return _build_scorer(n_inputs, self._hidden, self.architecture, float(self.dropout), int(self.n_heads),
+                             int(self.n_layers))
+
+    def _module_from_state(self):
+        return self.module_
+
+    def _sync_from_module(self):
+        pass
+
+    def _val_score_fn(self, module):
+        if self.architecture == "mlp":
+            return None
+        return lambda Xs, offs: score_padded(module, Xs, offs)
+
+    def _transform(self, X):
+        return Standardizer(self.scaler_mean_, self.scaler_scale_).transform(X)
+
+    def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, checkpoint=None, resume=None):
+        """Fit on rows ``X`` with labels ``y`` grouped by ``qid`` (or a RankingDataset as ``X``).
+
+        ``eval_set=(X_val, y_val, qid_val)`` is scored with ``eval_metric`` after each epoch;
+        ``checkpoint=path`` writes the training state after every epoch and ``resume=path``
+        continues from it (the result equals an uninterrupted run with the same ``random_state``).
+        """
+        import torch
+
+        self._hidden = self._check_params()
+        train, val, metric = self._setup_common(X, y, qid, sample_weight, eval_set)
+        if resume is None:
+            sc = Standardizer.fit(train.X, bool(self.standardize))
+            self.scaler_mean_, self.scaler_scale_ = sc.mean, sc.scale
+        else:  # the scaler comes from the checkpoint
+            from rankwise.models import persistence
+
+            state, arrays = persistence.load_checkpoint(resume, self)[:2]
+            self._set_state(state, arrays)
+        self.n_features_in_ = train.X.shape[1]
+        Z = self._transform(train.X)
+        val_in = None if val is None else (self._transform(val.X), val.y, val.offsets, None)
+        wd = float(self.weight_decay)
+        factory = lambda m: torch.optim.AdamW(m.parameters(), lr=float(self.lr), weight_decay=wd)  # noqa: E731
+        threads = torch.get_num_threads()
+        try:
+            self._fit_minibatch((Z, train.y, train.offsets, train.sample_weight), val_in, metric,
+                                optimizer_factory=factory, penalty_factory=lambda m: None, epochs=int(self.epochs),
+                                batch_queries=int(self.batch_queries), checkpoint=checkpoint, resume=resume,
+                                desc=f"NeuralRanker[{self.architecture}]")
+        finally:
+            torch.set_num_threads(threads)
+        return self
+
+    def predict(self, X, qid=None):
+        """One score per row (``qid`` is required by the attention architecture only)."""
+        import torch
+
+        Xv = self._check_predict_features(X)
+        Z = self._transform(Xv)
+        if self.architecture == "mlp":
+            with torch.no_grad():
+                out = np.empty(Z.shape[0])
+                for start in range(0, Z.shape[0], 65536):
+                    xb = torch.from_numpy(np.asarray(Z[start:start + 65536]))
+                    out[start:start + 65536] = self.module_(xb, None).double().numpy()
+            return out
+        if qid is None:
+            raise InputError("NeuralRanker(architecture='attention') scores each document in the context of its "
+                             "query: call predict(X, qid=qid)")
+        from rankwise.data.groups import group_by_qid
+
+        if len(np.asarray(qid)) != Z.shape[0]:
+            raise InputError(f"qid has {len(np.asarray(qid))} entries but X has {Z.shape[0]} rows")
+        g = group_by_qid(qid)
+        Zg = Z if g.order is None else Z[g.order]
+        s = score_padded(self.module_, Zg, g.offsets)
+        if g.order is None:
+            return s
+        out = np.empty_like(s)
+        out[g.order] = s
+        return out
+
+    def _predict_input(self, data):
+        if self.architecture == "mlp":
+            return self.predict(data.X)
+        self._check_predict_features(data.X)
+        return score_padded(self.module_, self._transform(data.X), data.offsets)
+
+    def _get_state(self):
+        state = {"n_features_in_": int(self.n_features_in_),
+                 "history": getattr(self, "history_", History()).to_dict()}
+        for k in ("best_iteration_", "best_score_", "fit_time_"):
+            if hasattr(self, k):
+                state[k] = getattr(self, k)
+        arrays = {"scaler_mean_": self.scaler_mean_, "scaler_scale_": self.scaler_scale_}
+        arrays.update(module_state_to_arrays(self.module_))
+        return state, arrays
+
+    def _set_state(self, state, arrays):
+        self._hidden = self._check_params()
+        self.n_features_in_ = int(state["n_features_in_"])
+        self.history_ = History(state.get("history", {}))
+        for k in ("best_iteration_", "best_score_", "fit_time_"):
+            if k in state:
+                setattr(self, k, state[k])
+        self.scaler_mean_ = np.asarray(arrays["scaler_mean_"])
+        self.scaler_scale_ = np.asarray(arrays["scaler_scale_"])
+        module = self._build_module(self.n_features_in_)
+        module.load_state_dict(arrays_to_module_state(arrays))
+        module.eval()
+        self.module_ = module

@@ -1,0 +1,507 @@
+"""Ranking by reduction to binary classification (Daumé, *A Course in Machine Learning*, ch. "Learning to rank").
+
+Training (NaiveRankTrain / RankTrain): every ordered pair ``u ≠ v`` of a query with different
+labels becomes a binary example
+
+.. math::
+
+    (x_{uv},\\; y = \\operatorname{sign}(\\sigma_v - \\sigma_u),\\; \\omega(\\sigma_u, \\sigma_v))
+
+with ``σ`` the position in the ideal ranking (1 = top), so ``y = +1`` when ``u`` should come
+first, and the weight ``ω`` passed to the classifier as ``sample_weight``. The learner then
+minimises the ω-ranking loss ``Σ_{u≠v} [σ_u < σ_v] [σ̂_v < σ̂_u] ω(σ_u, σ_v)``.
+
+Inference: ``"aggregate"`` (NaiveRankTest: ``score_u += f(x_uv)``, ``score_v −= f(x_uv)`` over
+all ordered pairs, then sort) or ``"quicksort"`` (RankTest: randomised QuickSort whose
+comparison of ``u`` with the pivot ``p`` sends ``u`` first with the classifier's probability
+that ``u`` precedes ``p``; expected O(n log n) pair evaluations).
+
+References
+----------
+H. Daumé III. *A Course in Machine Learning*, ch. "Learning to rank" (Algorithms NaiveRankTrain,
+NaiveRankTest, RankTrain, RankTest), 2017.
+
+N. Ailon and M. Mohri. An efficient reduction of ranking to classification. COLT 2008.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.stats import rankdata
+
+from rankwise.data.groups import group_by_qid
+from rankwise.errors import InputError
+from rankwise.models.base import BaseRanker
+
+__all__ = ["PairwiseReductionRanker", "ideal_positions", "make_pairs", "pair_weights", "pair_features"]
+
+_WEIGHTS = ("none", "kemeny", "ndcg")
+_FEATURES = ("difference", "concat")
+_INFERENCE = ("aggregate", "quicksort")
+_DENSE_PAIR_LIMIT = 3000  # lists up to this length sample pairs from the full valid-pair set
+
+
+def ideal_positions(labels, offsets) -> np.ndarray:
+    """σ: 1-based position of each row in its query's ideal ranking (label descending).
+
+    Rows with equal labels share the mean of their positions (the expectation over random
+    tie-breaking), so ``σ`` does not depend on the input order.
+    """
+    y = np.asarray(labels, dtype=np.float64)
+    out = np.empty(len(y), dtype=np.float64)
+    for q in range(len(offsets) - 1):
+        a, b = offsets[q], offsets[q + 1]
+        if b > a:
+            out[a:b] = rankdata(-y[a:b], method="average")
+    return out
+
+
+def _valid_pairs_of_query(yq):
+    diff = yq[:, None] != yq[None, :]
+    u, v = np.nonzero(diff)
+    return u, v
+
+
+def make_pairs(labels, offsets, *, pairs="all", random_state=None):
+    """Ordered pairs ``(u, v)`` of rows of one query with different labels, and ``y = ±1``.
+
+    Parameters
+    ----------
+    labels : ndarray, shape (n_rows,)
+    offsets : ndarray of int64
+        Query boundaries (rows of query q at ``offsets[q]:offsets[q+1]``).
+    pairs : "all" or int
+        ``"all"``: every ordered pair with different labels (both ``(u, v)`` and ``(v, u)``).
+        An int ``m``: ``m`` ordered pairs per query drawn uniformly without replacement among the
+        valid ones (all of them when a query has fewer), reproducibly from ``random_state``.
+
+    Returns
+    -------
+    u, v : ndarray of int64
+        Row indices; ``y`` : ndarray of int64, +1 when ``labels[u] > labels[v]``.
+    """
+    y = np.asarray(labels, dtype=np.float64)
+    rng = np.random.default_rng(random_state)
+    us, vs = [], []
+    for q in range(len(offsets) - 1):
+        a, b = int(offsets[q]), int(offsets[q + 1])
+        n = b - a
+        if n < 2:
+            continue
+        yq = y[a:b]
+        if pairs == "all":
+            u, v = _valid_pairs_of_query(yq)
+        else:
+            m = int(pairs)
+            _, counts = np.unique(yq, return_counts=True)
+            n_valid = n * n - int(np.sum(counts.astype(np.int64) ** 2))
+            if n_valid == 0:
+                continue
+            if n_valid <= m:
+                u, v = _valid_pairs_of_query(yq)
+            elif n <= _DENSE_PAIR_LIMIT:
+                u, v = _valid_pairs_of_query(yq)
+                pick = np.sort(rng.choice(len(u), size=m, replace=False))
+                u, v = u[pick], v[pick]
+            else:  # long list: rejection sampling of distinct valid ordered pairs
+                seen: set = set()
+                while len(seen) < m:
+                    cu = rng.integers(0, n, size=2 * m)
+                    cv = rng.integers(0, n, size=2 * m)
+                    for x, z in zip(cu.tolist(), cv.tolist()):
+                        if yq[x] != yq[z] and (x, z) not in seen:
+                            seen.add((x, z))
+                            if len(seen) == m:
+                                break
+                arr = np.array(sorted(seen), dtype=np.int64)
+                u, v = arr[:, 0], arr[:, 1]
+        us.append(u + a)
+        vs.append(v + a)
+    if not us:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    u = np.concatenate(us).astype(np.int64)
+    v = np.concatenate(vs).astype(np.int64)
+    return u, v, np.where(y[u] > y[v], 1, -1).astype(np.int64)
+
+
+def pair_weights(sigma_u, sigma_v, weights):
+    """ω(σ_u, σ_v) for each pair.
+
+    ``"kemeny"``: ω = 1. ``"ndcg"``: ω = |1/log2(1+σ_u) − 1/log2(1+σ_v)|, the change of the DCG
+    discount when the two positions swap, so mistakes near the top cost more; rescaled to mean 1
+    over the training pairs (a global constant, which only rebalances against the classifier's
+    regularisation). A callable is called as ``omega(sigma_u, sigma_v)`` on float arrays of
+    1-based ideal positions and must return one finite non-negative weight per pair (used as is).
+    """
+    su = np.asarray(sigma_u, dtype=np.float64)
+    sv = np.asarray(sigma_v, dtype=np.float64)
+    if callable(weights):
+        try:
+            w = np.asarray(weights(su, sv), dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"weights callable failed on arrays of positions: {exc}") from None
+        if w.shape != su.shape:
+            raise InputError(f"weights callable must return one weight per pair (shape {su.shape}); "
+                             f"got shape {w.shape}")
+        if not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise InputError("weights callable must return finite non-negative weights")
+        return w
+    if weights == "kemeny":
+        return np.ones_like(su)
+    if weights == "ndcg":
+        w = np.abs(1.0 / np.log2(1.0 + su) - 1.0 / np.log2(1.0 + sv))
+        mean = w.mean() if len(w) else 0.0
+        return w / mean if mean > 0 else np.ones_like(su)
+    raise InputError(f"weights must be one of {_WEIGHTS} or a callable; got {weights!r}")
+
+
+def pair_features(X, u, v, kind="difference"):
+    """``x_uv``: ``x_u − x_v`` (``"difference"``) or ``[x_u, x_v]`` (``"concat"``); dense or CSR."""
+    if kind == "difference":
+        return X[u] - X[v]
+    if kind == "concat":
+        if sp.issparse(X):
+            return sp.hstack([X[u], X[v]], format="csr")
+        return np.hstack([X[u], X[v]])
+    raise InputError(f"pair_features must be one of {_FEATURES}; got {kind!r}")
+
+
+def _is_int(x):
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+class PairwiseReductionRanker(BaseRanker):
+    """Ranker that reduces ranking to weighted binary classification with any scikit-learn classifier.
+
+    .. math::
+
+        \\min_f \\; \\sum_q \\sum_{u \\ne v} [\\sigma_u < \\sigma_v]\\, [f \\text{ puts } v \\text{ before } u]\\;
+        \\omega(\\sigma_u, \\sigma_v)
+
+    Parameters
+    ----------
+    estimator : scikit-learn classifier or None
+        Cloned and fitted on the pairs (None: ``LogisticRegression(max_iter=1000)``).
+    weights : {"none", "kemeny", "ndcg"} or callable
+        ``"none"``: NaiveRankTrain, no ``sample_weight``. Otherwise RankTrain with
+        ``sample_weight = ω(σ_u, σ_v)``, see :func:`pair_weights`.
+    pairs : "all" or int
+        All valid ordered pairs, or that many sampled per query (see :func:`make_pairs`).
+    pair_features : {"difference", "concat"}
+    inference : {"aggregate", "quicksort"}
+        ``"aggregate"`` needs a real-valued ``f``: ``decision_function`` when the classifier has
+        one, else ``2·P(+1) − 1``, else its ±1 predictions. ``"quicksort"`` needs
+        ``predict_proba``.
+    random_state : int or None
+        Seeds pair sampling and the QuickSort pivots/coin flips (each ``predict`` call restarts
+        from it, so predictions are reproducible).
+    batch_size : int
+        Pair rows per classifier call at inference (bounds memory).
+
+    Attributes
+    ----------
+    estimator_ : the fitted classifier
+    n_pairs_ : int
+        Number of training pairs.
+    n_features_in_ : int
+
+    References
+    ----------
+    H. Daumé III. *A Course in Machine Learning*, ch. "Learning to rank", Algorithms 17–20.
+    N. Ailon and M. Mohri. An efficient reduction of ranking to classification. COLT 2008.
+    """
+
+    def __init__(self, estimator=None, *, weights="none", pairs="all", pair_features="difference",
+                 inference="aggregate", random_state=None, batch_size=500_000):
+        self.estimator = estimator
+        self.weights = weights
+        self.pairs = pairs
+        self.pair_features = pair_features
+        self.inference = inference
+        self.random_state = random_state
+        self.batch_size = batch_size
+
+    # -- parameters -----------------------------------------------------------------------------
+    def _validate_params(self):
+        if not (callable(self.weights) or self.weights in _WEIGHTS):
+            raise InputError(f"weights must be one of {_WEIGHTS} or a callable omega(sigma_u, sigma_v); "
+                             f"got {self.weights!r}")
+        if not (self.pairs == "all" if isinstance(self.pairs, str) else (_is_int(self.pairs) and self.pairs >= 1)):
+            raise InputError(f"pairs must be 'all' or a positive integer (pairs sampled per query); got {self.pairs!r}")
+        if self.pair_features not in _FEATURES:
+            raise InputError(f"pair_features must be one of {_FEATURES}; got {self.pair_features!r}")
+        if self.inference not in _INFERENCE:
+            raise InputError(f"inference must be one of {_INFERENCE}; got {self.inference!r}")
+        if not _is_int(self.batch_size) or self.batch_size < 1:
+            raise InputError(f"batch_size must be a positive integer; got {self.batch_size!r}")
+        est = self.estimator
+        if est is None:
+            from sklearn.linear_model import LogisticRegression
+
+            est = LogisticRegression(max_iter=1000)
+        if not hasattr(est, "fit") or not (hasattr(est, "predict") or hasattr(est, "predict_proba")):
+            raise InputError(f"estimator must be a scikit-learn classifier (with fit and predict); got {est!r}")
+        if self.inference == "quicksort" and not hasattr(est, "predict_proba"):
+            raise InputError(f"inference='quicksort' needs a classifier with predict_proba (the probability "
+                             f"that u precedes the pivot); {type(est).__name__} has none. Use "
+                             "inference='aggregate', or a probabilistic classifier (e.g. LogisticRegression, "
+                             "or CalibratedClassifierCV around this one)")
+        if self.weights != "none":
+            from sklearn.utils.validation import has_fit_parameter
+
+            if not has_fit_parameter(est, "sample_weight"):
+                raise InputError(f"weights={self.weights!r} passes omega as sample_weight, but "
+                                 f"{type(est).__name__}.fit takes no sample_weight; use weights='none' or a "
+                                 "classifier that accepts sample weights")
+        return est
+
+    # -- fit --------------------------------------------------------------------------------------
+    def fit(self, X, y=None, *, qid=None):
+        """Build the pairs of every query, fit the classifier on them; returns ``self``."""
+        from sklearn.base import clone
+
+        est = self._validate_params()
+        data, _ = self._validate_fit(X, y, qid)
+        u, v, yp = make_pairs(data.y, data.offsets, pairs=self.pairs, random_state=self.random_state)
+        if len(u) == 0:
+            raise InputError("no query has two rows with different labels, so there is no pair to learn from")
+        Xp = pair_features(data.X, u, v, self.pair_features)
+        kwargs = {}
+        if self.weights != "none":
+            sigma = ideal_positions(data.y, data.offsets)
+            kwargs["sample_weight"] = pair_weights(sigma[u], sigma[v], self.weights)
+        self.estimator_ = clone(est).fit(Xp, yp, **kwargs)
+        classes = list(getattr(self.estimator_, "classes_", [-1, 1]))
+        if 1 not in classes:
+            raise InputError("the classifier did not learn class +1; every sampled pair had the same direction "
+                             "(increase pairs)")
+        self.n_pairs_ = int(len(u))
+        self.n_features_in_ = int(data.X.shape[1])
+        return self
+
+    # -- pair evaluation ----------------------------------------------------------------------------
+    def _pos_column(self):
+        classes = list(self.estimator_.classes_)
+        return classes.index(1)
+
+    def _pair_decision(self, Xp):
+        est = self.estimator_
+        if hasattr(est, "decision_function"):
+            d = np.asarray(est.decision_function(Xp), dtype=np.float64)
+            if d.ndim == 1:
+                return d if list(est.classes_)[1] == 1 else -d
+        if hasattr(est, "predict_proba"):
+            return 2.0 * np.asarray(est.predict_proba(Xp), dtype=np.float64)[:, self._pos_column()] - 1.0
+        return np.where(np.asarray(est.predict(Xp)) == 1, 1.0, -1.0)
+
+    def _pair_proba(self, Xp):
+        return np.asarray(self.estimator_.predict_proba(Xp), dtype=np.float64)[:, self._pos_column()]
+
+    def _batched(self, fn, X, u, v):
+        out = np.empty(len(u), dtype=np.float64)
+        bs = int(self.batch_size)
+        for s in range(0, len(u), bs):
+            out[s:s + bs] = fn(pair_features(X, u[s:s + bs], v[s:s + bs], self.pair_features))
+        return out
+
+    # -- inference --------------------------------------------------------------------------------
+    def _aggregate(self, X, offsets):
+        n = X.shape[0]
+        score = np.zeros(n, dtype=np.float64)
+        sizes = np.diff(offsets)
+        # group queries into chunks of about batch_size pairs
+        q = 0
+        nq = len(sizes)
+        while q < nq:
+            us, vs, tot = [], [], 0
+            while q < nq and (tot == 0 or tot + sizes[q] * (sizes[q] - 1) <= self.batch_size):
+                m = int(sizes[q])
+                if m > 1:
+                    a = int(offsets[q])
+                    uu, vv = np.nonzero(~np.eye(m, dtype=bool))
+                    us.append(uu + a)
+                    vs.append(vv + a)
+                    tot += m * (m - 1)
+                q += 1
+            if not us:
+                continue
+            u = np.concatenate(us)
+            v = np.concatenate(vs)
+            f = self._batched(self._pair_decision, X, u, v)
+            score += np.bincount(u, weights=f, minlength=n) - np.bincount(v, weights=f, minlength=n)
+        return score
+
+    def _quicksort(self, X, offsets):
+        """Level-synchronous randomised QuickSort: one classifier call per recursion level."""
+        rng = np.random.default_rng(self.random_state)
+        n = X.shape[0]
+        position = np.zeros(n, dtype=np.int64)  # 0 = top of its query
+        segments = [(0, np.arange(offsets[q], offsets[q + 1])) for q in range(len(offsets) - 1)]
+        self.n_comparisons_ = 0
+        while segments:
+            pivots, bases, members = [], [], []
+            for base, idx in segments:
+                if len(idx) == 1:
+                    position[idx[0]] = base
+                elif len(idx) > 1:
+                    j = int(rng.integers(len(idx)))
+                    pivots.append(idx[j])
+                    bases.append(base)
+                    members.append(np.delete(idx, j))
+            if not pivots:
+                break
+            u = np.concatenate(members)
+            p = np.repeat(np.array(pivots, dtype=np.int64), [len(m) for m in members])
+            prob = self._batched(self._pair_proba, X, u, p)  # P(u precedes pivot)
+            first = rng.random(len(u)) < prob
+            self.n_comparisons_ += len(u)
+            segments = []
+            start = 0
+            for piv, base, mem in zip(pivots, bases, members):
+                f = first[start:start + len(mem)]
+                start += len(mem)
+                left, right = mem[f], mem[~f]
+                position[piv] = base + len(left)
+                segments.append((base, left))
+                segments.append((base + len(left) + 1, right))
+        sizes = np.diff(offsets)
+        return (np.repeat(sizes, sizes) - position).astype(np.float64)
+
+    def _scores_grouped(self, X, offsets):
+        if self.inference == "quicksort":
+            if not hasattr(self.estimator_, "predict_proba"):
+                raise InputError(f"inference='quicksort' needs predict_proba; {type(self.estimator_).__name__} has none")
+            return self._quicksort(X, offsets)
+        return self._aggregate(X, offsets)
+
+    def _predict_input(self, data):
+        return self._scores_grouped(data.X, data.offsets)
+
+    def predict(self, X, *, qid=None):
+        """Scores whose order within each query is the predicted ranking.
+
+        ``qid`` groups the rows into queries (pairs are formed within a query). Without it, all
+        rows form one list (allowed for ``"aggregate"`` only: ``"quicksort"`` returns positions,
+        which are meaningful only within a query). With ``"quicksort"`` the score of a row is
+        ``n_q − position`` (position 0 = top), so sorting by score gives the QuickSort order.
+        """
+        Xv = self._check_predict_features(X)
+        n = Xv.shape[0]
+        if qid is None:
+            if self.inference == "quicksort":
+                raise InputError("predict with inference='quicksort' needs qid= (one query id per row): "
+                                 "the order is built within each query")
+            return self._scores_grouped(Xv, np.array([0, n], dtype=np.int64))
+        qarr = np.asarray(qid)
+        if qarr.ndim != 1 or len(qarr) != n:
+            raise InputError(f"qid has shape {qarr.shape} but X has {n} rows; one query id per row is expected")
+        g = group_by_qid(qarr)
+        if g.order is None:
+            return self._scores_grouped(Xv, g.offsets)
+        grouped = self._scores_grouped(Xv[g.order], g.offsets)
+        out = np.empty(n, dtype=np.float64)
+        out[g.order] = grouped
+        return out
+
+    # -- persistence ------------------------------------------------------------------------------
+    def _get_params_state(self):
+        if callable(self.weights):
+            raise InputError("cannot save a PairwiseReductionRanker with a callable weights (code is never "
+                             "saved); refit with weights='none', 'kemeny' or 'ndcg' to save it")
+        params = self.get_params(deep=False)
+        est = params.pop("estimator")
+        params["estimator"] = None if est is None else _estimator_spec(est)
+        return params
+
+    @classmethod
+    def _params_from_state(cls, params):
+        params = dict(params)
+        spec = params.get("estimator")
+        params["estimator"] = None if spec is None else _estimator_from_spec(spec)
+        return params
+
+    def _get_state(self):
+        est = self.estimator_
+        name = type(est).__name__
+        state = {"n_features_in_": self.n_features_in_, "n_pairs_": self.n_pairs_, "estimator_class": name,
+                 "classes": [int(c) for c in est.classes_]}
+        if name in ("LogisticRegression", "LinearSVC"):
+            return state, {"coef": np.asarray(est.coef_), "intercept": np.atleast_1d(np.asarray(est.intercept_))}
+        if name == "LGBMClassifier":
+            text = est.booster_.model_to_string()
+            return state, {"lightgbm_model": np.frombuffer(text.encode("utf-8"), dtype=np.uint8).copy()}
+        raise InputError(f"cannot save a PairwiseReductionRanker around {name}: only LogisticRegression, LinearSVC "
+                         "and LGBMClassifier are saved without pickle (coefficients / LightGBM model text). "
+                         "Other scikit-learn classifiers can only be pickled, which rankwise does not do")
+
+    def _set_state(self, state, arrays):
+        name = state["estimator_class"]
+        classes = np.array(state["classes"])
+        if name in ("LogisticRegression", "LinearSVC"):
+            from sklearn.base import clone
+
+            est = (_estimator_from_spec({"class": name, "params": {"max_iter": 1000}}) if self.estimator is None
+                   else clone(self.estimator))
+            est.coef_ = np.asarray(arrays["coef"])  # dtype kept: float32 pairs give float32 coefficients
+            est.intercept_ = np.asarray(arrays["intercept"])
+            est.classes_ = classes
+            est.n_features_in_ = est.coef_.shape[1]
+            if name == "LogisticRegression":
+                est.n_iter_ = np.zeros(1, dtype=np.int32)
+        elif name == "LGBMClassifier":
+            est = _LightGBMPairClassifier(bytes(np.asarray(arrays["lightgbm_model"], dtype=np.uint8)).decode("utf-8"),
+                                          classes)
+        else:
+            raise InputError(f"cannot load a PairwiseReductionRanker around {name!r}")
+        self.estimator_ = est
+        self.n_features_in_ = int(state["n_features_in_"])
+        self.n_pairs_ = int(state["n_pairs_"])
+
+
+_SAVEABLE = ("LogisticRegression", "LinearSVC", "LGBMClassifier")
+
+
+def _estimator_spec(est):
+    name = type(est).__name__
+    if name not in _SAVEABLE:
+        raise InputError(f"cannot save a PairwiseReductionRanker around {name}: only {', '.join(_SAVEABLE)} are "
+                         "saved without pickle; other classifiers could only be pickled, which rankwise does not do")
+    params = est.get_params(deep=False)
+    try:
+        json.dumps(params)
+    except TypeError as exc:
+        raise InputError(f"cannot save {name}: its parameters are not plain values ({exc})") from None
+    return {"class": name, "params": params}
+
+
+def _estimator_from_spec(spec):
+    name = spec.get("class")
+    params = spec.get("params", {})
+    if name == "LogisticRegression":
+        from sklearn.linear_model import LogisticRegression as cls
+    elif name == "LinearSVC":
+        from sklearn.svm import LinearSVC as cls
+    elif name == "LGBMClassifier":
+        from lightgbm import LGBMClassifier as cls
+    else:
+        raise InputError(f"unknown estimator class {name!r} in model file; known: {', '.join(_SAVEABLE)}")
+    return cls(**params)
+
+
+class _LightGBMPairClassifier:
+    """A loaded LightGBM binary classifier: ``predict_proba`` from the saved model text, no pickle."""
+
+    def __init__(self, model_text: str, classes):
+        import lightgbm as lgb
+
+        self.booster_ = lgb.Booster(model_str=model_text)
+        self.classes_ = np.asarray(classes)
+
+    def decision_function(self, X):
+        return np.asarray(self.booster_.predict(X, raw_score=True), dtype=np.float64)
+
+    def predict_proba(self, X):
+        p = np.asarray(self.booster_.predict(X), dtype=np.float64)
+        return np.column_stack([1.0 - p, p])  # booster predicts P(classes_[1])

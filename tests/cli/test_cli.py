@@ -1,0 +1,219 @@
+"""The command line: main(argv) for every command, one subprocess smoke test per command, and an
+end-to-end run on MQ2008 whose numbers must equal the Python API's."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from rankwise.cli import main
+from rankwise.data import RankingDataset, make_synthetic, read_svmlight, write_svmlight, write_trec_qrels, write_trec_run
+
+COMMANDS = ["train", "predict", "evaluate", "compare", "report", "fetch", "demo", "theory", "bench"]
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def small_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    full = make_synthetic(60, n_features=8, list_length=(4, 15), seed=3)
+    train, test = full.take(np.arange(40)), full.take(np.arange(40, 60))
+    write_svmlight(train, d / "train.txt")
+    write_svmlight(test, d / "test.txt")
+    return d
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_help(command, capsys):
+    code, out, _ = run_cli(capsys, command, "--help")
+    assert code == 0 and "usage: rankwise " + command in out
+
+
+def test_no_command_prints_help(capsys):
+    code, out, _ = run_cli(capsys)
+    assert code == 2 and "COMMAND" in out
+
+
+def test_train_predict_evaluate_main(small_files, capsys, tmp_path):
+    model = tmp_path / "m.npz"
+    code, out, err = run_cli(capsys, "train", str(small_files / "train.txt"), "--valid", str(small_files / "test.txt"),
+                             "--model", "linear", "--loss", "listnet", "--param", "max_iter=50", "--out", str(model))
+    assert code == 0, err
+    assert "validation ndcg@10" in out and model.exists()
+    scores = tmp_path / "scores.txt"
+    code, out, err = run_cli(capsys, "predict", str(model), str(small_files / "test.txt"), "--out", str(scores))
+    assert code == 0, err
+    code, out, err = run_cli(capsys, "evaluate", str(small_files / "test.txt"), "--scores", str(scores),
+                             "--metrics", "ndcg@10,map", "--per-query", str(tmp_path / "pq.csv"))
+    assert code == 0, err
+    import rankwise
+    from rankwise.metrics import evaluate
+
+    test = read_svmlight(small_files / "test.txt")
+    api = evaluate(rankwise.load(model).predict(test.X), test.labels, test.qid, metrics=["ndcg@10", "map"])
+    printed = dict(line.split() for line in out.splitlines() if line.startswith(("ndcg@10", "map")))
+    for m in ("ndcg@10", "map"):
+        assert float(printed[m]) == pytest.approx(api.mean[m], abs=5e-7)
+    import pandas as pd
+
+    pq = pd.read_csv(tmp_path / "pq.csv")
+    assert len(pq) == test.n_queries
+
+
+@pytest.mark.parametrize("kind,extra", [("gbdt", ["--loss", "ranknet", "--param", "n_estimators=5"]),
+                                        ("reduction", ["--param", "classifier=logistic"]),
+                                        ("structured", ["--loss", "ndcg@5", "--param", "n_epochs=2"])])
+def test_train_other_models(small_files, capsys, tmp_path, kind, extra):
+    code, _, err = run_cli(capsys, "train", str(small_files / "train.txt"), "--model", kind, *extra,
+                           "--out", str(tmp_path / "m.npz"))
+    assert code == 0, err
+
+
+def _runs_and_qrels(tmp_path):
+    """Two runs over 30 queries, with unjudged retrieved documents and judged unretrieved ones."""
+    rng = np.random.default_rng(7)
+    qrels, runs = {}, [{}, {}]
+    for q in range(30):
+        docs = [f"d{q}_{i}" for i in range(12)]
+        qrels[f"q{q}"] = {d: int(rng.integers(0, 3)) for d in docs[:9]}  # d9..d11 unjudged
+        for r, run in enumerate(runs):
+            retrieved = rng.choice(docs, size=8, replace=False)  # some judged docs never retrieved
+            base = rng.normal(size=8) + r * np.array([qrels[f"q{q}"].get(d, 0) for d in retrieved])
+            run[f"q{q}"] = {d: float(np.round(s, 1)) for d, s in zip(retrieved, base)}
+    write_trec_qrels(qrels, tmp_path / "qrels")
+    for r, run in enumerate(runs):
+        write_trec_run(run, tmp_path / f"run{r}")
+    return qrels, runs
+
+
+def test_evaluate_run_equals_pytrec_eval(tmp_path, capsys):
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    qrels, runs = _runs_and_qrels(tmp_path)
+    code, out, err = run_cli(capsys, "evaluate", "--run", str(tmp_path / "run1"), "--qrels", str(tmp_path / "qrels"),
+                             "--metrics", "ndcg,ndcg@5,map,P@5,recall@10,mrr", "--profile", "trec_eval")
+    assert code == 0, err
+    printed = dict(line.split() for line in out.splitlines() if line and not line.startswith("queries"))
+    ev = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg", "ndcg_cut.5", "map", "P.5", "recall.10", "recip_rank"})
+    per = ev.evaluate(runs[1])
+    ref = {"ndcg": "ndcg", "ndcg@5": "ndcg_cut_5", "map": "map", "P@5": "P_5", "recall@10": "recall_10",
+           "mrr": "recip_rank"}
+    for ours, theirs in ref.items():
+        expected = np.mean([per[q][theirs] for q in per])
+        assert float(printed[ours]) == pytest.approx(expected, abs=1e-6), ours
+
+
+def test_compare_and_report(tmp_path, capsys):
+    _runs_and_qrels(tmp_path)
+    runs = [str(tmp_path / "run0"), str(tmp_path / "run1")]
+    code, out, err = run_cli(capsys, "compare", *runs, "--qrels", str(tmp_path / "qrels"), "--metrics", "ndcg@10,map",
+                             "--names", "weak,strong", "--resamples", "500")
+    assert code == 0, err
+    assert "p_ttest_holm" in out and "weak" in out and "strong" in out
+    code, out, err = run_cli(capsys, "report", *runs, "--qrels", str(tmp_path / "qrels"), "--metrics", "ndcg@10",
+                             "--resamples", "500", "--out", str(tmp_path / "rep"))
+    assert code == 0, err
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "metric_at_k.png" in md and "per_query_difference.png" in md
+    for png in ("metric_at_k.png", "per_query_difference.png"):
+        assert (tmp_path / "rep" / png).read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["evaluate", "--run", "nope.run", "--qrels", "nope.qrels"], "nope"),
+    (["train", "missing.txt", "--out", "m.npz"], "missing.txt"),
+    (["evaluate", "--metrics", "ndcg@10"], "--run RUN --qrels QRELS"),
+    (["theory"], "sub-command"),
+])
+def test_user_errors_exit_2_with_one_line(argv, needle, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2
+    assert err.startswith("rankwise: error:") and needle in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_param_and_bad_line(small_files, capsys, tmp_path):
+    code, _, err = run_cli(capsys, "train", str(small_files / "train.txt"), "--param", "no_such=1",
+                           "--out", str(tmp_path / "m.npz"))
+    assert code == 2 and "no_such" in err
+    bad = tmp_path / "bad.txt"
+    bad.write_text("1 qid:1 1:0.5\nx qid:1 1:0.2\n")
+    code, _, err = run_cli(capsys, "train", str(bad), "--out", str(tmp_path / "m.npz"))
+    assert code == 2 and f"{bad}:2" in err
+
+
+def test_fetch_offline_message_and_cache_hit(capsys, tmp_path, monkeypatch, data_dir):
+    monkeypatch.setenv("RANKWISE_DATA", str(data_dir))
+    code, out, err = run_cli(capsys, "fetch", "mq2008")
+    assert code == 0, err
+    assert "MQ2008" in out
+    monkeypatch.delenv("RANKWISE_DATA")
+    code, out, err = run_cli(capsys, "fetch", "mslr-web10k", "--cache-dir", str(tmp_path / "cache"))
+    assert code == 2 and "mslr" in err.lower()
+
+
+def test_theory_commands(capsys):
+    code, out, err = run_cli(capsys, "theory", "calibration", "--loss", "pairwise_hinge", "--metric", "ndcg")
+    assert code == 0, err
+    assert "NOT calibrated" in out or "not calibrated" in out
+    code, out, err = run_cli(capsys, "theory", "losses")
+    assert code == 0 and "listnet" in out
+
+
+SMOKE = {
+    "train": lambda d, t: ["train", str(d / "train.txt"), "--model", "linear", "--loss", "ranknet",
+                           "--param", "max_iter=20", "--out", str(t / "m.npz")],
+    "predict": lambda d, t: ["predict", str(t / "m.npz"), str(d / "test.txt"), "--trec", "--out", str(t / "run")],
+    "evaluate": lambda d, t: ["evaluate", str(d / "test.txt"), "--scores", str(t / "scores")],
+    "compare": lambda d, t: ["compare", str(t / "run"), str(t / "run"), "--qrels", str(t / "qrels"),
+                             "--names", "a,b", "--resamples", "100"],
+    "report": lambda d, t: ["report", str(t / "run"), "--qrels", str(t / "qrels"), "--out", str(t / "rep")],
+    "fetch": lambda d, t: ["fetch", "mq2008", "--cache-dir", str(t / "nocache")],
+    "theory": lambda d, t: ["theory", "losses"],
+    "bench": lambda d, t: ["bench", "--help"],
+}
+
+
+def test_subprocess_smoke_every_command(small_files, tmp_path):
+    """One real `rankwise` process per command (demo is run by tests/test_package.py)."""
+    test = read_svmlight(small_files / "test.txt")
+    (tmp_path / "scores").write_text("".join(f"{v}\n" for v in np.linspace(0, 1, len(test))))
+    write_trec_qrels({str(q.qid): {f"{q.qid}_{i}": int(l) for i, l in enumerate(q.labels)} for q in test},
+                     tmp_path / "qrels")
+    env = dict(os.environ)
+    env.pop("RANKWISE_DATA", None)
+    expected = {"fetch": 2}  # no cache, no network: a clear error, exit 2
+    for command, argv in SMOKE.items():
+        proc = subprocess.run([sys.executable, "-m", "rankwise.cli.main", *argv(small_files, tmp_path)],
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == expected.get(command, 0), (command, proc.stderr[-2000:])
+        assert "Traceback" not in proc.stderr, command
+
+
+@pytest.mark.realdata
+def test_end_to_end_mq2008_cli_equals_api(mq2008_dir, tmp_path, capsys):
+    train, test = mq2008_dir / "Fold1" / "train.txt.gz", mq2008_dir / "Fold1" / "test.txt.gz"
+    model = tmp_path / "m.npz"
+    assert main(["train", str(train), "--model", "linear", "--loss", "listnet", "--param", "max_iter=100",
+                 "--out", str(model)]) == 0
+    assert main(["predict", str(model), str(test), "--out", str(tmp_path / "s")]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(test), "--scores", str(tmp_path / "s"), "--metrics", "ndcg@10,map,err@10"]) == 0
+    out = capsys.readouterr().out
+    printed = dict(line.split() for line in out.splitlines() if line.split()[0] in ("ndcg@10", "map", "err@10"))
+    from rankwise.metrics import evaluate
+    from rankwise.models import LinearRanker
+
+    ds_train, ds_test = read_svmlight(train), read_svmlight(test)
+    api_model = LinearRanker(loss="listnet", max_iter=100, random_state=0).fit(ds_train)
+    api = evaluate(api_model.predict(ds_test.X), ds_test.labels, ds_test.qid, metrics=["ndcg@10", "map", "err@10"])
+    for m in ("ndcg@10", "map", "err@10"):
+        assert float(printed[m]) == pytest.approx(api.mean[m], abs=5e-7), m

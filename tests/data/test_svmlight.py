@@ -1,0 +1,202 @@
+"""read_svmlight / write_svmlight: against a naive reference parser, scikit-learn, and round trips."""
+from __future__ import annotations
+
+import gzip
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from reference.data_reference import dense_from_rows, parse_svmlight_naive  # noqa: E402
+
+from rankwise.data import RankingDataset, read_svmlight, write_svmlight  # noqa: E402
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _num_token(draw):
+    """A decimal spelling of a number, in the many forms a LETOR file can hold."""
+    kind = draw(st.sampled_from(["int", "fixed", "sci", "repr", "long", "lead"]))
+    if kind == "int":
+        return str(draw(st.integers(-10**6, 10**6)))
+    if kind == "fixed":
+        return f"{draw(st.floats(-1e4, 1e4, allow_nan=False)):.{draw(st.integers(0, 9))}f}"
+    if kind == "sci":
+        return f"{draw(st.floats(-1e30, 1e30, allow_nan=False)):.{draw(st.integers(0, 12))}e}"
+    if kind == "repr":
+        return repr(draw(st.floats(-1e30, 1e30, allow_nan=False, allow_subnormal=False)))
+    if kind == "long":  # beyond the exact fast path: 20+ significant digits
+        return "0." + "".join(str(draw(st.integers(0, 9))) for _ in range(25)) + "7"
+    return draw(st.sampled_from(["+0.5", ".25", "5.", "-0", "1E3", "2e-30", "NULL", "nan"]))
+
+
+@st.composite
+def letor_text(draw):
+    n_feat = draw(st.integers(1, 8))
+    lines = []
+    for q in range(draw(st.integers(1, 4))):
+        for _ in range(draw(st.integers(1, 4))):
+            label = draw(st.sampled_from(["0", "1", "2", "4", "0.5", "-1", "3.25"]))
+            cols = sorted(draw(st.sets(st.integers(1, n_feat), max_size=n_feat)))
+            toks = [label, f"qid:{q * 7 + 3}"] + [f"{c}:{_num_token(draw)}" for c in cols]
+            sep = draw(st.sampled_from([" ", "\t", "  "]))
+            line = sep.join(toks)
+            if draw(st.booleans()):
+                line += f" #docid = D{len(lines)} inc = 1"
+            lines.append(line)
+    eol = draw(st.sampled_from(["\n", "\r\n"]))
+    return eol.join(lines) + draw(st.sampled_from(["", eol])), n_feat
+
+
+@SETTINGS
+@given(letor_text())
+def test_matches_naive_reference_parser(tmp_path, text_nf):
+    text, n_feat = text_nf
+    p = tmp_path / "f.txt"
+    p.write_bytes(text.encode())
+    ds = read_svmlight(p, n_features=n_feat, dense=True)
+    rows, labels, qids, docs = parse_svmlight_naive(p)
+    X = dense_from_rows(rows, n_feat)
+    np.testing.assert_array_equal(ds.X, X)  # NaN == NaN in assert_array_equal
+    assert ds.X.dtype == np.float32
+    np.testing.assert_array_equal(ds.labels, np.array(labels))
+    np.testing.assert_array_equal(ds.qid, np.array(qids))
+    if any(d is not None for d in docs):
+        assert ds.doc_ids.tolist() == [d or "" for d in docs]
+    # CSR reading gives the same entries
+    dsc = read_svmlight(p, n_features=n_feat, dense=False)
+    assert sp.issparse(dsc.X) and dsc.X.dtype == np.float32
+    np.testing.assert_array_equal(dsc.X.toarray(), X)
+
+
+def test_fast_path_equals_strtod_on_many_numbers(tmp_path):
+    """Values and labels must be exactly what float() (strtod) gives, cast to float32 / kept float64."""
+    rng = np.random.default_rng(0)
+    vals = np.concatenate([rng.normal(size=3000) * 10.0 ** rng.integers(-25, 25, size=3000),
+                           rng.integers(0, 10**7, size=1000) / 10.0 ** rng.integers(0, 9, size=1000)])
+    spellings = [f"{v:.{k}g}" for v, k in zip(vals, rng.integers(1, 18, size=len(vals)))]
+    lines = [f"{s} qid:1 1:{s}" for s in spellings]
+    p = tmp_path / "n.txt"
+    p.write_text("\n".join(lines))
+    ds = read_svmlight(p)
+    expect = np.array([float(s) for s in spellings])
+    np.testing.assert_array_equal(ds.labels, expect)
+    np.testing.assert_array_equal(ds.X[:, 0], expect.astype(np.float32))
+
+
+float32s = st.floats(width=32, allow_nan=False, allow_infinity=False)
+
+
+@SETTINGS
+@given(st.lists(st.lists(float32s, min_size=3, max_size=3), min_size=1, max_size=12),
+       st.lists(st.integers(0, 4), min_size=12, max_size=12), st.booleans())
+def test_round_trip_write_read_is_exact(tmp_path, rows, labels, sparse):
+    X = np.array(rows, dtype=np.float32)
+    n = len(X)
+    y = np.array(labels[:n], dtype=np.float64) / 2.0  # half-integers too
+    qid = np.repeat(np.arange(n), 1)[:n] // 3 + 10
+    docs = np.array([f"doc-{i}" for i in range(n)])
+    ds = RankingDataset.from_arrays(sp.csr_matrix(X) if sparse else X, y, qid, doc_ids=docs)
+    p = tmp_path / ("r.txt.gz" if sparse else "r.txt")
+    write_svmlight(ds, p)
+    back = read_svmlight(p, n_features=3, dense=not sparse)
+    Xb = back.X.toarray() if sparse else back.X
+    np.testing.assert_array_equal(Xb, X)
+    np.testing.assert_array_equal(back.labels, y)
+    np.testing.assert_array_equal(back.qid, ds.qid)
+    assert back.doc_ids.tolist() == docs.tolist()
+
+
+def test_round_trip_nan_written_as_null(tmp_path):
+    X = np.array([[1.5, np.nan], [np.nan, 0.0]], dtype=np.float32)
+    ds = RankingDataset.from_arrays(X, [1, 0], [5, 5])
+    p = tmp_path / "n.txt"
+    write_svmlight(ds, p)
+    assert "2:NULL" in p.read_text()
+    back = read_svmlight(p)
+    np.testing.assert_array_equal(back.X, X)
+
+
+def test_letor_features_crlf_gz_docid_null(tmp_path):
+    text = ("2 qid:10 1:0.5 2:NULL 3:1 #docid = GX001-00-1 inc = 1 prob = 0.5\r\n"
+            "0 qid:10 1:0.25 2:0.1 3:NULL #docid = GX001-00-2 inc = 0 prob = 0.1\r\n")
+    p = tmp_path / "letor.txt.gz"
+    p.write_bytes(gzip.compress(text.encode()))
+    ds = read_svmlight(p)
+    assert ds.doc_ids.tolist() == ["GX001-00-1", "GX001-00-2"]
+    assert np.isnan(ds.X[0, 1]) and np.isnan(ds.X[1, 2])
+    assert ds.X[0, 2] == 1.0 and ds.labels.tolist() == [2.0, 0.0]
+
+
+def test_query_file_and_zero_based(tmp_path):
+    p = tmp_path / "rank.train"
+    p.write_text("1 0:0.5 4:1\n0 2:0.1\n3 0:1\n")
+    (tmp_path / "rank.train.query").write_text("2\n1\n")
+    ds = read_svmlight(p, zero_based=True)
+    assert ds.n_queries == 2 and ds.query_offsets.tolist() == [0, 2, 3]
+    assert ds.n_features == 5 and ds.X[0, 4] == 1.0
+    q = tmp_path / "other.group"
+    q.write_text("1\n2\n")
+    ds2 = read_svmlight(p, zero_based=True, query_file=q)
+    assert ds2.query_offsets.tolist() == [0, 1, 3]
+
+
+def test_huge_sparse_indices_stay_sparse(tmp_path):
+    p = tmp_path / "big.txt"
+    p.write_text("1 qid:1 5:1 3000000000:2\n0 qid:1 7:0.5\n")
+    ds = read_svmlight(p)
+    assert sp.issparse(ds.X) and ds.X.shape == (2, 3000000000)
+    assert ds.X[0, 2999999999] == 2.0 and ds.X[1, 6] == 0.5
+
+
+def test_regrouping_reported(tmp_path):
+    p = tmp_path / "r.txt"
+    p.write_text("1 qid:1 1:1\n0 qid:2 1:2\n2 qid:1 1:3\n0 qid:2 1:4\n")
+    ds = read_svmlight(p)
+    assert ds.query_ids.tolist() == [1, 2]
+    assert ds.X[:, 0].tolist() == [1, 3, 2, 4]
+    assert ds.regrouped_rows == 2 and ds.row_order.tolist() == [0, 2, 1, 3]
+
+
+def test_binary_cache_hit(tmp_path):
+    p = tmp_path / "c.txt"
+    p.write_text("1 qid:1 1:1 #docid = a\n0 qid:1 1:2 #docid = b\n")
+    first = read_svmlight(p, cache=tmp_path / "cache")
+    dirs = list((tmp_path / "cache").iterdir())
+    assert len(dirs) == 1 and (dirs[0] / "meta.json").exists()
+    # the cache is read (not the file): prove it by breaking the cached labels on purpose
+    np.save(dirs[0] / "labels.npy", np.array([7.0, 8.0]))
+    again = read_svmlight(p, cache=tmp_path / "cache")
+    assert again.labels.tolist() == [7.0, 8.0]
+    assert again.doc_ids.tolist() == first.doc_ids.tolist()
+    # a changed file (size/mtime) is parsed again
+    p.write_text("1 qid:1 1:1 #docid = a\n0 qid:1 1:5 #docid = b\n3 qid:2 1:0\n")
+    fresh = read_svmlight(p, cache=tmp_path / "cache")
+    assert fresh.labels.tolist() == [1.0, 0.0, 3.0]
+
+
+def test_matches_sklearn_on_lightgbm_sample(data_dir):
+    from sklearn.datasets import load_svmlight_file
+
+    path = data_dir / "lightgbm_lambdarank" / "rank.train"
+    ds = read_svmlight(path)
+    X, y = load_svmlight_file(str(path), dtype=np.float32, zero_based=False, n_features=ds.n_features)
+    assert sp.issparse(ds.X)
+    assert (ds.X != X).nnz == 0
+    np.testing.assert_array_equal(ds.labels, y)
+
+
+def test_fixed_decimal_writer(tmp_path):
+    X = np.array([[0.1234567, -2.5, 0.0], [1e-7, 12.0, -0.0000004]], dtype=np.float32)
+    ds = RankingDataset.from_arrays(X, [2, 0], [1, 1])
+    p = tmp_path / "fx.txt"
+    write_svmlight(ds, p, decimals=6)
+    lines = p.read_text().splitlines()
+    assert lines[0] == "2 qid:1 1:0.123457 2:-2.500000 3:0.000000"
+    back = read_svmlight(p)
+    np.testing.assert_allclose(back.X, X, atol=5e-7)

@@ -1,0 +1,285 @@
+"""Invariants over every registered metric, and the bad-input contract."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import rankwise.metrics as M
+from rankwise.errors import InputError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference"))
+import metrics_reference as ref  # noqa: E402
+
+SPECS = ["ndcg", "ndcg@3", "dcg@3", "err@3", "map", "map@3", "P@3", "recall@3", "mrr", "auc",
+         "kendall_tau", "spearman", "pairwise_accuracy", "pairwise_cost"]
+BOUNDED = [s for s in SPECS if not s.startswith(("dcg", "pairwise_cost"))]
+TIES = ["average", "input", "pessimistic", "optimistic", "docid", "ranx"]
+
+
+def test_registry_covers_every_measure():
+    assert set(M.available_metrics()) == {
+        "ndcg", "dcg", "err", "map", "precision", "recall", "mrr", "auc", "kendall_tau", "spearman",
+        "pairwise_accuracy", "pairwise_cost"}
+    assert M.get_metric("NDCG@10").spec == "ndcg@10"
+    assert M.get_metric("P@5").name == "precision"
+    assert M.get_metric("recip_rank").name == "mrr"
+    assert M.get_metric("pairwise_cost").higher_is_better is False
+
+
+@pytest.mark.parametrize("bad, match", [("ndgc@10", "unknown metric 'ndgc@10'; valid names: auc, dcg"),
+                                        ("ndcg@0", "cutoff in 'ndcg@0' must be an integer >= 1"),
+                                        ("ndcg@x", "must be an integer >= 1"),
+                                        ("auc@5", "takes no cutoff"), (3, "must be given as a string")])
+def test_registry_errors(bad, match):
+    with pytest.raises(InputError, match=match):
+        M.get_metric(bad)
+
+
+@st.composite
+def batch(draw):
+    sizes = draw(st.lists(st.integers(1, 8), min_size=1, max_size=6))
+    n = sum(sizes)
+    scores = np.array(draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), float)
+    labels = np.array(draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), float)
+    return scores, labels, np.repeat(np.arange(len(sizes)), sizes), sizes
+
+
+@pytest.mark.parametrize("spec", SPECS)
+@settings(max_examples=25, deadline=None)
+@given(b=batch(), seed=st.integers(0, 2**16))
+def test_permutation_invariance_under_average_ties(spec, b, seed):
+    """Moving items (with their scores) inside a query, or moving whole queries, changes nothing."""
+    scores, labels, qid, _ = b
+    metric = M.get_metric(spec)
+    base = metric(scores, labels, qid=qid, reduction="none")
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(len(scores))  # interleaves queries too: regrouped stably by qid
+    shuffled = metric(scores[perm], labels[perm], qid=qid[perm], reduction="none")
+    order = [list(dict.fromkeys(qid[perm])).index(q) for q in dict.fromkeys(qid)]
+    np.testing.assert_allclose(shuffled[order], base, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("spec", SPECS)
+@pytest.mark.parametrize("ties", ["average", "input"])
+@settings(max_examples=20, deadline=None)
+@given(b=batch(), extra=st.integers(1, 4))
+def test_masking_equals_truncation(spec, ties, b, extra):
+    """Padding masked with where=False (arbitrary scores/labels there) equals the unpadded lists."""
+    scores, labels, qid, sizes = b
+    metric = M.get_metric(spec)
+    L = max(sizes) + extra
+    S = np.full((len(sizes), L), 99.0)  # padded items would rank first if they leaked
+    Y = np.full((len(sizes), L), 3.0)
+    W = np.zeros((len(sizes), L), bool)
+    off = np.r_[0, np.cumsum(sizes)]
+    for i, n in enumerate(sizes):
+        S[i, :n], Y[i, :n], W[i, :n] = scores[off[i]:off[i + 1]], labels[off[i]:off[i + 1]], True
+    flat = metric(scores, labels, qid=qid, ties=ties, reduction="none")
+    np.testing.assert_array_equal(metric(S, Y, where=W, ties=ties, reduction="none"), flat)
+    # a flat row mask does the same
+    rows = np.r_[np.arange(len(scores)), np.arange(len(scores))]
+    keep = np.r_[np.ones(len(scores), bool), np.zeros(len(scores), bool)]
+    got = metric(np.r_[scores, scores + 50], np.r_[labels, labels], qid=qid[rows], where=keep,
+                 ties=ties, reduction="none")
+    np.testing.assert_array_equal(got, flat)
+
+
+@pytest.mark.parametrize("spec", BOUNDED)
+@pytest.mark.parametrize("ties", TIES)
+@settings(max_examples=15, deadline=None)
+@given(b=batch())
+def test_bounds_and_no_nan(spec, ties, b):
+    scores, labels, qid, _ = b
+    docs = np.arange(len(scores))
+    v = M.get_metric(spec)(scores, labels, qid=qid, ties=ties, doc_ids=docs, reduction="none")
+    assert np.all(np.isfinite(v))
+    lo = -1.0 if spec in ("kendall_tau", "spearman") else 0.0
+    assert np.all(v >= lo - 1e-12) and np.all(v <= 1 + 1e-12)
+
+
+@pytest.mark.parametrize("spec", ["ndcg", "ndcg@3", "map", "map@3", "mrr", "auc", "kendall_tau", "spearman",
+                                  "pairwise_accuracy"])
+@settings(max_examples=20, deadline=None)
+@given(b=batch())
+def test_perfect_ranking_scores_one(spec, b):
+    """Scores that order by label (ties only among equal labels) score 1 where defined."""
+    _, labels, qid, _ = b
+    metric = M.get_metric(spec)
+    # AP@k divided by R cannot reach 1 when R > k: the min(R, k) denominator can
+    extra = {"ap_denominator": "min_k"} if spec == "map@3" else {}
+    v = metric(labels.copy(), labels, qid=qid, empty=1.0, reduction="none", **extra)
+    if spec in ("kendall_tau", "spearman"):
+        # tau-b / rho of a ranking against tied labels reach 1 only without label ties
+        for qq, val in zip(dict.fromkeys(qid), v):
+            lab = labels[qid == qq]
+            if len(np.unique(lab)) == len(lab):
+                assert val == pytest.approx(1.0)
+        return
+    np.testing.assert_allclose(v, 1.0, rtol=1e-12)
+    assert M.get_metric("pairwise_cost")(labels, labels, qid=qid) == 0.0
+
+
+@pytest.mark.parametrize("spec", SPECS)
+@pytest.mark.parametrize("ties", TIES)
+def test_degenerate_queries_give_no_nan(spec, ties):
+    """Empty (no relevant), single-document and all-tied queries: finite values, empty rule applied."""
+    scores = np.array([1.0, 0.5, 0.5, 0.5, 2.0, 2.0, 2.0])
+    labels = np.array([0.0, 0.0, 0.0, 0.0, 2.0, 1.0, 0.0])
+    qid = np.array([0, 1, 1, 1, 2, 2, 2])  # single doc / no relevant / all tied
+    metric = M.get_metric(spec)
+    v = metric(scores, labels, qid=qid, ties=ties, doc_ids=np.arange(7), reduction="none", empty=0.25)
+    assert np.all(np.isfinite(v)) and len(v) == 3
+    assert v[0] == 0.25 and v[1] == 0.25
+    dropped = metric(scores, labels, qid=qid, ties=ties, doc_ids=np.arange(7), reduction="none", empty="drop")
+    assert len(dropped) == 1 and dropped[0] == v[2]
+    # a padded row with no real item is empty too
+    out = metric(np.zeros((2, 3)), np.ones((2, 3)), where=np.array([[True, True, False], [False] * 3]),
+                 reduction="none", empty=0.25)
+    assert out[1] == 0.25 and np.all(np.isfinite(out))
+
+
+def test_constant_scorer_on_label_sorted_file_is_not_perfect():
+    labels = np.array([2.0, 1, 1, 0, 0, 0])
+    s = np.zeros(6)
+    assert M.ndcg(s, labels, ties="input") == 1.0  # the artefact "average" removes
+    expected = ref.reference(ref.ndcg, list(s), list(labels), ties="average")
+    assert M.ndcg(s, labels) == pytest.approx(expected) and expected < 0.9
+    assert M.ndcg(s, labels, ties="pessimistic") < M.ndcg(s, labels) < M.ndcg(s, labels, ties="optimistic")
+
+
+def test_reductions_and_query_order():
+    s = np.array([1.0, 2, 3, 1, 2])
+    y = np.array([1.0, 0, 0, 1, 0])
+    q = np.array(["b", "a", "b", "a", "b"])  # interleaved: regrouped, order of first appearance
+    per = M.ndcg(s, y, qid=q, reduction="none")
+    assert per[0] == pytest.approx(M.ndcg(s[q == "b"], y[q == "b"]))
+    assert per[1] == pytest.approx(M.ndcg(s[q == "a"], y[q == "a"]))
+    assert M.ndcg(s, y, qid=q) == pytest.approx(per.mean()) and isinstance(M.ndcg(s, y, qid=q), float)
+    assert M.ndcg(s, y, qid=q, reduction="sum") == pytest.approx(per.sum())
+    r = M.evaluate(s, y, q, ["ndcg", "map"])
+    assert list(r.per_query.index) == ["b", "a"] and r.mean["ndcg"] == pytest.approx(per.mean())
+
+
+def test_err_uses_the_scale_maximum():
+    s, y = np.array([2.0, 1.0]), np.array([1.0, 0.0])
+    assert M.err(s, y) == pytest.approx((2 ** 1 - 1) / 2 ** 1)
+    assert M.err(s, y, max_grade=4) == pytest.approx((2 ** 1 - 1) / 2 ** 4)
+    with pytest.raises(InputError, match="max_grade=2 is below the largest label 3"):
+        M.err(s, np.array([3.0, 0]), max_grade=2)
+
+
+def test_evaluate_profiles_and_conventions():
+    s = np.array([1.0, 1.0, 0.0, 2.0, 2.0])
+    y = np.array([0.0, 2.0, 1.0, 0.0, 0.0])
+    q = np.array([1, 1, 1, 2, 2])
+    lg = M.evaluate(s, y, q, ["ndcg@2"], profile="lightgbm")
+    assert lg.per_query["ndcg@2"].iloc[1] == 1.0  # LightGBM: a query without relevant docs scores 1
+    assert lg.mean["ndcg@2"] == pytest.approx((M.ndcg(s[:3], y[:3], k=2, ties="input") + 1) / 2)
+    ex = M.evaluate(s, y, q, ["ndcg@2"], profile="lightgbm", empty=0.0)  # explicit beats profile
+    assert ex.per_query["ndcg@2"].iloc[1] == 0.0
+    assert M.evaluate(s, y, q, ["ndcg"], profile="xgboost").mean.keys() == {"ndcg@32"}
+    with pytest.raises(InputError, match="ties='docid' needs doc_ids="):
+        M.evaluate(s, y, q, ["map"], profile="trec_eval")
+    with pytest.raises(InputError, match="unknown profile 'trec'; valid profiles: letor, lightgbm"):
+        M.evaluate(s, y, q, ["map"], profile="trec")
+    with pytest.raises(InputError, match="unknown convention 'gian'"):
+        M.evaluate(s, y, q, ["map"], gian="linear")
+    dropped = M.evaluate(s, y, q, ["ndcg", "map"], empty="drop")
+    assert dropped.per_query["ndcg"].isna().tolist() == [False, True]
+    assert dropped.mean["ndcg"] == pytest.approx(M.ndcg(s[:3], y[:3]))
+
+
+@pytest.mark.parametrize("k", [1, 5, 10])
+@settings(max_examples=30, deadline=None)
+@given(b=batch())
+def test_letor_profile_matches_script_reference(k, b):
+    """LETOR 4.0 script semantics (first two positions undiscounted, NDCG@k = 0 for lists shorter than k)."""
+    scores, labels, qid, _ = b
+    labels = np.minimum(labels, 2)  # MQ2008 grades
+    r = M.evaluate(scores, labels, qid, [f"ndcg@{k}", "map", f"P@{k}"], profile="letor").per_query
+    for i, qq in enumerate(dict.fromkeys(qid)):
+        m = qid == qq
+        ranked = [labels[m][j] for j in ref.ranked_orders(list(scores[m]), list(labels[m]), "input")[0]]
+        nd = ref.ndcg(ranked, k=k, gain_kind=[0, 1, 3], discount="jarvelin", short_list="zero")
+        assert r[f"ndcg@{k}"].iloc[i] == pytest.approx(0.0 if nd is None else nd)
+        ap = ref.average_precision(ranked)
+        assert r["map"].iloc[i] == pytest.approx(0.0 if ap is None else ap)
+        assert r[f"precision@{k}"].iloc[i] == pytest.approx(sum(x >= 1 for x in ranked[:k]) / k)
+
+
+# ------------------------------------------------------------------------------ bad input
+
+GOOD = dict(scores=np.array([1.0, 2.0, 3.0]), labels=np.array([0.0, 1.0, 2.0]))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(scores=[1.0, 2.0], labels=[1.0, 2.0, 3.0]), r"scores and labels must have the same shape; got scores \(2,\)"),
+    (dict(scores=[1.0, np.nan, 2.0]), "scores contains NaN values"),
+    (dict(scores=[1.0, np.inf, 2.0]), "scores contains inf values"),
+    (dict(labels=[0.0, np.nan, 1.0]), "labels contains NaN or inf"),
+    (dict(labels=[0.0, -1.0, 1.0]), "labels must be non-negative for gain='exp2'; got minimum label -1"),
+    (dict(k=0), r"k must be >= 1 \(or None for the whole list\); got 0"),
+    (dict(k=2.5), "k must be a positive integer or None"),
+    (dict(qid=[1, 1]), r"qid must have one entry per score"),
+    (dict(ties="random"), "ties must be one of 'average', 'pessimistic'"),
+    (dict(gain="log"), "gain must be 'exp2', 'linear' or a table"),
+    (dict(gain=[0.0, 1.0]), "labels must be integers in 0..1"),
+    (dict(empty="skip"), "empty must be a number or 'drop'"),
+    (dict(reduction="avg"), "reduction must be one of 'mean', 'none', 'sum'"),
+    (dict(scores=["a", "b", "c"]), "scores must be numeric"),
+    (dict(scores=np.zeros((1, 3)), labels=np.zeros((1, 3)), where=np.ones((1, 2), bool)), "where must have the shape"),
+    (dict(scores=np.zeros((1, 3)), labels=np.zeros((1, 3)), where=np.ones((1, 3))), "where must be a boolean mask"),
+    (dict(discount="ln"), "discount must be one of 'log2', 'jarvelin'"),
+])
+def test_bad_input_names_the_parameter(kwargs, match):
+    args = {**GOOD, **kwargs}
+    with pytest.raises(InputError, match=match):
+        M.ndcg(args.pop("scores"), args.pop("labels"), **args)
+
+
+def test_bad_input_other_measures():
+    with pytest.raises(InputError, match="labels must be non-negative grades for err"):
+        M.err([1.0, 2.0], [0.0, -1.0])
+    with pytest.raises(InputError, match="threshold must be a finite number"):
+        M.average_precision([1.0, 2.0], [0.0, 1.0], threshold=None)
+    with pytest.raises(InputError, match="ap_denominator must be 'relevant' or 'min_k'"):
+        M.average_precision([1.0, 2.0], [0.0, 1.0], ap_denominator="hits")
+    with pytest.raises(InputError, match="omega must be 'kemeny' or a callable"):
+        M.pairwise_cost([1.0, 2.0], [0.0, 1.0], omega="spearman")
+    with pytest.raises(InputError, match=r"ndcg@10 takes no option 'threshold'"):
+        M.get_metric("ndcg@10")([1.0, 2.0], [0.0, 1.0], threshold=1)
+    # negative labels are fine where no gain is involved
+    assert M.auc([1.0, 2.0, 0.0], [-1.0, 1.0, -1.0], threshold=0) == 1.0
+
+
+def test_import_does_not_pull_torch():
+    import subprocess
+    code = ("import sys, rankwise.metrics as m; m.ndcg([1.0, 2.0], [0.0, 1.0]); "
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+def test_sort_kernel_exact_on_nearly_equal_scores(mode):
+    """The packed-key sort truncates low mantissa bits first; scores one ulp apart, exact ties and
+    -0.0 / +0.0 must still come out as a stable exact sort (ties by key in mode 1)."""
+    from rankwise.metrics._kernels import sort_queries
+
+    rng = np.random.default_rng(5)
+    sizes = np.array([1, 2, 7, 64, 300, 1300])
+    off = np.r_[0, np.cumsum(sizes)].astype(np.int64)
+    base = rng.choice([0.0, -0.0, 1.0, -2.5, 1e-300], size=off[-1])
+    ulps = rng.integers(0, 4, size=off[-1])
+    s = base.copy()
+    for _ in range(3):
+        s = np.where(ulps > _, np.nextafter(s, np.inf), s)
+    key = rng.integers(0, 3, size=off[-1]).astype(float)
+    perm = sort_queries(off, -s, key, mode)
+    qidx = np.repeat(np.arange(len(sizes)), sizes)
+    tie_key = key if mode == 1 else np.zeros_like(key)
+    expected = np.lexsort((np.arange(off[-1]), tie_key, -s, qidx))  # last key sorts first
+    np.testing.assert_array_equal(perm, expected)

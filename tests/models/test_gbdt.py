@@ -1,0 +1,100 @@
+"""GBDTRanker against the libraries it drives: same trees from equivalent objectives."""
+from __future__ import annotations
+
+import lightgbm as lgb
+import numpy as np
+import pytest
+import xgboost as xgb
+
+from _model_data import make_data
+from rankwise.errors import InputError
+from rankwise.models import GBDTRanker
+
+
+def test_native_lambdarank_equals_lgbmranker():
+    X, y, qid = make_data(n_queries=30, list_len=8)
+    ours = GBDTRanker("native:lambdarank", n_estimators=15, num_leaves=7, min_child_samples=5, random_state=1).fit(X, y, qid=qid)
+    ref = lgb.LGBMRanker(objective="lambdarank", n_estimators=15, num_leaves=7, min_child_samples=5, random_state=1,
+                         deterministic=True, force_row_wise=True, verbosity=-1)
+    ref.fit(X, y, group=np.bincount(qid))
+    np.testing.assert_allclose(ours.predict(X), ref.predict(X, raw_score=True), rtol=1e-10, atol=1e-10)
+
+
+def test_rankwise_pointwise_squared_grows_lightgbm_l2_regression_trees():
+    # pointwise_squared: ℓ = Σ (s - y)², g = 2(s - y), h = 2; LightGBM's L2 regression has g = s - y, h = 1.
+    # Newton leaf values -Σg/Σh and split gains agree up to the common factor, so the models coincide.
+    X, y, qid = make_data(n_queries=30, list_len=8, shuffle=True)
+    ours = GBDTRanker("pointwise_squared", n_estimators=10, num_leaves=7, min_child_samples=5,
+                      backend_params={"min_sum_hessian_in_leaf": 0.0}, random_state=0).fit(X, y, qid=qid)
+    params = {"objective": "regression", "num_leaves": 7, "min_data_in_leaf": 5, "learning_rate": 0.1,
+              "boost_from_average": False, "min_sum_hessian_in_leaf": 0.0, "verbosity": -1, "deterministic": True,
+              "force_row_wise": True, "seed": 0}
+    order = np.argsort(qid, kind="stable")  # LightGBM bins do not depend on row order
+    ref = lgb.train(params, lgb.Dataset(X[order], y[order]), num_boost_round=10)
+    np.testing.assert_allclose(ours.predict(X), ref.predict(X), rtol=1e-6, atol=1e-6)
+
+
+def test_rankwise_pointwise_squared_on_xgboost_equals_squarederror():
+    X, y, qid = make_data(n_queries=30, list_len=8)
+    ours = GBDTRanker("pointwise_squared", backend="xgboost", n_estimators=10, max_depth=3, random_state=0,
+                      backend_params={"lambda": 0.0, "min_child_weight": 0.0}).fit(X, y, qid=qid)
+    ref = xgb.train({"objective": "reg:squarederror", "max_depth": 3, "eta": 0.1, "lambda": 0.0, "base_score": 0.0,
+                     "min_child_weight": 0.0, "tree_method": "hist", "seed": 0},
+                    xgb.DMatrix(X, y), num_boost_round=10)
+    np.testing.assert_allclose(ours.predict(X), ref.predict(xgb.DMatrix(X), output_margin=True), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_rankwise_loss_learns_and_is_deterministic(backend):
+    (X, y, qid), (Xt, yt, qt) = make_data(seed=0), make_data(seed=1)
+    a = GBDTRanker("lambdaloss", backend=backend, n_estimators=30, random_state=3).fit(X, y, qid=qid)
+    b = GBDTRanker("lambdaloss", backend=backend, n_estimators=30, random_state=3).fit(X, y, qid=qid)
+    np.testing.assert_array_equal(a.predict(Xt), b.predict(Xt))
+    rand = np.random.default_rng(0).normal(size=len(yt))
+    from reference.models_reference import mean_ndcg
+
+    assert a.score(Xt, yt, qid=qt) > mean_ndcg(rand, yt, qt) + 0.2
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_early_stopping_and_history(backend):
+    (X, y, qid), (Xv, yv, qv) = make_data(seed=0), make_data(seed=1)
+    m = GBDTRanker("listnet", backend=backend, n_estimators=300, learning_rate=0.3, early_stopping_rounds=5,
+                   random_state=0).fit(X, y, qid=qid, eval_set=(Xv, yv, qv))
+    vals = m.history_["ndcg@10"]
+    assert len(vals) < 300 and vals[m.best_iteration_] == max(vals)
+    assert m.score(Xv, yv, qid=qv) == pytest.approx(max(vals), abs=1e-9)
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_checkpoint_resume_continues_boosting(tmp_path, backend):
+    X, y, qid = make_data(n_queries=20, list_len=6)
+    full = GBDTRanker("listnet", backend=backend, n_estimators=12, random_state=0).fit(X, y, qid=qid)
+    ck = tmp_path / "ck.npz"
+    GBDTRanker("listnet", backend=backend, n_estimators=6, random_state=0).fit(X, y, qid=qid, checkpoint=ck,
+                                                                            checkpoint_every=3)
+    resumed = GBDTRanker("listnet", backend=backend, n_estimators=12, random_state=0).fit(X, y, qid=qid, resume=ck)
+    assert resumed.n_estimators_ == 12 and resumed.history_["iteration"] == list(range(12))
+    np.testing.assert_allclose(resumed.predict(X), full.predict(X), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_nan_features_are_missing_values_and_inf_is_refused(backend):
+    X, y, qid = make_data(n_queries=20, list_len=6)
+    X = X.copy()
+    X[::7, 0] = np.nan
+    m = GBDTRanker("listnet", backend=backend, n_estimators=5, random_state=0).fit(X, y, qid=qid)
+    assert np.all(np.isfinite(m.predict(X)))
+    X[3, 1] = np.inf
+    with pytest.raises(InputError, match="X contains inf values .* replace it by NaN"):
+        GBDTRanker("listnet", backend=backend, n_estimators=5).fit(X, y, qid=qid)
+
+
+def test_bad_objective_names():
+    X, y, qid = make_data(n_queries=5, list_len=4)
+    with pytest.raises(InputError, match="native ranking objectives are native:lambdarank, native:rank_xendcg"):
+        GBDTRanker("native:rank:ndcg").fit(X, y, qid=qid)
+    with pytest.raises(InputError, match="listnett"):
+        GBDTRanker("listnett").fit(X, y, qid=qid)
+    with pytest.raises(InputError, match="backend must be one of"):
+        GBDTRanker(backend="catboost").fit(X, y, qid=qid)

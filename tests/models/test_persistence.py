@@ -1,0 +1,154 @@
+"""save/load without pickle: round trips for every model, format version, hostile files."""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+import rankwise
+from _model_data import make_data
+from rankwise.errors import InputError, NotFittedError
+from rankwise.models import GBDTRanker, LinearRanker, NeuralRanker, persistence
+
+MODELS = [
+    lambda: LinearRanker("listnet", max_iter=20),
+    lambda: LinearRanker("ranknet", feature_map="rff", n_components=16, random_state=0, max_iter=10),
+    lambda: LinearRanker("listnet", solver="adam", feature_map="poly2", max_iter=2, random_state=0),
+    lambda: NeuralRanker("listnet", hidden=(8,), epochs=2, random_state=0),
+    lambda: NeuralRanker("listmle", architecture="attention", hidden=(8, 4), epochs=2, random_state=0),
+    lambda: GBDTRanker("lambdaloss", n_estimators=5, random_state=0),
+    lambda: GBDTRanker("native:lambdarank", n_estimators=5, random_state=0),
+    lambda: GBDTRanker("listnet", backend="xgboost", n_estimators=5, random_state=0),
+    lambda: GBDTRanker("native:rank:ndcg", backend="xgboost", n_estimators=5, random_state=0),
+]
+
+
+@pytest.mark.parametrize("make", MODELS)
+def test_round_trip_predicts_identically(tmp_path, make):
+    X, y, qid = make_data(n_queries=15, list_len=6)
+    m = make().fit(X, y, qid=qid)
+    path = m.save(tmp_path / "model.rw")
+    loaded = rankwise.load(path)
+    assert type(loaded) is type(m) and loaded.get_params() == m.get_params()
+    kw = {"qid": qid} if getattr(m, "architecture", "mlp") == "attention" else {}
+    np.testing.assert_array_equal(loaded.predict(X, **kw), m.predict(X, **kw))
+    assert loaded.history_ == m.history_
+
+
+def test_file_is_a_plain_npz_with_json_metadata(tmp_path):
+    X, y, qid = make_data(n_queries=10, list_len=5)
+    path = LinearRanker(max_iter=5).fit(X, y, qid=qid).save(tmp_path / "m")
+    assert path.name == "m"  # no '.npz' appended
+    with zipfile.ZipFile(path) as z:
+        names = set(z.namelist())
+    assert {"__meta__.npy", "coef_.npy"} <= names
+    with np.load(path, allow_pickle=False) as npz:
+        meta = json.loads(npz["__meta__"].tobytes())
+    assert meta["class"] == "LinearRanker" and meta["format_version"] == persistence.FORMAT_VERSION
+
+
+def _rewrite_meta(src, dst, **changes):
+    with np.load(src, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    meta = json.loads(arrays.pop("__meta__").tobytes())
+    meta.update(changes)
+    arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    with open(dst, "wb") as fh:
+        np.savez(fh, **arrays)
+
+
+def test_newer_format_version_is_refused(tmp_path):
+    X, y, qid = make_data(n_queries=10, list_len=5)
+    path = LinearRanker(max_iter=5).fit(X, y, qid=qid).save(tmp_path / "m.npz")
+    _rewrite_meta(path, tmp_path / "new.npz", format_version=persistence.FORMAT_VERSION + 1)
+    with pytest.raises(InputError, match=r"format version 2 .* reads versions up to 1; upgrade rankwise"):
+        rankwise.load(tmp_path / "new.npz")
+
+
+def test_unknown_class_is_refused_not_imported(tmp_path):
+    X, y, qid = make_data(n_queries=10, list_len=5)
+    path = LinearRanker(max_iter=5).fit(X, y, qid=qid).save(tmp_path / "m.npz")
+    _rewrite_meta(path, tmp_path / "evil.npz", **{"class": "os.system"})
+    with pytest.raises(InputError, match=r"unknown model class 'os.system'"):
+        rankwise.load(tmp_path / "evil.npz")
+
+
+def test_pickled_object_arrays_are_never_loaded(tmp_path):
+    class Boom:
+        def __reduce__(self):
+            return (exec, ("raise SystemExit('code ran')",))
+
+    X, y, qid = make_data(n_queries=10, list_len=5)
+    path = LinearRanker(max_iter=5).fit(X, y, qid=qid).save(tmp_path / "m.npz")
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    arr = np.empty(1, dtype=object)
+    arr[0] = Boom()
+    arrays["coef_"] = arr
+    with open(tmp_path / "p.npz", "wb") as fh:
+        np.savez(fh, **arrays)
+    with pytest.raises(InputError, match="not a rankwise model file"):
+        rankwise.load(tmp_path / "p.npz")
+
+
+def test_garbage_and_missing_files(tmp_path):
+    (tmp_path / "g.npz").write_bytes(b"not a zip")
+    with pytest.raises(InputError, match="not a rankwise model file"):
+        rankwise.load(tmp_path / "g.npz")
+    with pytest.raises(InputError, match="no such file"):
+        rankwise.load(tmp_path / "absent.npz")
+    buf = io.BytesIO()
+    np.savez(buf, a=np.zeros(2))
+    (tmp_path / "plain.npz").write_bytes(buf.getvalue())
+    with pytest.raises(InputError, match="no '__meta__' entry"):
+        rankwise.load(tmp_path / "plain.npz")
+
+
+def test_save_before_fit_and_checkpoint_is_not_a_model(tmp_path):
+    with pytest.raises(NotFittedError, match="not fitted yet"):
+        LinearRanker().save(tmp_path / "x.npz")
+    X, y, qid = make_data(n_queries=10, list_len=5)
+    m = LinearRanker(max_iter=3)
+    m.fit(X, y, qid=qid, checkpoint=tmp_path / "ck.npz")
+    with pytest.raises(InputError, match="written with other parameters"):
+        LinearRanker(max_iter=3, alpha=1.0).fit(X, y, qid=qid, resume=tmp_path / "ck.npz")
+    m.save(tmp_path / "model.npz")
+    with pytest.raises(InputError, match="is a saved model, not a training checkpoint"):
+        LinearRanker(max_iter=3).fit(X, y, qid=qid, resume=tmp_path / "model.npz")
+
+
+def test_subclass_protocol_registers_and_round_trips(tmp_path):
+    from rankwise.models.base import BaseRanker
+
+    class MeanFeatureRanker(BaseRanker):
+        def __init__(self, sign=1.0, cols=(0, 1)):
+            self.sign = sign
+            self.cols = cols
+
+        def fit(self, X, y=None, *, qid=None):
+            data, _ = self._validate_fit(X, y, qid)
+            self.n_features_in_ = data.X.shape[1]
+            self.mean_ = np.asarray(data.X).mean(axis=0)
+            return self
+
+        def predict(self, X):
+            X = self._check_predict_features(X)
+            return self.sign * (X[:, list(self.cols)] - self.mean_[list(self.cols)]).sum(axis=1)
+
+        def _get_state(self):
+            return {"n_features_in_": self.n_features_in_}, {"mean_": self.mean_}
+
+        def _set_state(self, state, arrays):
+            self.n_features_in_ = state["n_features_in_"]
+            self.mean_ = arrays["mean_"]
+
+    assert persistence.MODEL_REGISTRY["MeanFeatureRanker"] is MeanFeatureRanker
+    X, y, qid = make_data(n_queries=10, list_len=5)
+    m = MeanFeatureRanker(sign=-1.0, cols=(2, 3)).fit(X, y, qid=qid)
+    loaded = rankwise.load(m.save(tmp_path / "m.npz"))
+    assert loaded.cols == (2, 3)  # tuples survive JSON
+    np.testing.assert_array_equal(loaded.predict(X), m.predict(X))
+    del persistence.MODEL_REGISTRY["MeanFeatureRanker"]

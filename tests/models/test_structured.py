@@ -1,0 +1,259 @@
+"""Structured hinge surrogates: exact maximisers against brute force, bound, convexity, the ranker."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rankwise.errors import InputError  # noqa: E402
+from rankwise.models.structured import (  # noqa: E402
+    StructuredHingeRanker,
+    kendall_hinge_value_grad,
+    multivariate_delta,
+    multivariate_hinge_argmax,
+    ndcg_delta,
+    ndcg_hinge_argmax,
+    structured_hinge,
+)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from reference.structured_reference import (  # noqa: E402
+    kendall_hinge_loop,
+    kendall_tau_loss,
+    multivariate_hinge_brute,
+    ndcg_at_k,
+    ndcg_hinge_brute,
+)
+
+
+def _random_list(rng, r, n_levels=3):
+    scale = rng.choice([0.05, 1.0, 5.0])
+    s = rng.normal(size=r) * scale
+    if rng.random() < 0.3:  # score ties
+        s = np.round(s, 0)
+    y = rng.integers(0, n_levels, size=r).astype(float)
+    return s, y
+
+
+@pytest.mark.parametrize("method", ["assignment", "dp", "auto"])
+@pytest.mark.parametrize("gain", ["exp2", "linear"])
+def test_ndcg_maximiser_equals_brute_force(method, gain):
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        r = int(rng.integers(1, 7))
+        s, y = _random_list(rng, r)
+        k = int(rng.integers(1, r + 1)) if rng.random() < 0.7 else None
+        res = ndcg_hinge_argmax(s, y, k=k, gain=gain, method=method)
+        best, _ = ndcg_hinge_brute(list(s), list(y), r if k is None else k, gain)
+        assert res.value == pytest.approx(best, abs=1e-9)
+        # the returned argmax is a permutation that attains the value
+        assert sorted(res.argmax.tolist()) == list(range(1, r + 1))
+        recomputed = ndcg_delta(res.argmax, y, k=k, gain=gain) + float((res.argmax - res.reference) @ s)
+        assert recomputed == pytest.approx(res.value, abs=1e-9)
+
+
+def test_ndcg_maximiser_r7_exhaustive_check():
+    rng = np.random.default_rng(11)
+    for _ in range(3):
+        s, y = _random_list(rng, 7, n_levels=4)
+        best, _ = ndcg_hinge_brute(list(s), list(y), 3)
+        assert ndcg_hinge_argmax(s, y, k=3, method="dp").value == pytest.approx(best, abs=1e-9)
+        assert ndcg_hinge_argmax(s, y, k=3, method="assignment").value == pytest.approx(best, abs=1e-9)
+
+
+def test_ndcg_dp_equals_assignment_on_longer_lists():
+    rng = np.random.default_rng(3)
+    for r, k, levels in [(60, 10, 3), (40, 5, 5), (25, None, 2), (120, 10, 2)]:
+        s, y = _random_list(rng, r, n_levels=levels)
+        a = ndcg_hinge_argmax(s, y, k=k, method="assignment")
+        d = ndcg_hinge_argmax(s, y, k=k, method="dp")
+        assert d.value == pytest.approx(a.value, rel=1e-12, abs=1e-9)
+
+
+def test_ndcg_delta_matches_reference_ndcg():
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        r = int(rng.integers(2, 6))
+        _, y = _random_list(rng, r)
+        v = rng.permutation(r) + 1
+        n = ndcg_at_k(tuple(v), list(y), 3)
+        assert ndcg_delta(v, y, k=3) == pytest.approx(0.0 if n is None else 1.0 - n)
+
+
+MV_CASES = [(m, c) for m in ("precision", "recall", "f1", "accuracy") for c in ("any", "eq", "ge", "le")]
+
+
+@pytest.mark.parametrize("measure,constraint", MV_CASES)
+def test_multivariate_maximiser_equals_brute_force(measure, constraint):
+    rng = np.random.default_rng(hash((measure, constraint)) % 2**32)
+    for _ in range(25):
+        r = int(rng.integers(1, 8))
+        s, y = _random_list(rng, r, n_levels=2)
+        k = int(rng.integers(1, r + 1))
+        res = multivariate_hinge_argmax(s, y, measure=measure, k=k, constraint=constraint)
+        best, _ = multivariate_hinge_brute(list(s), list(y), measure, k, constraint, list(res.reference))
+        assert res.value == pytest.approx(best, abs=1e-9)
+        assert multivariate_delta(res.argmax, y, measure=measure) == pytest.approx(res.delta)
+        ones = int(np.sum(res.argmax > 0))
+        assert {"any": True, "eq": ones == k, "ge": ones >= k, "le": ones <= k}[constraint]
+
+
+def _induced_prediction(s, k, constraint):
+    """b(s) = argmax_{v ∈ V} Σ v_i s_i (UML eq. 17.13)."""
+    order = np.argsort(-s, kind="stable")
+    n_pos = int(np.sum(s > 0))
+    n_ones = {"any": n_pos, "eq": k, "ge": max(k, n_pos), "le": min(k, n_pos)}[constraint]
+    v = -np.ones(len(s))
+    v[order[:n_ones]] = 1.0
+    return v
+
+
+def test_surrogates_upper_bound_the_true_loss():
+    rng = np.random.default_rng(21)
+    for _ in range(60):
+        r = int(rng.integers(2, 12))
+        s = rng.normal(size=r)
+        y = rng.integers(0, 3, size=r).astype(float)
+        k = int(rng.integers(1, r + 1))
+        pos = np.empty(r, dtype=np.int64)
+        pos[np.argsort(s)] = np.arange(1, r + 1)  # π(s): largest score at position r
+        assert ndcg_hinge_argmax(s, y, k=k).value >= ndcg_delta(pos, y, k=k) - 1e-12
+        for measure, constraint in MV_CASES:
+            res = multivariate_hinge_argmax(s, y, measure=measure, k=k, constraint=constraint)
+            b = _induced_prediction(s, k, constraint)
+            assert res.value >= multivariate_delta(b, y, measure=measure) - 1e-12
+        assert kendall_hinge_value_grad(s, y)[0] >= kendall_tau_loss(list(s), list(y)) - 1e-12
+
+
+@pytest.mark.parametrize("measure", ["ndcg@3", "ndcg", "precision@2", "recall@3", "f1", "accuracy", "kendall"])
+def test_surrogate_is_convex_in_w_along_random_segments(measure):
+    rng = np.random.default_rng(len(measure))
+    for _ in range(10):
+        r = int(rng.integers(2, 9))
+        X = rng.normal(size=(r, 4))
+        y = rng.integers(0, 3, size=r).astype(float)
+        w0, w1 = rng.normal(size=4) * 2, rng.normal(size=4) * 2
+        f0 = structured_hinge(X @ w0, y, measure=measure)[0]
+        f1 = structured_hinge(X @ w1, y, measure=measure)[0]
+        for t in np.linspace(0.1, 0.9, 9):
+            ft = structured_hinge(X @ ((1 - t) * w0 + t * w1), y, measure=measure)[0]
+            assert ft <= (1 - t) * f0 + t * f1 + 1e-9
+
+
+@pytest.mark.parametrize("measure", ["ndcg@3", "precision@2", "f1", "kendall"])
+def test_gradient_is_a_subgradient(measure):
+    rng = np.random.default_rng(99)
+    for _ in range(15):
+        r = int(rng.integers(2, 8))
+        s = rng.normal(size=r)
+        y = rng.integers(0, 3, size=r).astype(float)
+        f, g = structured_hinge(s, y, measure=measure)
+        for _ in range(5):
+            s2 = s + rng.normal(size=r)
+            assert structured_hinge(s2, y, measure=measure)[0] >= f + g @ (s2 - s) - 1e-9
+
+
+def test_kendall_hinge_matches_loop_and_losses_module():
+    torch = pytest.importorskip("torch")
+    from rankwise.losses.pairwise import kendall_hinge_loss
+
+    rng = np.random.default_rng(4)
+    for _ in range(30):
+        r = int(rng.integers(1, 9))
+        s = rng.normal(size=r)
+        y = rng.integers(0, 3, size=r).astype(float)
+        val, grad = kendall_hinge_value_grad(s, y)
+        assert val == pytest.approx(kendall_hinge_loop(list(s), list(y)), abs=1e-12)
+        if r >= 2:
+            st = torch.tensor(s[None, :], dtype=torch.float64, requires_grad=True)
+            lt = kendall_hinge_loss(st, torch.tensor(y[None, :], dtype=torch.float64), reduction="sum")
+            assert float(lt.detach()) == pytest.approx(val, abs=1e-10)
+            lt.backward()
+            np.testing.assert_allclose(st.grad.numpy()[0], grad, atol=1e-10)
+
+
+def _synthetic(rng, n_q=40, r=12, d=5, noise=0.1, w=None):
+    """Lists whose labels are quantile bins of a planted linear utility ⟨w, x⟩ + noise."""
+    w = rng.normal(size=d) if w is None else w
+    X = rng.normal(size=(n_q * r, d))
+    u = X @ w + noise * rng.normal(size=n_q * r)
+    qid = np.repeat(np.arange(n_q), r)
+    y = np.zeros(n_q * r)
+    for q in range(n_q):
+        m = qid == q
+        y[m] = np.digitize(u[m], np.quantile(u[m], [0.5, 0.8]))
+    return X, y, qid, w
+
+
+@pytest.mark.parametrize("measure", ["ndcg@5", "precision@3", "recall@3", "f1", "kendall"])
+def test_ranker_learns_a_planted_linear_order(measure):
+    from rankwise.metrics import ndcg
+
+    rng = np.random.default_rng(0)
+    X, y, qid, w = _synthetic(rng)
+    model = StructuredHingeRanker(measure, C=10.0, n_epochs=15, random_state=0).fit(X, y, qid=qid)
+    Xt, yt, qt, _ = _synthetic(np.random.default_rng(1), w=w, noise=0.0)
+    ut = Xt @ w
+    got = ndcg(model.predict(Xt), yt, qid=qt, k=5)
+    oracle = ndcg(ut, yt, qid=qt, k=5)
+    const = ndcg(np.zeros(len(yt)), yt, qid=qt, k=5)
+    assert oracle == pytest.approx(1.0)
+    assert got > const + 0.5 * (oracle - const)
+    cos = model.coef_ @ w / np.linalg.norm(model.coef_) / np.linalg.norm(w)
+    assert cos > 0.8
+
+
+def test_ranker_is_reproducible_and_saves_without_pickle(tmp_path):
+    import rankwise
+
+    rng = np.random.default_rng(2)
+    X, y, qid, _ = _synthetic(rng, n_q=10)
+    a = StructuredHingeRanker("f1", n_epochs=3, random_state=5).fit(X, y, qid=qid)
+    b = StructuredHingeRanker("f1", n_epochs=3, random_state=5).fit(X, y, qid=qid)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    path = a.save(tmp_path / "m.npz")
+    c = rankwise.load(path)
+    assert isinstance(c, StructuredHingeRanker) and c.get_params() == a.get_params()
+    np.testing.assert_array_equal(c.predict(X), a.predict(X))
+
+
+def test_ranker_mq2008_beats_constant(mq2008_dir):
+    from sklearn.datasets import load_svmlight_file
+
+    from rankwise.metrics import ndcg
+
+    X, y, qid = load_svmlight_file(str(mq2008_dir / "Fold1" / "train.txt.gz"), query_id=True, n_features=46)
+    Xt, yt, qt = load_svmlight_file(str(mq2008_dir / "Fold1" / "test.txt.gz"), query_id=True, n_features=46)
+    model = StructuredHingeRanker("ndcg@10", n_epochs=3, random_state=0).fit(X, y, qid=qid)
+    got = ndcg(model.predict(Xt), yt, qid=qt, k=10)
+    const = ndcg(np.zeros(len(yt)), yt, qid=qt, k=10)
+    assert got > const + 0.05
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"measure": "map"}, "unknown measure 'map'"),
+    ({"measure": "precision"}, "needs a cutoff"),
+    ({"measure": "ndcg@10", "C": -1.0}, "C must be a positive"),
+    ({"measure": "ndcg@10", "solver": "lbfgs"}, "solver must be 'sgd'"),
+    ({"measure": "ndcg@10", "n_epochs": 0}, "n_epochs must be a positive integer"),
+])
+def test_ranker_bad_params(kwargs, match):
+    X, y, qid, _ = _synthetic(np.random.default_rng(0), n_q=3)
+    with pytest.raises(InputError, match=match):
+        StructuredHingeRanker(**kwargs).fit(X, y, qid=qid)
+
+
+def test_maximiser_bad_input():
+    with pytest.raises(InputError, match="scores has 3 entries but labels has 2"):
+        ndcg_hinge_argmax([1, 2, 3], [0, 1])
+    with pytest.raises(InputError, match="finite"):
+        ndcg_hinge_argmax([1, np.nan], [0, 1])
+    with pytest.raises(InputError, match="k is required"):
+        multivariate_hinge_argmax([1, 2], [0, 1], measure="precision", constraint="eq")
+    with pytest.raises(InputError, match="V would be empty"):
+        multivariate_hinge_argmax([1, 2], [0, 1], measure="precision", k=3)
+    with pytest.raises(InputError, match="method must be"):
+        ndcg_hinge_argmax([1, 2], [0, 1], method="fast")
+    with pytest.raises(InputError, match="no query can train"):
+        StructuredHingeRanker("ndcg@5").fit(np.ones((4, 2)), np.zeros(4), qid=[1, 1, 2, 2])

@@ -1,0 +1,57 @@
+"""The list-length experiment's machinery (the full run lives in docs/, made by the function)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from rankwise.errors import InputError
+from rankwise.theory import run_list_length_experiment
+from rankwise.theory.lipschitz import listnet_ct_loss, ranksvm_loss
+from rankwise.theory.list_length import _listnet, _ranksvm, make_synthetic_lists
+
+
+def test_analytic_gradients_match_autograd_of_the_paper_forms():
+    rng = np.random.default_rng(0)
+    S = rng.normal(size=(4, 7))
+    Y = rng.integers(0, 5, (4, 7)).astype(float)
+    for fast, paper in ((_listnet, listnet_ct_loss), (_ranksvm, ranksvm_loss)):
+        v, g = fast(S, Y)
+        s_t = torch.tensor(S, requires_grad=True)
+        out = paper(s_t, torch.tensor(Y), reduction="none")
+        (gt,) = torch.autograd.grad(out.sum(), s_t)
+        np.testing.assert_allclose(v, out.detach().numpy(), rtol=1e-12)
+        np.testing.assert_allclose(g, gt.numpy(), atol=1e-12)
+
+
+def test_synthetic_lists_have_unit_rows_and_m_free_label_distribution():
+    rng = np.random.default_rng(1)
+    w = np.ones(5) / np.sqrt(5) * 3
+    X, y = make_synthetic_lists(20, 50, 5, rng, w)
+    np.testing.assert_allclose(np.linalg.norm(X, axis=-1), 1.0)
+    X2, y2 = make_synthetic_lists(2, 500, 5, rng, w)
+    assert abs((y == 0).mean() - (y2 == 0).mean()) < 0.08
+    assert set(np.unique(y)) <= {0.0, 1.0, 2.0, 3.0, 4.0}
+
+
+def test_small_run_produces_rows_table_and_plot(tmp_path):
+    res = run_list_length_experiment((5, 20), n_train=8, n_test=8, n_features=4, n_repeats=1, maxiter=20)
+    assert [(r["loss"], r["m"]) for r in res.rows] == [("listnet", 5), ("ranksvm", 5), ("listnet", 20), ("ranksvm", 20)]
+    for r in res.rows:
+        assert np.isfinite([r["train_loss"], r["test_loss"], r["thm6"], r["older"]]).all()
+        assert r["older"] == pytest.approx(r["G_2"] * r["W"] * np.sqrt(r["m"] / 8))
+    assert res.rows[1]["G_inf"] == 12.0 and res.rows[3]["G_inf"] == 200.0
+    md = res.to_markdown()
+    assert md.count("\n") == 5 and "| listnet | 20 |" in md and "%" in md
+    res.plot(tmp_path / "ll.png")
+    assert (tmp_path / "ll.png").stat().st_size > 10_000
+    paths = res.save(tmp_path / "out")
+    assert paths["png"].exists() and "| ranksvm | 20 |" in paths["md"].read_text()
+    assert "List-length experiment" in str(res)
+
+
+def test_bad_arguments():
+    with pytest.raises(InputError, match="list_lengths"):
+        run_list_length_experiment((1,))
+    with pytest.raises(InputError, match="unknown losses"):
+        run_list_length_experiment((5,), losses=("listmle",))
