@@ -208,7 +208,7 @@ def test_letor_profile_matches_script_reference(k, b):
         assert r[f"ndcg@{k}"].iloc[i] == pytest.approx(0.0 if nd is None else nd)
         ap = ref.average_precision(ranked)
         assert r["map"].iloc[i] == pytest.approx(0.0 if ap is None else ap)
-        assert r[f"precision@{k}"].iloc[i] == pytest.approx(sum(x >= 1 for x in ranked[:k]) / k)
+        assert r[f"P@{k}"].iloc[i] == pytest.approx(sum(x >= 1 for x in ranked[:k]) / k)
 
 
 # ------------------------------------------------------------------------------ bad input
@@ -283,3 +283,75 @@ def test_sort_kernel_exact_on_nearly_equal_scores(mode):
     tie_key = key if mode == 1 else np.zeros_like(key)
     expected = np.lexsort((np.arange(off[-1]), tie_key, -s, qidx))  # last key sorts first
     np.testing.assert_array_equal(perm, expected)
+
+
+def test_evaluate_keys_results_by_the_spec_as_written():
+    s, y, q = np.array([3.0, 2, 1]), np.array([0.0, 1, 1]), np.array([1, 1, 1])
+    r = M.evaluate(s, y, q, ["P@2", "NDCG@2"])
+    assert list(r.mean) == ["P@2", "NDCG@2"] and r.mean["P@2"] == pytest.approx(1 / 2)
+    with pytest.raises(InputError, match="metrics name 'precision@2' twice"):
+        M.evaluate(s, y, q, ["precision@2", "precision@2"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(b=batch(), data=st.data())
+def test_unretrieved_documents_count_in_the_ideal_but_take_no_rank(b, data):
+    """evaluate(retrieved=...) equals the metric computed on the retrieved rows alone with the
+    ideal DCG and the relevant count taken over every judged row (trec_eval's view of a run)."""
+    scores, labels, qid, _ = b
+    retrieved = np.array(data.draw(st.lists(st.booleans(), min_size=len(scores), max_size=len(scores))))
+    specs = ["ndcg", "ndcg@3", "map", "map@3", "P@3", "recall@3", "mrr", "err@3", "auc"]
+    got = M.evaluate(scores, labels, qid, specs, ties="input", retrieved=retrieved).per_query
+    for i, qq in enumerate(dict.fromkeys(qid)):
+        m = qid == qq
+        r, y_all = retrieved[m], labels[m]
+        order = np.argsort(-scores[m][r], kind="stable")
+        ranked = list(y_all[r][order])
+        ideal = sorted(y_all, reverse=True)
+        R = int((y_all >= 1).sum())
+
+        def dcg(lst, k=None):
+            return sum((2 ** g - 1) / np.log2(j + 2) for j, g in enumerate(lst[:k]))
+
+        for spec, k in (("ndcg", None), ("ndcg@3", 3)):
+            want = dcg(ranked, k) / dcg(ideal, k) if dcg(ideal, k) > 0 else 0.0
+            assert got[spec].iloc[i] == pytest.approx(want, abs=1e-12), spec
+        for spec, k in (("map", None), ("map@3", 3)):
+            hits, acc = 0, 0.0
+            for j, g in enumerate(ranked[:k]):
+                if g >= 1:
+                    hits += 1
+                    acc += hits / (j + 1)
+            assert got[spec].iloc[i] == pytest.approx(acc / R if R else 0.0, abs=1e-12), spec
+        top3 = sum(g >= 1 for g in ranked[:3])
+        assert got["P@3"].iloc[i] == pytest.approx(top3 / 3 if R else 0.0, abs=1e-12)
+        assert got["recall@3"].iloc[i] == pytest.approx(top3 / R if R else 0.0, abs=1e-12)
+        first = next((j for j, g in enumerate(ranked) if g >= 1), None)
+        assert got["mrr"].iloc[i] == pytest.approx(0.0 if first is None else 1 / (first + 1), abs=1e-12)
+        # AUC is defined on the ranking alone: the retrieved rows only
+        sub = M.evaluate(scores[m][r], y_all[r], None, ["auc"], ties="input").mean["auc"] if r.any() else 0.0
+        assert got["auc"].iloc[i] == pytest.approx(sub, abs=1e-12)
+
+
+def test_unretrieved_documents_match_pytrec_eval():
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    rng = np.random.default_rng(7)
+    qrels, run, rows = {}, {}, []
+    for q in range(25):
+        docs = [f"d{q}_{i}" for i in range(12)]
+        qrels[f"q{q}"] = {d: int(rng.integers(0, 3)) for d in docs}
+        returned = rng.choice(docs, size=7, replace=False)
+        run[f"q{q}"] = {d: float(np.round(rng.normal(), 1)) for d in returned}
+        for d in docs:
+            rows.append((f"q{q}", d, qrels[f"q{q}"][d], run[f"q{q}"].get(d, 0.0), d in run[f"q{q}"]))
+    q, d, y, s, r = (np.array(c) for c in zip(*rows))
+    measures = {"ndcg": "ndcg", "ndcg_cut_5": "ndcg@5", "map": "map", "P_5": "P@5", "recall_10": "recall@10",
+                "recip_rank": "mrr"}
+    peer = pytrec_eval.RelevanceEvaluator(qrels, set(measures)).evaluate(run)
+    ours = M.evaluate(s.astype(float), y.astype(float), q, list(measures.values()), profile="trec_eval",
+                      doc_ids=d, retrieved=r.astype(bool)).per_query
+    for te_name, spec in measures.items():
+        expected = np.array([peer[qq][te_name] for qq in ours.index])
+        np.testing.assert_allclose(ours[spec].to_numpy(float), expected, rtol=0, atol=1e-12, err_msg=te_name)
+    with pytest.raises(InputError, match="retrieved must be a boolean array"):
+        M.evaluate(s.astype(float), y.astype(float), q, ["map"], retrieved=[1, 0])

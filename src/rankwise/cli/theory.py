@@ -40,7 +40,8 @@ def run_theory(args) -> int:
         print(f"{'m':>6}  {'estimate':>10}  {'declared':>10}")
         for m in lengths:
             est = lipschitz(args.loss, norm=args.norm, list_length=m)
-            print(f"{m:>6}  {est.estimate:>10.4f}  {est.declared if est.declared is not None else float('nan'):>10.4f}")
+            declared = "—" if est.declared is None else f"{est.declared:.4f}"
+            print(f"{m:>6}  {est.estimate:>10.4f}  {declared:>10}")
         return 0
     if cmd == "losses":
         from rankwise.losses import REGISTRY, spec

@@ -31,10 +31,35 @@ class Prepared:
     scores: np.ndarray  # float64, sorted within query
     gstart: np.ndarray  # bool: True where a tie group starts (sorted order)
     qids: np.ndarray | None  # query id per query (None for padded / single input)
+    #: bool per sorted row, or None when every row is ranked. Unretrieved rows (trec_eval's
+    #: judged documents the run did not return) sit after every retrieved row of their query:
+    #: they count in the ideal ranking and in the number of relevant items, never at a rank.
+    retrieved: np.ndarray | None = None
 
     @property
     def n_queries(self) -> int:
         return len(self.offsets) - 1
+
+    def ranked(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (per sorted row) with unretrieved rows set to 0: what the ranking earns."""
+        return values if self.retrieved is None else np.where(self.retrieved, values, 0.0)
+
+    def n_ranked(self) -> np.ndarray:
+        """Number of ranked (retrieved) rows per query."""
+        if self.retrieved is None:
+            return np.diff(self.offsets)
+        c = np.concatenate(([0], np.cumsum(self.retrieved, dtype=np.int64)))
+        return c[self.offsets[1:]] - c[self.offsets[:-1]]
+
+    def ranked_only(self) -> "Prepared":
+        """The retrieved rows alone (for measures defined on the ranking only: AUC, correlations)."""
+        if self.retrieved is None:
+            return self
+        keep = self.retrieved
+        offsets = np.concatenate(([0], np.cumsum(self.n_ranked()))).astype(np.int64)
+        gstart = self.gstart[keep].copy()
+        gstart[offsets[:-1][offsets[:-1] < len(gstart)]] = True
+        return Prepared(offsets, self.labels[keep], self.scores[keep], gstart, self.qids)
 
 
 def _as_float(x, name: str) -> np.ndarray:
@@ -150,7 +175,29 @@ def prepare(scores, labels, *, qid=None, where=None, ties="average", doc_ids=Non
     return prepare_flat(s, y, offsets, qids, ties=ties, doc_ids=docs)
 
 
-def prepare_flat(s, y, offsets, qids, *, ties, doc_ids=None) -> Prepared:
+def unrank(scores, retrieved):
+    """Scores with the unretrieved rows moved strictly below every retrieved score.
+
+    Returns ``(scores, floor)``: after sorting, a row is retrieved iff its score is ``> floor``.
+    """
+    s = _as_float(scores, "scores")
+    r = np.asarray(retrieved)
+    if r.dtype != np.bool_ or r.shape != s.shape:
+        raise InputError(f"retrieved must be a boolean array of the shape of scores {s.shape} "
+                         f"(True = the run returned the document); got {r.dtype} {r.shape}")
+    if not np.all(np.isfinite(s[r])):
+        raise InputError("scores contains NaN or inf values on retrieved rows; every score must be finite")
+    low = float(s[r].min()) if r.any() else 0.0
+    floor = float(np.nextafter(low, -np.inf))
+    if not np.isfinite(floor):
+        raise InputError(f"scores reach {low:g}: no finite value is left below them for unretrieved rows")
+    s = s.copy()
+    s[~r] = floor
+    return s, floor
+
+
+def prepare_flat(s, y, offsets, qids, *, ties, doc_ids=None, floor=None) -> Prepared:
+    """Sort each query by descending score under ``ties``; rows at ``floor`` are unretrieved."""
     if ties == "docid":
         if doc_ids is None:
             raise InputError("ties='docid' needs doc_ids= (one document id per row), as trec_eval "
@@ -178,7 +225,8 @@ def prepare_flat(s, y, offsets, qids, *, ties, doc_ids=None) -> Prepared:
         gstart[offsets[:-1][offsets[:-1] < n]] = True
     else:
         gstart = np.ones(n, dtype=np.bool_)
-    return Prepared(offsets, ys, ss, gstart, qids)
+    retrieved = None if floor is None else ss > floor
+    return Prepared(offsets, ys, ss, gstart, qids, retrieved)
 
 
 def reduce(values: np.ndarray, empty_mask: np.ndarray, *, empty, reduction: str):

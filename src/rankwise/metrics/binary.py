@@ -18,14 +18,22 @@ def _rel(prep, threshold):
 def ap_values(prep, *, k=0, threshold=1.0, ap_denominator="relevant"):
     if ap_denominator not in AP_DENOMINATORS:
         raise InputError(f"ap_denominator must be 'relevant' or 'min_k'; got {ap_denominator!r}")
-    vals, nrel = K.ap_kernel(prep.offsets, _rel(prep, threshold), prep.gstart, k, AP_DENOMINATORS[ap_denominator])
-    return vals, nrel == 0
+    rel = _rel(prep, threshold)
+    kind = AP_DENOMINATORS[ap_denominator]
+    vals, nrel = K.ap_kernel(prep.offsets, prep.ranked(rel), prep.gstart, k, kind)
+    if prep.retrieved is None:
+        return vals, nrel == 0
+    # the kernel divides by the retrieved relevant count; AP divides by all relevant (R)
+    R = _per_query_count(prep.offsets, rel > 0).astype(np.float64)
+    d_ranked, d_all = (nrel, R) if kind == 0 or k <= 0 else (np.minimum(nrel, k), np.minimum(R, k))
+    vals = np.divide(vals * d_ranked, d_all, out=np.zeros_like(vals), where=d_all > 0)
+    return vals, R == 0
 
 
 def precision_values(prep, *, k=0, threshold=1.0):
     rel = _rel(prep, threshold)
-    hits = K.dcg_kernel(prep.offsets, rel, prep.gstart, k, K.DISC_ONE)
-    n = np.diff(prep.offsets)
+    hits = K.dcg_kernel(prep.offsets, prep.ranked(rel), prep.gstart, k, K.DISC_ONE)
+    n = prep.n_ranked()
     denom = n.astype(np.float64) if k <= 0 else np.full(len(n), float(k))
     vals = np.divide(hits, denom, out=np.zeros_like(hits), where=denom > 0)
     return vals, _per_query_count(prep.offsets, rel > 0) == 0
@@ -33,7 +41,7 @@ def precision_values(prep, *, k=0, threshold=1.0):
 
 def recall_values(prep, *, k=0, threshold=1.0):
     rel = _rel(prep, threshold)
-    hits = K.dcg_kernel(prep.offsets, rel, prep.gstart, k, K.DISC_ONE)
+    hits = K.dcg_kernel(prep.offsets, prep.ranked(rel), prep.gstart, k, K.DISC_ONE)
     R = _per_query_count(prep.offsets, rel > 0)
     vals = np.divide(hits, R, out=np.zeros_like(hits), where=R > 0)
     return vals, R == 0

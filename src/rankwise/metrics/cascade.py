@@ -26,7 +26,7 @@ def err_values(prep, *, k=0, max_grade=None):
     if gmax > 1000:
         raise InputError(f"grades too large for err (2^grade overflows); got maximum {gmax:g}")
     R = (np.exp2(y) - 1.0) / np.exp2(gmax)
-    vals = K.err_kernel(prep.offsets, R, prep.gstart, k)
+    vals = K.err_kernel(prep.offsets, prep.ranked(R), prep.gstart, k)
     empty = _per_query_count(prep.offsets, R > 0) == 0
     return vals, empty
 
@@ -38,7 +38,7 @@ def _per_query_count(offsets, flags) -> np.ndarray:
 
 def rr_values(prep, *, k=0, threshold=1.0):
     rel = (prep.labels >= check_threshold(threshold)).astype(np.float64)
-    vals = K.rr_kernel(prep.offsets, rel, prep.gstart, k)
+    vals = K.rr_kernel(prep.offsets, prep.ranked(rel), prep.gstart, k)
     return vals, _per_query_count(prep.offsets, rel > 0) == 0
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rankwise.errors import InputError
-from rankwise.metrics._prepare import TIES, check_choice, check_empty, flatten, prepare_flat
+from rankwise.metrics._prepare import TIES, check_choice, check_empty, flatten, prepare_flat, unrank
 from rankwise.metrics.profiles import get_profile
 from rankwise.metrics.registry import CONVENTIONS, get_metric
 
@@ -38,7 +38,7 @@ class EvaluationResult:
 
 
 def evaluate(scores, labels, qid=None, metrics=("ndcg@10", "err@10", "map"), profile=None, doc_ids=None,
-             *, where=None, **conventions) -> EvaluationResult:
+             *, where=None, retrieved=None, **conventions) -> EvaluationResult:
     """Compute several metrics, each query once sorted, under shared conventions.
 
     Parameters
@@ -47,12 +47,18 @@ def evaluate(scores, labels, qid=None, metrics=("ndcg@10", "err@10", "map"), pro
         As for :func:`rankwise.metrics.ndcg` (flat with ``qid`` or padded with ``where``).
     metrics : sequence of str
         Metric strings resolved by :func:`rankwise.metrics.get_metric` (``"ndcg@10"``, ``"map"``,
-        ``"P@5"``, ``"err@10"``, ``"mrr"``, ``"auc"``...).
+        ``"P@5"``, ``"err@10"``, ``"mrr"``, ``"auc"``...). Results are keyed by the string as
+        given (``"P@5"`` stays ``"P@5"``), or by ``name@k`` where ``default_k`` added the cutoff.
     profile : str, optional
         ``"trec_eval"``, ``"lightgbm"``, ``"xgboost"``, ``"sklearn"``, ``"ranx"`` or
         ``"letor"``: sets every convention to reproduce that tool (table in docs/metrics.md).
     doc_ids : array-like, optional
         Document id per row, for ``ties="docid"`` (the ``trec_eval`` profile needs them).
+    retrieved : array-like of bool, optional
+        False on judged documents that the run did not return (as trec_eval sees a run against
+        its qrels): they never occupy a rank, but count in the ideal DCG of NDCG and in the
+        number of relevant documents of recall and AP. AUC and the rank correlations are
+        computed on the retrieved documents alone. None: every row is ranked.
     **conventions
         ``gain``, ``discount``, ``ties``, ``empty``, ``threshold``, ``ap_denominator``,
         ``short_list``, ``max_grade``, ``omega``, ``default_k`` (cutoff for metrics given
@@ -74,27 +80,35 @@ def evaluate(scores, labels, qid=None, metrics=("ndcg@10", "err@10", "map"), pro
     if isinstance(metrics, str):
         metrics = [metrics]
     resolved = [get_metric(m) for m in metrics]
+    # results are keyed by the spec as the user wrote it ("P@5" stays "P@5")
+    keys = [m.strip() if isinstance(m, str) else get_metric(m).spec for m in metrics]
     if not resolved:
         raise InputError("metrics must name at least one metric, e.g. ['ndcg@10', 'map']")
     ties = check_choice(conv.get("ties", "average"), "ties", TIES)
     empty = check_empty(conv.get("empty", 0.0))
     default_k = conv.get("default_k")
+    floor = None
+    if retrieved is not None:
+        scores, floor = unrank(scores, retrieved)
     s, y, offsets, qids, docs = flatten(scores, labels, qid=qid, where=where, doc_ids=doc_ids)
-    prep = prepare_flat(s, y, offsets, qids, ties=ties, doc_ids=docs)
+    prep = prepare_flat(s, y, offsets, qids, ties=ties, doc_ids=docs, floor=floor)
     index = pd.Index(qids, name="qid") if qids is not None else pd.RangeIndex(prep.n_queries, name="query")
     columns, means = {}, {}
-    for metric in resolved:
+    for key, metric in zip(keys, resolved):
         if default_k is not None and metric.k is None and metric.entry.takes_k:
             metric = get_metric(f"{metric.name}@{int(default_k)}")
+            key = metric.spec
+        if key in columns:
+            raise InputError(f"metrics name {key!r} twice; give each metric once")
         values, empty_mask = metric.values(prep, conv)
         if empty == "drop":
             col = pd.array(values, dtype="Float64")
             col[empty_mask] = pd.NA
             kept = values[~empty_mask]
-            means[metric.spec] = float(kept.mean()) if len(kept) else 0.0
+            means[key] = float(kept.mean()) if len(kept) else 0.0
         else:
             col = np.where(empty_mask, empty, values)
-            means[metric.spec] = float(col.mean()) if len(col) else 0.0
-        columns[metric.spec] = col
+            means[key] = float(col.mean()) if len(col) else 0.0
+        columns[key] = col
     frame = pd.DataFrame(columns, index=index)
     return EvaluationResult(means, frame, conv)

@@ -14,8 +14,8 @@ SHORT_LIST = ("truncate", "zero")
 def _dcg_values(prep, *, k=0, gain="exp2", discount="log2"):
     g = gain_values(prep.labels, gain)
     kind = discount_kind(discount)
-    vals = K.dcg_kernel(prep.offsets, g, prep.gstart, k, kind)
-    ideal = K.ideal_dcg_kernel(prep.offsets, g, k, kind)
+    vals = K.dcg_kernel(prep.offsets, prep.ranked(g), prep.gstart, k, kind)
+    ideal = K.ideal_dcg_kernel(prep.offsets, g, k, kind)  # unretrieved rows count in the ideal
     return vals, ideal
 
 
@@ -31,7 +31,7 @@ def ndcg_values(prep, *, k=0, gain="exp2", discount="log2", short_list="truncate
     empty = ideal <= 0.0
     out = np.divide(vals, ideal, out=np.zeros_like(vals), where=~empty)
     if short_list == "zero" and k > 0:
-        out[np.diff(prep.offsets) < k] = 0.0
+        out[prep.n_ranked() < k] = 0.0
     return out, empty
 
 

@@ -22,6 +22,9 @@ class _Entry:
     takes_k: bool
     options: tuple  # metric-specific conventions it accepts
     higher_is_better: bool = True
+    #: False: defined on the ranking alone, so unretrieved rows (``evaluate(retrieved=...)``) are
+    #: dropped before it is computed; True: they count in its ideal / number of relevant items.
+    retrieval_aware: bool = True
 
 
 _ENTRIES = {
@@ -33,11 +36,12 @@ _ENTRIES = {
         _Entry("precision", binary.precision_values, True, ("threshold",)),
         _Entry("recall", binary.recall_values, True, ("threshold",)),
         _Entry("mrr", cascade.rr_values, True, ("threshold",)),
-        _Entry("auc", binary.auc_values, False, ("threshold",)),
-        _Entry("kendall_tau", correlation.kendall_values, False, ()),
-        _Entry("spearman", correlation.spearman_values, False, ()),
-        _Entry("pairwise_accuracy", correlation.pairwise_accuracy_values, False, ()),
-        _Entry("pairwise_cost", correlation.pairwise_cost_values, False, ("omega",), higher_is_better=False),
+        _Entry("auc", binary.auc_values, False, ("threshold",), retrieval_aware=False),
+        _Entry("kendall_tau", correlation.kendall_values, False, (), retrieval_aware=False),
+        _Entry("spearman", correlation.spearman_values, False, (), retrieval_aware=False),
+        _Entry("pairwise_accuracy", correlation.pairwise_accuracy_values, False, (), retrieval_aware=False),
+        _Entry("pairwise_cost", correlation.pairwise_cost_values, False, ("omega",), higher_is_better=False,
+               retrieval_aware=False),
     )
 }
 
@@ -90,6 +94,8 @@ class Metric:
         opts = self._options(conventions or {}, strict=strict)
         if "k" in opts:
             opts["k"] = check_k(opts["k"])
+        if not self.entry.retrieval_aware:
+            prepared = prepared.ranked_only()
         return self.entry.values(prepared, **opts)
 
     def __call__(self, scores, labels, *, qid=None, where=None, ties="average", empty=0.0,
