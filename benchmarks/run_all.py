@@ -40,8 +40,14 @@ def main(argv=None) -> int:
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--assemble-only", action="store_true")
     args = ap.parse_args(argv)
+    failed = []
     if not args.assemble_only:
         scripts = sorted(HERE.glob("bench_*.py"))
+        unknown = sorted(set(args.only or ()) - {s.stem for s in scripts})
+        if unknown:
+            print(f"run_all: unknown benchmark(s) {', '.join(unknown)}; valid: "
+                  f"{', '.join(s.stem for s in scripts)}", file=sys.stderr)
+            return 2
         for s in scripts:
             if args.only and s.stem not in args.only:
                 continue
@@ -49,7 +55,12 @@ def main(argv=None) -> int:
             print(f"== {s.name}", flush=True)
             rc = subprocess.call([sys.executable, str(s)], cwd=ROOT)
             print(f"== {s.name}: exit {rc} after {time.perf_counter() - t0:.0f}s ({platform.node()})", flush=True)
+            if rc:
+                failed.append(s.stem)
     print(f"wrote {assemble()}")
+    if failed:
+        print(f"run_all: failed: {', '.join(failed)} (their sections keep the previous results)", file=sys.stderr)
+        return 1
     return 0
 
 

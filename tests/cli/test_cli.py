@@ -48,6 +48,7 @@ def test_train_predict_evaluate_main(small_files, capsys, tmp_path):
                              "--model", "linear", "--loss", "listnet", "--param", "max_iter=50", "--out", str(model))
     assert code == 0, err
     assert "validation ndcg@10" in out and model.exists()
+    assert "best validation point: step" in out  # the validation curve's best point
     scores = tmp_path / "scores.txt"
     code, out, err = run_cli(capsys, "predict", str(model), str(small_files / "test.txt"), "--out", str(scores))
     assert code == 0, err
@@ -116,14 +117,23 @@ def test_compare_and_report(tmp_path, capsys):
     code, out, err = run_cli(capsys, "compare", *runs, "--qrels", str(tmp_path / "qrels"), "--metrics", "ndcg@10,map",
                              "--names", "weak,strong", "--resamples", "500")
     assert code == 0, err
-    assert "p_ttest_holm" in out and "weak" in out and "strong" in out
-    code, out, err = run_cli(capsys, "report", *runs, "--qrels", str(tmp_path / "qrels"), "--metrics", "ndcg@10",
-                             "--resamples", "500", "--out", str(tmp_path / "rep"))
+    for column in ("p_ttest_holm", "p_randomization_holm", "wins", "ties", "losses", "weak", "strong"):
+        assert column in out, column
+    # a model's training history becomes the learning-curve plot; auc (no cut-off) as first metric
+    model = tmp_path / "m.npz"
+    data = make_synthetic(30, n_features=5, list_length=(4, 10), seed=1)
+    from rankwise.models import LinearRanker
+
+    LinearRanker(loss="listnet", solver="adam", max_iter=4, random_state=0).fit(
+        data, eval_set=data).save(model)
+    code, out, err = run_cli(capsys, "report", *runs, "--qrels", str(tmp_path / "qrels"), "--metrics", "auc,ndcg@10",
+                             "--resamples", "500", "--out", str(tmp_path / "rep"), "--model", str(model))
     assert code == 0, err
     md = (tmp_path / "rep" / "report.md").read_text()
-    assert "metric_at_k.png" in md and "per_query_difference.png" in md
-    for png in ("metric_at_k.png", "per_query_difference.png"):
+    for png in ("metric_at_k.png", "per_query_difference.png", "learning_curves.png"):
+        assert png in md
         assert (tmp_path / "rep" / png).read_bytes()[:4] == b"\x89PNG"
+    assert "## Means" in md and "auc" in md
 
 
 @pytest.mark.parametrize("argv,needle", [
@@ -131,6 +141,10 @@ def test_compare_and_report(tmp_path, capsys):
     (["train", "missing.txt", "--out", "m.npz"], "missing.txt"),
     (["evaluate", "--metrics", "ndcg@10"], "--run RUN --qrels QRELS"),
     (["theory"], "sub-command"),
+    (["train", "missing.txt", "--loss", "no_such_loss", "--out", "m.npz"], "no_such_loss"),  # before loading
+    (["train", "missing.txt", "--out", "no/such/dir/m.npz"], "does not exist"),  # before loading
+    (["train", "missing.txt", "--model", "reduction", "--param", "classifier=forest", "--out", "m.npz"],
+     "classifier must be one of"),
 ])
 def test_user_errors_exit_2_with_one_line(argv, needle, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -148,6 +162,28 @@ def test_bad_param_and_bad_line(small_files, capsys, tmp_path):
     bad.write_text("1 qid:1 1:0.5\nx qid:1 1:0.2\n")
     code, _, err = run_cli(capsys, "train", str(bad), "--out", str(tmp_path / "m.npz"))
     assert code == 2 and f"{bad}:2" in err
+
+
+def test_run_queries_must_overlap_the_qrels_and_complete_scores_missing_ones(tmp_path, capsys):
+    qrels = {"q1": {"a": 1, "b": 0}, "q2": {"c": 2, "d": 0}}
+    write_trec_qrels(qrels, tmp_path / "qrels")
+    write_trec_run({"X1": {"a": 1.0}}, tmp_path / "bad.run")
+    code, _, err = run_cli(capsys, "evaluate", "--run", str(tmp_path / "bad.run"), "--qrels", str(tmp_path / "qrels"))
+    assert code == 2 and "no query id in common" in err
+    write_trec_run({"q1": {"a": 2.0, "b": 1.0}, "q9": {"z": 1.0}}, tmp_path / "part.run")
+    args = ["evaluate", "--run", str(tmp_path / "part.run"), "--qrels", str(tmp_path / "qrels"), "--metrics", "ndcg"]
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0 and "1 run queries have no judgments" in err and "1 judged queries are not in the run" in err
+    assert dict(line.split() for line in out.splitlines())["ndcg"] == "1.000000"  # only q1, ranked perfectly
+    code, out, err = run_cli(capsys, *args, "--complete")
+    assert code == 0 and dict(line.split() for line in out.splitlines())["ndcg"] == "0.500000"  # q2 scores 0
+
+
+def test_debug_after_the_subcommand_shows_the_traceback(capsys, tmp_path):
+    from rankwise.errors import RankwiseError
+
+    with pytest.raises((OSError, RankwiseError)):  # re-raised, not turned into exit code 2
+        main(["evaluate", "--run", str(tmp_path / "none"), "--qrels", str(tmp_path / "none"), "--debug"])
 
 
 def test_fetch_offline_message_and_cache_hit(capsys, tmp_path, monkeypatch, data_dir):
@@ -180,24 +216,30 @@ SMOKE = {
     "report": lambda d, t: ["report", str(t / "run"), "--qrels", str(t / "qrels"), "--out", str(t / "rep")],
     "fetch": lambda d, t: ["fetch", "mq2008", "--cache-dir", str(t / "nocache")],
     "theory": lambda d, t: ["theory", "losses"],
-    "bench": lambda d, t: ["bench", "--help"],
+    "bench": lambda d, t: ["bench", "--only", "no_such_bench"],
+    "demo": lambda d, t: ["demo", "--queries", "40"],
 }
 
 
 def test_subprocess_smoke_every_command(small_files, tmp_path):
-    """One real `rankwise` process per command (demo is run by tests/test_package.py)."""
+    """One real `rankwise` process per command."""
     test = read_svmlight(small_files / "test.txt")
     (tmp_path / "scores").write_text("".join(f"{v}\n" for v in np.linspace(0, 1, len(test))))
     write_trec_qrels({str(q.qid): {f"{q.qid}_{i}": int(l) for i, l in enumerate(q.labels)} for q in test},
                      tmp_path / "qrels")
     env = dict(os.environ)
     env.pop("RANKWISE_DATA", None)
-    expected = {"fetch": 2}  # no cache, no network: a clear error, exit 2
+    # fetch: no cache, no network: a clear error, exit 2; bench: an unknown benchmark name, exit 2
+    expected = {"fetch": 2, "bench": 2}
     for command, argv in SMOKE.items():
         proc = subprocess.run([sys.executable, "-m", "rankwise.cli.main", *argv(small_files, tmp_path)],
                               capture_output=True, text=True, env=env, timeout=300)
         assert proc.returncode == expected.get(command, 0), (command, proc.stderr[-2000:])
         assert "Traceback" not in proc.stderr, command
+        if command == "demo":
+            assert "Test metrics" in proc.stdout and "oracle" in proc.stdout
+        if command == "bench":
+            assert "unknown benchmark" in proc.stderr
 
 
 @pytest.mark.realdata

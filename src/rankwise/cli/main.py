@@ -7,12 +7,15 @@ traceback only with ``--debug``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from rankwise.errors import RankwiseError
 
 MODELS = ("linear", "neural", "gbdt", "reduction", "structured")
-CLASSIFIERS = ("logistic", "linear_svc", "tree", "forest", "hist_gb", "lightgbm")
+#: the classifiers a saved PairwiseReductionRanker can hold (saved without pickle); trees,
+#: forests and sklearn's HistGradientBoosting work from Python but cannot be saved
+CLASSIFIERS = ("logistic", "linear_svc", "lightgbm")
 
 
 def _csv(text: str) -> list[str]:
@@ -29,25 +32,14 @@ def _make_classifier(name: str, seed):
         from sklearn.svm import LinearSVC
 
         return LinearSVC(random_state=seed)
-    if name == "tree":
-        from sklearn.tree import DecisionTreeClassifier
-
-        return DecisionTreeClassifier(max_depth=8, random_state=seed)
-    if name == "forest":
-        from sklearn.ensemble import RandomForestClassifier
-
-        return RandomForestClassifier(n_estimators=100, max_depth=10, random_state=seed, n_jobs=1)
-    if name == "hist_gb":
-        from sklearn.ensemble import HistGradientBoostingClassifier
-
-        return HistGradientBoostingClassifier(random_state=seed)
     if name == "lightgbm":
         from lightgbm import LGBMClassifier
 
         return LGBMClassifier(random_state=seed, verbose=-1, n_jobs=1)
     from rankwise.errors import InputError
 
-    raise InputError(f"--param classifier must be one of {', '.join(CLASSIFIERS)}; got {name!r}")
+    raise InputError(f"--param classifier must be one of {', '.join(CLASSIFIERS)} (the classifiers a saved "
+                     f"model can hold without pickle; others work from the Python API); got {name!r}")
 
 
 def build_model(kind: str, loss: str | None, params: dict, seed):
@@ -85,14 +77,30 @@ def best_point(history, metric):
     return max(values, key=lambda iv: iv[1]) if values else None
 
 
+def _check_out_dir(path) -> None:
+    from pathlib import Path
+
+    from rankwise.errors import InputError
+
+    parent = Path(path).expanduser().resolve().parent
+    if not parent.is_dir():
+        raise InputError(f"--out {path}: directory {parent} does not exist")
+
+
 def _cmd_train(args) -> int:
     from rankwise.cli.inputs import load_dataset, parse_params
 
+    # cheap checks first: a typo in --loss, --param or --out must not cost a training run
+    _check_out_dir(args.out)
+    if args.loss is not None and args.model in ("linear", "neural", "gbdt") and not args.loss.startswith("native:"):
+        from rankwise.losses import get
+
+        get(args.loss)
+    model = build_model(args.model, args.loss, parse_params(args.param), args.seed)
     train = load_dataset(args.train, fmt=args.format, part="train", split=args.split)
     valid = None
     if args.valid is not None:
         valid = load_dataset(args.valid, fmt=args.format, part="test", split=args.split)
-    model = build_model(args.model, args.loss, parse_params(args.param), args.seed)
     print(f"training {type(model).__name__} on {train.n_queries} queries, {len(train)} rows, "
           f"{train.X.shape[1]} features", file=sys.stderr)
     fit_kwargs = {}
@@ -125,6 +133,7 @@ def _cmd_predict(args) -> int:
     from rankwise.cli.inputs import load_dataset
     from rankwise.data import write_trec_run
 
+    _check_out_dir(args.out)
     model = rankwise.load(args.model)
     ds = load_dataset(args.data, fmt=args.format, part="test", split=args.split)
     scores = np.asarray(_predict_scores(model, ds), dtype=np.float64)
@@ -144,13 +153,30 @@ def _conventions(args) -> dict:
     return parse_params(args.convention)
 
 
-def _evaluate_run(run_path, qrels, metrics, profile, conventions):
+def _evaluate_run(run_path, qrels, metrics, profile, conventions, complete=False, *, quiet=False):
+    """A TREC run against qrels, as trec_eval sees it.
+
+    The queries evaluated are those in both the run and the qrels (trec_eval's default), or with
+    ``complete`` every qrels query, a query the run lacks scoring as an empty ranking (trec_eval
+    ``-c``). What is left out is said on stderr; no query in common is an error.
+    """
     from rankwise.cli.inputs import run_arrays
     from rankwise.data import read_trec_run
+    from rankwise.errors import InputError
     from rankwise.metrics import evaluate
 
     run = read_trec_run(run_path)
-    scores, labels, qid, docs, retrieved = run_arrays(run, qrels, queries=list(qrels))
+    common = [q for q in qrels if q in run]
+    if not common:
+        raise InputError(f"{run_path}: the run and the qrels have no query id in common (run: {len(run)} queries, "
+                         f"e.g. {next(iter(run), None)!r}; qrels: {len(qrels)}, e.g. {next(iter(qrels), None)!r})")
+    unjudged = sum(q not in qrels for q in run)
+    absent = len(qrels) - len(common)
+    if not quiet and (unjudged or absent):
+        what = "scored as empty rankings (--complete)" if complete else "left out (use --complete to score them as 0)"
+        print(f"rankwise: {run_path}: {unjudged} run queries have no judgments and are left out; "
+              f"{absent} judged queries are not in the run and are {what}", file=sys.stderr)
+    scores, labels, qid, docs, retrieved = run_arrays(run, qrels, queries=list(qrels) if complete else common)
     return evaluate(scores, labels, qid, metrics=metrics, profile=profile, doc_ids=docs,
                     retrieved=retrieved, **conventions)
 
@@ -166,7 +192,8 @@ def _cmd_evaluate(args) -> int:
             raise InputError("give either --run RUN --qrels QRELS, or DATA --scores FILE")
         from rankwise.data import read_trec_qrels
 
-        result = _evaluate_run(args.run, read_trec_qrels(args.qrels), metrics, args.profile, conventions)
+        result = _evaluate_run(args.run, read_trec_qrels(args.qrels), metrics, args.profile, conventions,
+                               args.complete)
     else:
         if args.data is None or args.scores is None:
             raise InputError("give either --run RUN --qrels QRELS, or DATA --scores FILE")
@@ -197,7 +224,12 @@ def _per_query_runs(args):
         raise InputError(f"--names must give {len(args.runs)} distinct names, one per run; got {names}")
     qrels = read_trec_qrels(args.qrels)
     metrics = _csv(args.metrics)
-    results = {n: _evaluate_run(r, qrels, metrics, args.profile, _conventions(args)) for n, r in zip(names, args.runs)}
+    results = {n: _evaluate_run(r, qrels, metrics, args.profile, _conventions(args), args.complete)
+               for n, r in zip(names, args.runs)}
+    sizes = {n: len(r.per_query) for n, r in results.items()}
+    if len(set(sizes.values())) > 1:
+        raise InputError(f"the runs cover different sets of queries ({sizes}); paired comparisons need the same "
+                         "queries: use --complete to score every judged query in every run")
     return results, metrics
 
 
@@ -211,29 +243,44 @@ def _cmd_compare(args) -> int:
     return 0
 
 
+def _curve_metric(args, metrics) -> str:
+    """The metric of the metric@k plot: --curve-metric, else the first metric that takes a cut-off."""
+    from rankwise.errors import InputError
+    from rankwise.metrics import get_metric
+
+    if args.curve_metric:
+        m = get_metric(args.curve_metric)
+        if not m.entry.takes_k:
+            raise InputError(f"--curve-metric {args.curve_metric!r} takes no cut-off; choose e.g. ndcg, map, precision")
+        return m.name
+    return next((get_metric(m).name for m in metrics if get_metric(m).entry.takes_k), "ndcg")
+
+
 def _cmd_report(args) -> int:
+    from pathlib import Path
+
     import rankwise
+    from rankwise.data import read_trec_qrels
     from rankwise.report.markdown import CURVE_KS, write_report
 
+    models = [rankwise.load(path) for path in args.model]  # a bad model file fails before any work
     results, metrics = _per_query_runs(args)
-    base = metrics[0].split("@")[0]
+    base = _curve_metric(args, metrics)
     curve_specs = [f"{base}@{k}" for k in CURVE_KS]
-    from rankwise.data import read_trec_qrels
-
     qrels = read_trec_qrels(args.qrels)
     curves = {}
     for name, run in zip(results, args.runs):
-        r = _evaluate_run(run, qrels, curve_specs, args.profile, _conventions(args))
+        r = _evaluate_run(run, qrels, curve_specs, args.profile, _conventions(args), args.complete, quiet=True)
         curves[name] = {k: r.mean[s] for k, s in zip(CURVE_KS, curve_specs)}
     histories = {}
-    for path in args.model:
-        model = rankwise.load(path)
-        for key, values in (getattr(model, "history_", None) or {}).items():
-            clean = [v for v in values if v is not None]
-            if clean:
-                histories[f"{path}: {key}"] = clean
+    for path, model in zip(args.model, models):
+        history = getattr(model, "history_", None)
+        if history:
+            histories[Path(path).name] = dict(history)
     out = write_report(results, args.out, metrics=metrics, curves=curves, curve_metric=base,
                        histories=histories or None, n_resamples=args.resamples, random_state=args.seed)
+    if args.model and not histories:
+        print("rankwise: the --model files hold no training history; no learning-curve plot", file=sys.stderr)
     print(f"report written to {out}")
     return 0
 
@@ -275,7 +322,16 @@ def _cmd_bench(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rankwise", description="Learning to rank: train, predict, evaluate, compare.")
     parser.add_argument("--debug", action="store_true", help="show a traceback on errors")
+    # --debug is accepted after the sub-command too ("rankwise evaluate ... --debug")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show a traceback on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_parser = sub.add_parser
+
+    def add_parser(name, **kwargs):
+        return _add_parser(name, parents=[common], **kwargs)
+
+    sub.add_parser = add_parser
 
     def data_opts(p):
         p.add_argument("--format", default="auto", help="auto (default), svmlight, parquet, movielens, npz")
@@ -309,6 +365,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--profile", help="trec_eval, lightgbm, xgboost, sklearn, ranx or letor")
         p.add_argument("--convention", action="append", default=[], metavar="KEY=VALUE",
                        help="override a convention: gain=linear, ties=average, empty=drop, threshold=1, ...")
+        p.add_argument("--complete", "-c", action="store_true",
+                       help="with --run: score every judged query, a query missing from the run as an empty "
+                            "ranking (trec_eval -c); default: only the queries in both run and qrels")
 
     p = sub.add_parser("evaluate", help="evaluate a run against qrels, or scores against a data set")
     p.add_argument("data", nargs="?", help="data set whose labels are the truth (with --scores)")
@@ -332,6 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "report":
             p.add_argument("--out", required=True, help="output folder")
             p.add_argument("--model", action="append", default=[], help="saved model whose training history to plot")
+            p.add_argument("--curve-metric", help="metric of the metric@k plot (default: the first metric with a cut-off)")
         p.set_defaults(func=_cmd_compare if name == "compare" else _cmd_report)
 
     p = sub.add_parser("fetch", help="download a data set into the cache (checksums verified)")
@@ -364,6 +424,12 @@ def main(argv=None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # `rankwise compare ... | head`: the reader left, nothing to report
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
     except (RankwiseError, OSError) as exc:
         if args.debug:
             raise

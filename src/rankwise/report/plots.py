@@ -38,20 +38,47 @@ def plot_metric_at_k(curves: dict, path, *, metric: str = "NDCG", title: str | N
     return _save(fig, path)
 
 
+#: history keys that count steps: they become the x-axis, never a curve
+COUNTERS = ("epoch", "iteration", "round", "step")
+
+
 def plot_learning_curves(histories: dict, path, *, title: str = "Learning curves") -> Path:
-    """``histories = {label: sequence of values per epoch/round}`` → PNG at ``path``."""
+    """Training histories → PNG at ``path``: one panel per quantity, one line per model.
+
+    ``histories = {model_name: {quantity: values per epoch/round}}`` (a model's ``history_``).
+    A counter key (``epoch``, ``iteration``, ...) gives the x-axis; ``None`` entries (a
+    quantity not recorded at that step) are skipped. Quantities live on their own axes, so a
+    loss in the hundreds never flattens an NDCG curve.
+    """
     if not histories:
         raise InputError("plot_learning_curves needs at least one history")
+    series = {}  # quantity -> [(model, x, y)]
+    for model, history in histories.items():
+        if not isinstance(history, dict):
+            raise InputError(f"histories[{model!r}] must be a dict of per-step lists (a model's history_); "
+                             f"got {type(history).__name__}")
+        counter = next((c for c in COUNTERS if c in history), None)
+        for key, values in history.items():
+            if key in COUNTERS:
+                continue
+            x = history[counter] if counter else range(1, len(values) + 1)
+            pts = [(float(a), float(b)) for a, b in zip(x, values) if a is not None and b is not None]
+            if pts:
+                series.setdefault(key, []).append((model, *map(list, zip(*pts))))
+    if not series:
+        raise InputError("the histories hold no recorded values to plot")
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4), dpi=110)
-    for name, values in histories.items():
-        v = np.asarray(values, dtype=float)
-        ax.plot(np.arange(1, v.size + 1), v, label=name)
-    ax.set_xlabel("epoch / boosting round")
-    ax.set_ylabel("value")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend()
+    n = len(series)
+    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.8), dpi=110, squeeze=False)
+    for ax, (key, lines) in zip(axes[0], series.items()):
+        for model, x, y in lines:
+            ax.plot(x, y, label=model, marker="." if len(x) < 40 else None)
+        ax.set_xlabel("epoch / boosting round")
+        ax.set_ylabel(key)
+        ax.set_title(key)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.suptitle(title)
     return _save(fig, path)
 
 
