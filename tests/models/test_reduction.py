@@ -321,3 +321,56 @@ def test_concat_pair_features_and_sparse_input():
     assert dense.estimator_.coef_.shape == (1, 2 * X.shape[1])
     np.testing.assert_allclose(sparse.predict(sp.csr_matrix(X), qid=qid), dense.predict(X, qid=qid), rtol=1e-3,
                                atol=1e-3)
+
+
+@pytest.mark.parametrize("make_rs", [lambda: np.random.default_rng(0), lambda: np.random.RandomState(0), lambda: None])
+def test_generator_random_state_gives_reproducible_predictions(make_rs, tmp_path):
+    """A Generator was passed to default_rng at every predict and advanced: two predict calls of
+    the same fitted model differed. Now fit draws one seed from it (scikit-learn semantics)."""
+    import rankwise
+
+    X, y, qid, _ = _planted(np.random.default_rng(6), n_q=8)
+    m = PairwiseReductionRanker(LogisticRegression(C=0.01), inference="quicksort", pairs=15,
+                                random_state=make_rs()).fit(X, y, qid=qid)
+    assert isinstance(m.random_seed_, int)
+    first = m.predict(X, qid=qid)
+    np.testing.assert_array_equal(m.predict(X, qid=qid), first)
+    np.testing.assert_array_equal(m.predict(X, qid=qid), first)
+    loaded = rankwise.load(m.save(tmp_path / "m.npz"))
+    np.testing.assert_array_equal(loaded.predict(X, qid=qid), first)
+
+
+def test_generator_is_consumed_by_fit_like_scikit_learn():
+    X, y, qid, _ = _planted(np.random.default_rng(6), n_q=8)
+    rng = np.random.default_rng(0)
+    a = PairwiseReductionRanker(LogisticRegression(), pairs=5, random_state=rng).fit(X, y, qid=qid)
+    b = PairwiseReductionRanker(LogisticRegression(), pairs=5, random_state=rng).fit(X, y, qid=qid)
+    assert a.random_seed_ != b.random_seed_
+    c = PairwiseReductionRanker(LogisticRegression(), pairs=5, random_state=np.random.default_rng(0)).fit(X, y, qid=qid)
+    assert c.random_seed_ == a.random_seed_  # same generator state, same model
+    np.testing.assert_array_equal(c.estimator_.coef_, a.estimator_.coef_)
+    for bad in ("seed", -1, 1.5):
+        with pytest.raises(InputError, match="random_state must be"):
+            PairwiseReductionRanker(random_state=bad).fit(X, y, qid=qid)
+
+
+def test_aggregate_generates_pairs_in_blocks_and_matches_one_big_block():
+    """Pair indices of a long query are generated per block of rows (memory O(batch·m), was m²)."""
+    rng = np.random.default_rng(9)
+    sizes = [2, 3, 40, 2, 25, 5]
+    offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    X = rng.normal(size=(offsets[-1], 3))
+    y = rng.integers(0, 3, offsets[-1]).astype(float)
+    qid = np.repeat(np.arange(len(sizes)), sizes)
+    big = PairwiseReductionRanker(LogisticRegression()).fit(X, y, qid=qid)
+    want = big.predict(X, qid=qid)
+    for bs in (1, 7, 50, 600):
+        m = PairwiseReductionRanker(LogisticRegression(), batch_size=bs).fit(X, y, qid=qid)
+        blocks = list(m._pair_blocks(offsets))
+        seen = [(int(a), int(b)) for u, v in blocks for a, b in zip(u, v)]
+        expect = [(a, b) for q in range(len(sizes)) for a in range(offsets[q], offsets[q + 1])
+                  for b in range(offsets[q], offsets[q + 1]) if a != b]
+        assert sorted(seen) == sorted(expect) and len(seen) == len(set(seen))
+        assert max(len(u) for u, _ in blocks) <= max(bs, max(sizes) - 1)
+        # float32 pair features: sums in another order agree to float32 precision
+        np.testing.assert_allclose(m.predict(X, qid=qid), want, rtol=1e-5, atol=1e-5)

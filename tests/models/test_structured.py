@@ -22,6 +22,7 @@ from reference.structured_reference import (  # noqa: E402
     kendall_hinge_loop,
     kendall_tau_loss,
     multivariate_hinge_brute,
+    multivariate_reference_brute,
     ndcg_at_k,
     ndcg_hinge_brute,
 )
@@ -40,7 +41,7 @@ def _random_list(rng, r, n_levels=3):
 @pytest.mark.parametrize("gain", ["exp2", "linear"])
 def test_ndcg_maximiser_equals_brute_force(method, gain):
     rng = np.random.default_rng(7)
-    for _ in range(40):
+    for _ in range(120):
         r = int(rng.integers(1, 7))
         s, y = _random_list(rng, r)
         k = int(rng.integers(1, r + 1)) if rng.random() < 0.7 else None
@@ -53,13 +54,15 @@ def test_ndcg_maximiser_equals_brute_force(method, gain):
         assert recomputed == pytest.approx(res.value, abs=1e-9)
 
 
-def test_ndcg_maximiser_r7_exhaustive_check():
-    rng = np.random.default_rng(11)
+@pytest.mark.parametrize("gain", ["exp2", "linear"])
+@pytest.mark.parametrize("k", [1, 3, None])
+def test_ndcg_maximiser_r7_exhaustive_check(gain, k):
+    rng = np.random.default_rng(11 if k is None else 11 + k)
     for _ in range(3):
         s, y = _random_list(rng, 7, n_levels=4)
-        best, _ = ndcg_hinge_brute(list(s), list(y), 3)
-        assert ndcg_hinge_argmax(s, y, k=3, method="dp").value == pytest.approx(best, abs=1e-9)
-        assert ndcg_hinge_argmax(s, y, k=3, method="assignment").value == pytest.approx(best, abs=1e-9)
+        best, _ = ndcg_hinge_brute(list(s), list(y), 7 if k is None else k, gain)
+        for method in ("dp", "assignment", "auto"):
+            assert ndcg_hinge_argmax(s, y, k=k, gain=gain, method=method).value == pytest.approx(best, abs=1e-9)
 
 
 def test_ndcg_dp_equals_assignment_on_longer_lists():
@@ -92,11 +95,74 @@ def test_multivariate_maximiser_equals_brute_force(measure, constraint):
         s, y = _random_list(rng, r, n_levels=2)
         k = int(rng.integers(1, r + 1))
         res = multivariate_hinge_argmax(s, y, measure=measure, k=k, constraint=constraint)
-        best, _ = multivariate_hinge_brute(list(s), list(y), measure, k, constraint, list(res.reference))
+        rho = multivariate_reference_brute(list(y), k, constraint)  # independent of the code's ρ
+        np.testing.assert_allclose(res.reference, rho, atol=1e-12)
+        best, _ = multivariate_hinge_brute(list(s), list(y), measure, k, constraint, rho)
         assert res.value == pytest.approx(best, abs=1e-9)
         assert multivariate_delta(res.argmax, y, measure=measure) == pytest.approx(res.delta)
         ones = int(np.sum(res.argmax > 0))
         assert {"any": True, "eq": ones == k, "ge": ones >= k, "le": ones <= k}[constraint]
+
+
+@pytest.mark.parametrize("measure,default", [("precision", "ge"), ("recall", "le"), ("f1", "any"), ("accuracy", "any")])
+def test_default_constraint_is_umls(measure, default):
+    """UML §17.5: V_{≥k} for precision@k, V_{≤k} for recall@k, {±1}^r for F1/accuracy (was "eq")."""
+    rng = np.random.default_rng(17)
+    for _ in range(10):
+        s, y = _random_list(rng, 6, n_levels=2)
+        a = multivariate_hinge_argmax(s, y, measure=measure, k=3)
+        b = multivariate_hinge_argmax(s, y, measure=measure, k=3, constraint=default)
+        assert a.value == b.value
+        np.testing.assert_array_equal(a.argmax, b.argmax)
+        np.testing.assert_array_equal(a.reference, b.reference)
+
+
+def _small_lists(rng, n_q=12, d=3, r_max=7):
+    """Queries of 2..r_max items (brute force stays cheap), each with at least one relevant item."""
+    sizes = rng.integers(2, r_max + 1, size=n_q)
+    X = rng.normal(size=(int(sizes.sum()), d))
+    y = (rng.random(int(sizes.sum())) < 0.4).astype(float)
+    qid = np.repeat(np.arange(n_q), sizes)
+    for q in range(n_q):
+        y[np.flatnonzero(qid == q)[0]] = 1.0
+    return X, y, qid
+
+
+@pytest.mark.parametrize("measure,constraint", [(m, c) for m in ("precision@3", "recall@2")
+                                                for c in (None, "eq", "ge", "le", "any")])
+def test_ranker_trains_on_the_chosen_constraint_brute_force(measure, constraint):
+    """The ranker path: its reported training surrogate equals the brute-force hinge over V (all
+    ±1 vectors with the constraint, ρ computed independently) at the fitted w and intercept."""
+    rng = np.random.default_rng(3)
+    X, y, qid = _small_lists(rng)
+    model = StructuredHingeRanker(measure, constraint=constraint, n_epochs=2, random_state=0).fit(X, y, qid=qid)
+    name, k = measure.split("@")
+    used = constraint or {"precision": "ge", "recall": "le"}[name]
+    scores = model.predict(X)
+    if used == "eq":
+        assert model.intercept_ == 0.0  # b(s) = top k: no offset to learn
+    total = []
+    for q in np.unique(qid):
+        idx = np.flatnonzero(qid == q)
+        kk = min(int(k), len(idx))
+        rho = multivariate_reference_brute(list(y[idx]), kk, used)
+        total.append(multivariate_hinge_brute(list(scores[idx]), list(y[idx]), name, kk, used, rho)[0])
+    assert model.train_loss_[-1] == pytest.approx(np.mean(total), rel=1e-9, abs=1e-9)
+    if constraint is None:  # the default is UML's choice, not "exactly k"
+        ref = StructuredHingeRanker(measure, constraint=used, n_epochs=2, random_state=0).fit(X, y, qid=qid)
+        np.testing.assert_array_equal(model.coef_, ref.coef_)
+        eq = StructuredHingeRanker(measure, constraint="eq", n_epochs=2, random_state=0).fit(X, y, qid=qid)
+        assert not np.array_equal(model.coef_, eq.coef_)
+
+
+def test_ranker_constraint_validation():
+    X, y, qid = _small_lists(np.random.default_rng(0), n_q=3)
+    with pytest.raises(InputError, match="constraint must be one of"):
+        StructuredHingeRanker("precision@2", constraint="exactly").fit(X, y, qid=qid)
+    with pytest.raises(InputError, match="the ndcg hinge takes none"):
+        StructuredHingeRanker("ndcg@2", constraint="ge").fit(X, y, qid=qid)
+    with pytest.raises(InputError, match="needs a cutoff k"):
+        StructuredHingeRanker("f1", constraint="le").fit(X, y, qid=qid)
 
 
 def _induced_prediction(s, k, constraint):

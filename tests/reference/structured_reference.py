@@ -90,6 +90,26 @@ def feasible(v, k, constraint):
     return {"any": True, "eq": ones == k, "ge": ones >= k, "le": ones <= k}[constraint]
 
 
+def multivariate_reference_brute(labels, k, constraint):
+    """ρ of the multivariate hinge, by enumeration: the average of the v ∈ V closest to y.
+
+    y is the ±1 vector of the labels (relevant when > 0); "closest" is the smallest Hamming
+    distance (ρ = y when y ∈ V). Enumerates all 2^r sign vectors; independent of the fast code.
+    """
+    r = len(labels)
+    yv = [1 if lab > 0 else -1 for lab in labels]
+    best, members = None, []
+    for v in itertools.product((-1, 1), repeat=r):
+        if not feasible(v, k, constraint):
+            continue
+        dist = sum(1 for a, b in zip(v, yv) if a != b)
+        if best is None or dist < best:
+            best, members = dist, [v]
+        elif dist == best:
+            members.append(v)
+    return [sum(v[i] for v in members) / len(members) for i in range(r)]
+
+
 def multivariate_hinge_brute(scores, labels, measure, k, constraint, rho):
     """max over all v ∈ V ⊆ {±1}^r of Δ(v, y) + Σ (v_i − ρ_i) s_i (UML eq. 17.14)."""
     r = len(scores)

@@ -96,3 +96,58 @@ def test_a_declared_constant_below_the_estimate_is_flagged():
     assert est.estimate == pytest.approx(12.0)
     bad = LipschitzEstimate("x", "inf", 4, est.estimate, est.scores, est.labels, None, declared=10.0)
     assert bad.declared_ok is False and "VIOLATED" in str(bad)
+
+
+# (loss, norm, hyper, n_levels, declared constant at m = 8 written from the closed forms)
+NON_DEFAULT = [
+    ("listnet", "inf", {"temperature": 0.5}, 5, 2.0 / 0.5),                    # Prop. 1 scaled by 1/T
+    ("listnet", "2", {"temperature": 0.5}, 5, 2 ** 0.5 / 0.5),
+    ("pointwise_logistic", "inf", {"eta": 4.0}, 5, 8 * 4.0),                  # |∂ℓ/∂s_i| ≤ η
+    ("pointwise_logistic", "2", {"eta": 4.0}, 5, 8 ** 0.5 * 4.0),
+    ("ranknet", "inf", {"sigma": 3.0}, 5, 3.0 * 2 * (8 * 8 // 4)),            # σ · 2⌊m²/4⌋
+    ("ranknet", "2", {"sigma": 3.0}, 5, 3.0 * (2 * (8 * 8 // 4) * 7) ** 0.5),
+    ("smooth_dcg1", "inf", {}, 7, (2.0 ** 6 - 1) / 2),                        # labels 0..6: G(6)/(2σ)
+    ("smooth_dcg1", "inf", {"sigma": 0.5}, 3, (2.0 ** 2 - 1) / (2 * 0.5)),
+]
+
+
+@pytest.mark.parametrize("name,norm,hyper,levels,expected", NON_DEFAULT,
+                         ids=[f"{n}-{nm}-{h}-L{lv}" for n, nm, h, lv, _ in NON_DEFAULT])
+def test_declared_constant_is_evaluated_at_the_users_hyper_parameters(name, norm, hyper, levels, expected):
+    """The registry constant is a function of the hyper-parameters (and of the label range for
+    smoothed DCG@1); before the fix it was evaluated at the defaults (listnet at T = 0.5 was
+    reported VIOLATED: 3.99 vs 2)."""
+    est = lipschitz(name, norm, 8, n_levels=levels, n_restarts=32, n_steps=20, **hyper)
+    assert est.declared == pytest.approx(expected, rel=1e-12)
+    assert est.declared_ok, str(est)
+    if norm == "inf":  # the ℓ∞ constants are tight: the search gets close to them
+        assert est.estimate >= 0.9 * expected, str(est)
+
+
+def test_declared_constant_is_withheld_for_a_hyper_parameter_it_does_not_take():
+    est = lipschitz("smooth_dcg1", "inf", 6, gain="linear", n_restarts=8, n_steps=5)
+    assert est.declared is None and est.declared_ok is None
+    assert "gain" in est.declared_note and "gain" in str(est)
+    # the default value of an argument the constant does not take changes nothing
+    est = lipschitz("smooth_dcg1", "inf", 6, gain="exp2", n_restarts=8, n_steps=5)
+    assert est.declared == pytest.approx(15.0 / 2)
+
+
+def test_non_finite_gradient_raises_naming_the_loss_and_the_point():
+    """A NaN gradient used to be replaced by 0, which hid the point from the estimate."""
+    def sqrt_abs_loss(scores, labels, *, reduction="none"):
+        return torch.sqrt(scores.abs()).sum(-1)  # ∞ slope at s = 0: NaN gradient there
+
+    with pytest.raises(InputError, match=r"loss 'sqrt_abs_loss' has a non-finite gradient .* at scores \[0\.0"):
+        lipschitz(sqrt_abs_loss, "inf", 4, n_restarts=4, n_steps=1)
+
+
+@pytest.mark.parametrize("m", [3, 5, 6])
+def test_ranksvm_l2_constant_is_the_transitive_tournament(m):
+    """sup ‖∇‖₂ = √(m(m²−1)/3) (majorisation), reached with m distinct labels."""
+    est = lipschitz("ranksvm", "2", m, n_levels=m, n_restarts=64, n_steps=20)
+    sup = (m * (m * m - 1) / 3) ** 0.5
+    assert est.closed_form["exact"] == pytest.approx(sup)
+    assert est.estimate == pytest.approx(sup, rel=1e-12)
+    few = lipschitz("ranksvm", "2", m, n_levels=2, n_restarts=32, n_steps=10)
+    assert few.estimate <= sup * (1 + 1e-12) and few.closed_form["exact"] is None

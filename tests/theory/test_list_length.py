@@ -55,3 +55,32 @@ def test_bad_arguments():
         run_list_length_experiment((1,))
     with pytest.raises(InputError, match="unknown losses"):
         run_list_length_experiment((5,), losses=("listmle",))
+
+
+def test_default_repeats_is_three_and_quick_keeps_an_explicit_value():
+    """docs/theory.md reports 3 data draws per m: the default must match (it was 2)."""
+    tiny = dict(n_train=4, n_test=4, n_features=3, maxiter=5)
+    assert run_list_length_experiment((5,), **tiny).settings["n_repeats"] == 3
+    assert run_list_length_experiment((5,), quick=True, **tiny).settings["n_repeats"] == 1
+    assert run_list_length_experiment((5,), quick=True, n_repeats=2, **tiny).settings["n_repeats"] == 2
+
+
+def test_table_survives_a_zero_train_loss():
+    """gap / train loss is 'n/a' when the train loss is 0 (was a ZeroDivisionError)."""
+    from rankwise.theory.list_length import ListLengthResult
+
+    row = {"loss": "ranksvm", "m": 5, "train_loss": 0.0, "test_loss": 0.5, "gap": 0.5, "ndcg_train": 1.0,
+           "ndcg_test": 0.9, "W": 2.0, "G_inf": 12.0, "thm6": 3.0, "older": 1.0}
+    md = ListLengthResult([row]).to_markdown()
+    assert "n/a (train loss 0)" in md and "0.167" in md
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"n_repeats": 0}, "n_repeats must be a positive integer"),
+    ({"n_repeats": 1.5}, "n_repeats must be a positive integer"),
+    ({"lam": float("nan")}, "lam must be a finite number ≥ 0; got nan"),
+    ({"maxiter": 0}, "maxiter must be a positive integer"),
+])
+def test_bad_settings(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        run_list_length_experiment((5,), **kwargs)

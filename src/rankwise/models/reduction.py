@@ -172,6 +172,27 @@ def _is_int(x):
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
+def _seed_from(random_state) -> int:
+    """An int seed from ``random_state`` (scikit-learn ``check_random_state`` semantics).
+
+    An int is used as is (must be ≥ 0); a ``numpy.random.Generator`` or ``RandomState`` is
+    consumed (one draw), None draws from fresh OS entropy. The seed is stored by ``fit`` so that
+    every ``predict`` of the fitted model starts from the same state.
+    """
+    if _is_int(random_state):
+        if random_state < 0:
+            raise InputError(f"random_state must be a non-negative int, a numpy Generator/RandomState or None; "
+                             f"got {random_state!r}")
+        return int(random_state)
+    if random_state is None:
+        return int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0])
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**32 - 1))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**32 - 1, dtype=np.int64))
+    raise InputError(f"random_state must be an int, a numpy Generator/RandomState or None; got {random_state!r}")
+
+
 class PairwiseReductionRanker(BaseRanker):
     """Ranker that reduces ranking to weighted binary classification with any scikit-learn classifier.
 
@@ -194,11 +215,18 @@ class PairwiseReductionRanker(BaseRanker):
         ``"aggregate"`` needs a real-valued ``f``: ``decision_function`` when the classifier has
         one, else ``2·P(+1) − 1``, else its ±1 predictions. ``"quicksort"`` needs
         ``predict_proba``.
-    random_state : int or None
-        Seeds pair sampling and the QuickSort pivots/coin flips (each ``predict`` call restarts
-        from it, so predictions are reproducible).
+    random_state : int, numpy Generator, RandomState or None
+        Seeds pair sampling and the QuickSort pivots/coin flips. scikit-learn semantics: an int
+        gives the same model and predictions every time; a ``Generator``/``RandomState`` is
+        consumed — ``fit`` draws one seed from it (so two fits differ) and stores it as
+        ``random_seed_``; every ``predict`` restarts from that seed, so a fitted model's
+        predictions are reproducible either way (a model saved with a generator stores the drawn
+        seed as its ``random_state``); None draws fresh entropy at ``fit`` (predictions of that
+        fitted model are still reproducible).
     batch_size : int
-        Pair rows per classifier call at inference (bounds memory).
+        Pair rows per classifier call at inference. Pair indices are generated per block of at
+        most ``batch_size`` pairs (a long query is split into blocks of rows), so inference memory
+        is O(batch_size + n) whatever the list length.
 
     Attributes
     ----------
@@ -206,6 +234,8 @@ class PairwiseReductionRanker(BaseRanker):
     n_pairs_ : int
         Number of training pairs.
     n_features_in_ : int
+    random_seed_ : int
+        The seed of pair sampling and QuickSort inference (``random_state`` itself when an int).
 
     References
     ----------
@@ -263,8 +293,9 @@ class PairwiseReductionRanker(BaseRanker):
         from sklearn.base import clone
 
         est = self._validate_params()
+        seed = _seed_from(self.random_state)
         data, _ = self._validate_fit(X, y, qid)
-        u, v, yp = make_pairs(data.y, data.offsets, pairs=self.pairs, random_state=self.random_state)
+        u, v, yp = make_pairs(data.y, data.offsets, pairs=self.pairs, random_state=seed)
         if len(u) == 0:
             raise InputError("no query has two rows with different labels, so there is no pair to learn from")
         Xp = pair_features(data.X, u, v, self.pair_features)
@@ -279,6 +310,7 @@ class PairwiseReductionRanker(BaseRanker):
                              "(increase pairs)")
         self.n_pairs_ = int(len(u))
         self.n_features_in_ = int(data.X.shape[1])
+        self.random_seed_ = seed
         return self
 
     # -- pair evaluation ----------------------------------------------------------------------------
@@ -307,35 +339,54 @@ class PairwiseReductionRanker(BaseRanker):
         return out
 
     # -- inference --------------------------------------------------------------------------------
+    def _pair_blocks(self, offsets):
+        """Yield ``(u, v)``: all ordered pairs u ≠ v within each query, in blocks of ≤ batch_size pairs.
+
+        Short queries are packed together; a query with more than ``batch_size`` pairs is split
+        into blocks of rows (each row with all m − 1 others), so no block holds all m² pairs of a
+        long list: memory O(max(batch_size, m)).
+        """
+        bs = int(self.batch_size)
+        us, vs, tot = [], [], 0
+        for q in range(len(offsets) - 1):
+            a, b = int(offsets[q]), int(offsets[q + 1])
+            m = b - a
+            if m < 2:
+                continue
+            if m * (m - 1) <= bs:
+                if tot + m * (m - 1) > bs and us:
+                    yield np.concatenate(us), np.concatenate(vs)
+                    us, vs, tot = [], [], 0
+                uu, vv = np.nonzero(~np.eye(m, dtype=bool))
+                us.append(uu + a)
+                vs.append(vv + a)
+                tot += m * (m - 1)
+                continue
+            if us:
+                yield np.concatenate(us), np.concatenate(vs)
+                us, vs, tot = [], [], 0
+            rows = max(1, bs // (m - 1))
+            cols = np.arange(a, b, dtype=np.int64)
+            for r0 in range(a, b, rows):
+                r1 = min(r0 + rows, b)
+                u = np.repeat(np.arange(r0, r1, dtype=np.int64), m)
+                v = np.tile(cols, r1 - r0)
+                keep = u != v
+                yield u[keep], v[keep]
+        if us:
+            yield np.concatenate(us), np.concatenate(vs)
+
     def _aggregate(self, X, offsets):
         n = X.shape[0]
         score = np.zeros(n, dtype=np.float64)
-        sizes = np.diff(offsets)
-        # group queries into chunks of about batch_size pairs
-        q = 0
-        nq = len(sizes)
-        while q < nq:
-            us, vs, tot = [], [], 0
-            while q < nq and (tot == 0 or tot + sizes[q] * (sizes[q] - 1) <= self.batch_size):
-                m = int(sizes[q])
-                if m > 1:
-                    a = int(offsets[q])
-                    uu, vv = np.nonzero(~np.eye(m, dtype=bool))
-                    us.append(uu + a)
-                    vs.append(vv + a)
-                    tot += m * (m - 1)
-                q += 1
-            if not us:
-                continue
-            u = np.concatenate(us)
-            v = np.concatenate(vs)
+        for u, v in self._pair_blocks(offsets):
             f = self._batched(self._pair_decision, X, u, v)
             score += np.bincount(u, weights=f, minlength=n) - np.bincount(v, weights=f, minlength=n)
         return score
 
     def _quicksort(self, X, offsets):
         """Level-synchronous randomised QuickSort: one classifier call per recursion level."""
-        rng = np.random.default_rng(self.random_state)
+        rng = np.random.default_rng(getattr(self, "random_seed_", None))
         n = X.shape[0]
         position = np.zeros(n, dtype=np.int64)  # 0 = top of its query
         segments = [(0, np.arange(offsets[q], offsets[q + 1])) for q in range(len(offsets) - 1)]
@@ -411,6 +462,8 @@ class PairwiseReductionRanker(BaseRanker):
             raise InputError("cannot save a PairwiseReductionRanker with a callable weights (code is never "
                              "saved); refit with weights='none', 'kemeny' or 'ndcg' to save it")
         params = self.get_params(deep=False)
+        if not (params["random_state"] is None or _is_int(params["random_state"])):
+            params["random_state"] = self.random_seed_  # a generator is saved as the seed drawn from it
         est = params.pop("estimator")
         params["estimator"] = None if est is None else _estimator_spec(est)
         return params
@@ -426,7 +479,7 @@ class PairwiseReductionRanker(BaseRanker):
         est = self.estimator_
         name = type(est).__name__
         state = {"n_features_in_": self.n_features_in_, "n_pairs_": self.n_pairs_, "estimator_class": name,
-                 "classes": [int(c) for c in est.classes_]}
+                 "classes": [int(c) for c in est.classes_], "random_seed_": self.random_seed_}
         if name in ("LogisticRegression", "LinearSVC"):
             return state, {"coef": np.asarray(est.coef_), "intercept": np.atleast_1d(np.asarray(est.intercept_))}
         if name == "LGBMClassifier":
@@ -458,6 +511,8 @@ class PairwiseReductionRanker(BaseRanker):
         self.estimator_ = est
         self.n_features_in_ = int(state["n_features_in_"])
         self.n_pairs_ = int(state["n_pairs_"])
+        seed = state.get("random_seed_", self.random_state if _is_int(self.random_state) else None)
+        self.random_seed_ = None if seed is None else int(seed)
 
 
 _SAVEABLE = ("LogisticRegression", "LinearSVC", "LGBMClassifier")

@@ -49,6 +49,7 @@ __all__ = [
     "structured_hinge",
     "StructuredHingeRanker",
     "MEASURES",
+    "CONSTRAINTS",
 ]
 
 
@@ -331,7 +332,9 @@ def _measure_value(measure, a, b, c, d):
     raise InputError(f"measure must be one of 'precision', 'recall', 'f1', 'accuracy'; got {measure!r}")
 
 
-_DEFAULT_CONSTRAINT = {"precision": "eq", "recall": "eq", "f1": "any", "accuracy": "any"}
+# UML §17.5 (after eq. 17.13): V_{≥k} for precision@k, V_{≤k} for recall@k, {±1}^r (θ = 0) otherwise.
+_DEFAULT_CONSTRAINT = {"precision": "ge", "recall": "le", "f1": "any", "accuracy": "any"}
+CONSTRAINTS = ("any", "eq", "ge", "le")
 
 
 def multivariate_delta(v, labels, *, measure="f1") -> float:
@@ -408,9 +411,11 @@ def multivariate_hinge_argmax(scores, labels, *, measure="f1", k=None, constrain
     k : int or None
         Size parameter of the constraint (required unless ``constraint="any"``).
     constraint : {"any", "eq", "ge", "le"} or None
-        ``V``: all of {±1}^r (θ = 0, F1 and accuracy), exactly ``k`` ones (``b(s)`` = the top k:
-        precision@k and recall@k), at least ``k`` ones (UML's ``V_{≥k}``) or at most ``k``
-        (``V_{≤k}``). None: ``"eq"`` for precision/recall, ``"any"`` for F1/accuracy.
+        ``V``: all of {±1}^r (θ = 0), exactly ``k`` ones (``b(s)`` = the top k), at least ``k``
+        ones (UML's ``V_{≥k}``: ``b(s)`` marks the items of positive score, and the top k if
+        fewer) or at most ``k`` (``V_{≤k}``: the items of positive score among the top k).
+        None: UML's choice (§17.5, after eq. 17.13) — ``"ge"`` for precision@k, ``"le"`` for
+        recall@k, ``"any"`` for F1 and accuracy.
 
     Returns
     -------
@@ -428,6 +433,8 @@ def multivariate_hinge_argmax(scores, labels, *, measure="f1", k=None, constrain
     if measure not in _DEFAULT_CONSTRAINT:
         raise InputError(f"measure must be one of {sorted(_DEFAULT_CONSTRAINT)}; got {measure!r}")
     constraint = _DEFAULT_CONSTRAINT[measure] if constraint is None else constraint
+    if constraint not in CONSTRAINTS:
+        raise InputError(f"constraint must be one of {CONSTRAINTS} or None; got {constraint!r}")
     r = len(s)
     if constraint != "any":
         if k is None:
@@ -531,19 +538,39 @@ def _parse_measure(spec) -> _MeasureSpec:
     raise InputError(f"unknown measure {spec!r}; valid: {', '.join(MEASURES)}")
 
 
-def structured_hinge(scores, labels, *, measure="ndcg@10", gain="exp2"):
+def _resolve_constraint(spec: _MeasureSpec, constraint):
+    """The constraint set V of a measure: UML's default when None (see :func:`multivariate_hinge_argmax`)."""
+    if constraint is not None and constraint not in CONSTRAINTS:
+        raise InputError(f"constraint must be one of {CONSTRAINTS} or None; got {constraint!r}")
+    if spec.family != "multivariate":
+        if constraint is not None:
+            raise InputError(f"constraint applies to precision@k, recall@k, f1 and accuracy; the {spec.family} "
+                             f"hinge takes none (got constraint={constraint!r})")
+        return None
+    if constraint is None:
+        return _DEFAULT_CONSTRAINT[spec.measure]
+    if spec.k is None and constraint != "any":
+        raise InputError(f"constraint={constraint!r} needs a cutoff k; measure {spec.measure!r} has none "
+                         "(use constraint='any' or None)")
+    return constraint
+
+
+def structured_hinge(scores, labels, *, measure="ndcg@10", gain="exp2", constraint=None):
     """Value and score-gradient ``v* − ρ`` of the structured hinge named by ``measure``.
 
     Returns ``(value, grad)``: the hinge ℓ and its gradient in the scores (a subgradient where
-    the maximiser is not unique).
+    the maximiser is not unique). ``constraint`` chooses ``V`` for the multivariate measures
+    (None: UML's default, ``"ge"`` for precision@k, ``"le"`` for recall@k, ``"any"`` for F1 and
+    accuracy; see :func:`multivariate_hinge_argmax`).
     """
     spec = _parse_measure(measure) if isinstance(measure, str) else measure
+    constraint = _resolve_constraint(spec, constraint)
     if spec.family == "ndcg":
         res = ndcg_hinge_argmax(scores, labels, k=spec.k, gain=gain)
         return res.value, res.argmax - res.reference
     if spec.family == "multivariate":
         kk = None if spec.k is None else min(spec.k, len(np.asarray(scores)))
-        res = multivariate_hinge_argmax(scores, labels, measure=spec.measure, k=kk)
+        res = multivariate_hinge_argmax(scores, labels, measure=spec.measure, k=kk, constraint=constraint)
         return res.value, res.argmax - res.reference
     return kendall_hinge_value_grad(scores, labels)
 
@@ -575,6 +602,12 @@ class StructuredHingeRanker(BaseRanker):
         Base step size η₀.
     gain : {"exp2", "linear"}
         Gain of the NDCG loss.
+    constraint : {"eq", "ge", "le", "any"} or None
+        The set ``V`` of the multivariate hinges (UML eq. 17.13): ``"ge"`` (``V_{≥k}``, at least
+        ``k`` predicted relevant), ``"le"`` (``V_{≤k}``), ``"eq"`` (exactly the top ``k``) or
+        ``"any"`` (all of {±1}^r, θ = 0). None (default) follows UML §17.5: ``"ge"`` for
+        precision@k, ``"le"`` for recall@k, ``"any"`` for F1 and accuracy. Must be None for the
+        NDCG and Kendall hinges.
     random_state : int, Generator or None
 
     Attributes
@@ -588,9 +621,10 @@ class StructuredHingeRanker(BaseRanker):
     Notes
     -----
     Queries whose loss is constant (no relevant item for NDCG/precision/recall/F1, or a single
-    item) contribute no gradient and are skipped. The multivariate measures F1 and accuracy use
-    θ = 0 (an item is predicted relevant when its score is > 0), so they depend on the score's
-    offset; the model then fits an intercept ``intercept_`` (which does not change rankings).
+    item) contribute no gradient and are skipped. Every multivariate hinge except
+    ``constraint="eq"`` uses θ = 0 (an item is predicted relevant when its score is > 0, within
+    the limits ``V`` sets), so it depends on the score's offset; the model then fits an intercept
+    ``intercept_`` (which does not change rankings).
 
     References
     ----------
@@ -599,13 +633,14 @@ class StructuredHingeRanker(BaseRanker):
     """
 
     def __init__(self, measure="ndcg@10", *, C=1.0, solver="sgd", n_epochs=20, learning_rate=0.1,
-                 gain="exp2", random_state=None):
+                 gain="exp2", constraint=None, random_state=None):
         self.measure = measure
         self.C = C
         self.solver = solver
         self.n_epochs = n_epochs
         self.learning_rate = learning_rate
         self.gain = gain
+        self.constraint = constraint
         self.random_state = random_state
 
     def _validate_params(self):
@@ -621,15 +656,15 @@ class StructuredHingeRanker(BaseRanker):
             raise InputError(f"n_epochs must be a positive integer; got {self.n_epochs!r}")
         if self.gain not in ("exp2", "linear"):
             raise InputError(f"gain must be 'exp2' or 'linear'; got {self.gain!r}")
-        return spec
+        return spec, _resolve_constraint(spec, self.constraint)
 
     def fit(self, X, y=None, *, qid=None):
         """Fit ``w`` on rows ``X`` with labels ``y`` grouped by ``qid``; returns ``self``."""
-        spec = self._validate_params()
+        spec, constraint = self._validate_params()
         data, _ = self._validate_fit(X, y, qid)
         Xd = data.X.toarray() if hasattr(data.X, "toarray") else data.X
         Xd = np.asarray(Xd, dtype=np.float64)
-        use_bias = spec.family == "multivariate" and spec.measure in ("f1", "accuracy")
+        use_bias = spec.family == "multivariate" and constraint != "eq"
         if use_bias:
             Xd = np.hstack([Xd, np.ones((Xd.shape[0], 1))])
         if spec.family == "ndcg" and self.gain == "exp2" and np.any(data.y < 0):
@@ -657,13 +692,14 @@ class StructuredHingeRanker(BaseRanker):
             for q in rng.permutation(useful):
                 t += 1
                 Xq = Xd[off[q]:off[q + 1]]
-                _, gs = structured_hinge(Xq @ w, data.y[off[q]:off[q + 1]], measure=spec, gain=self.gain)
+                _, gs = structured_hinge(Xq @ w, data.y[off[q]:off[q + 1]], measure=spec, gain=self.gain,
+                                         constraint=constraint)
                 grad = lam * w + Xq.T @ gs
                 w = w - (self.learning_rate / np.sqrt(t)) * grad
                 w_avg += (w - w_avg) / t
             self.train_loss_.append(float(np.mean([
                 structured_hinge(Xd[off[q]:off[q + 1]] @ w_avg, data.y[off[q]:off[q + 1]],
-                                 measure=spec, gain=self.gain)[0] for q in useful])))
+                                 measure=spec, gain=self.gain, constraint=constraint)[0] for q in useful])))
         if use_bias:
             self.coef_, self.intercept_ = w_avg[:-1].copy(), float(w_avg[-1])
         else:

@@ -26,8 +26,10 @@ _LAZY = {
     "CalibrationReport": "calibration", "Counterexample": "calibration",
     # regret
     "c_phi": "regret", "regret_bound": "regret", "regret_constant": "regret", "RegretBound": "regret",
+    "bregman_modulus": "regret",
     # lipschitz
     "lipschitz": "lipschitz", "closed_form_lipschitz": "lipschitz", "LipschitzEstimate": "lipschitz",
+    "declared_constant": "lipschitz",
     # generalization
     "generalization_bound": "generalization", "GeneralizationTerms": "generalization",
     "row_norm_bound": "generalization", "dudley_complexity": "generalization",

@@ -6,10 +6,20 @@ that is ``G_∞``-Lipschitz w.r.t. ℓ∞ (or ``G_2`` w.r.t. ℓ2) in s. The key
 ``‖X^T g‖₂ ≤ R ‖g‖₁``, so ``w ↦ φ(Xw, y)`` is ``G_∞ R``-Lipschitz in ℓ2, with no factor of m.
 The terms computed here (what the bound adds to the optimal or empirical risk):
 
-- **Theorem 5 (online gradient descent, convex φ).** Projected OGD on the ball with step
-  ``η = W / (G_∞ R √n)`` has regret ``≤ W G_∞ R √n``; online-to-batch conversion of the averaged
-  iterate gives ``E[L(w̄)] − L(w*) ≤ G_∞ R W / √n``, and, with probability ``1 − δ`` (Azuma on
-  losses whose differences are at most ``2 G_∞ R W``),
+- **Theorem 5 (online gradient descent, convex φ, in expectation).** Projected OGD from
+  ``w_1 = 0`` on the ball with step ``η = W / (G_∞ R √n)`` has regret
+  ``≤ W²/(2η) + η n (G_∞R)²/2 = W G_∞ R √n`` (Zinkevich 2003; the gradient in w is at most
+  ``G_∞ R`` by Lemma 4); the online-to-batch conversion of the averaged iterate (taking
+  expectations over the sample and Jensen's inequality, as CT15 Sect. 5 describe) gives
+
+  .. math:: \\mathbb E[L(\\bar w)] - L(w^\\star) \\le \\frac{G_\\infty R W}{\\sqrt n}.
+
+  This is CT15's Theorem 5 (constant 1 re-derived from the steps their Sect. 5 states; the
+  formula itself is lost in the available text).
+
+- **A high-probability variant (not CT15's Theorem 5).** With probability ``1 − δ``, by the
+  Azuma-Hoeffding inequality on the martingale differences of the conversion (each in an
+  interval of length ``4 G_∞ R W``; Cesa-Bianchi, Conconi & Gentile 2004),
 
   .. math:: L(\\bar w) - L(w^\\star) \\le \\frac{G_\\infty R W}{\\sqrt n}\\bigl(1 + 2\\sqrt{2\\log(1/\\delta)}\\bigr).
 
@@ -40,6 +50,9 @@ References
 ----------
 S. Chaudhuri, A. Tewari. "Generalization error bounds for learning to rank: does the length of
 document lists matter?" ICML 2015. Lemma 4, Theorems 5, 6, 9, Proposition 7.
+M. Zinkevich. "Online convex programming and generalized infinitesimal gradient ascent." ICML 2003.
+N. Cesa-Bianchi, A. Conconi, C. Gentile. "On the generalization ability of on-line learning
+algorithms." IEEE Transactions on Information Theory 50(9):2050-2057, 2004.
 T. Zhang. "Covering number bounds of certain regularized linear function classes." JMLR 2:527-550, 2002.
 S. Shalev-Shwartz, O. Shamir, N. Srebro, K. Sridharan. "Stochastic convex optimization." COLT 2009.
 O. Chapelle, M. Wu. "Gradient descent optimization of smoothed information retrieval metrics."
@@ -102,7 +115,11 @@ def dudley_complexity(G: float, R: float, W: float, n: int, m: int, B: float, *,
 
 @dataclass
 class GeneralizationTerms:
-    """Complexity terms of Theorems 5, 6, 9 and the older list-length-dependent bound."""
+    """Complexity terms of Theorems 5, 6, 9 and the older list-length-dependent bound.
+
+    ``ogd`` is Theorem 5 (in expectation); ``ogd_high_probability`` the Azuma-Hoeffding variant
+    of the same online-to-batch conversion, which holds with probability ``1 − δ``.
+    """
 
     n_queries: int
     list_length: int
@@ -116,12 +133,14 @@ class GeneralizationTerms:
     rerm: float
     erm: float | None
     chapelle_wu: float | None
+    ogd_high_probability: float
 
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
     def __str__(self) -> str:
-        rows = [("Theorem 5 (OGD, convex, w.p. 1-δ)", self.ogd),
+        rows = [("Theorem 5 (OGD, convex, expectation)", self.ogd),
+                ("OGD + Azuma-Hoeffding (convex, w.p. 1-δ)", self.ogd_high_probability),
                 ("Theorem 6 (regularised ERM, convex, expectation)", self.rerm),
                 ("Theorem 9 (ERM, Dudley/Zhang, w.p. 1-δ)", self.erm),
                 ("Chapelle & Wu (2010) leading term G_2 R W sqrt(m/n)", self.chapelle_wu)]
@@ -137,6 +156,12 @@ def generalization_bound(*, n_queries: int, G_inf: float, W: float, R: float | N
                          X=None, list_length: int | None = None, G_2: float | None = None,
                          B: float | None = None, delta: float = 0.05) -> GeneralizationTerms:
     """Complexity terms of Chaudhuri & Tewari (2015) Theorems 5, 6, 9 and of the older bound.
+
+    .. math:: \\mathbb E[L(\\bar w)] - L(w^\\star) \\le \\frac{G_\\infty R W}{\\sqrt n} \\;(\\text{Thm 5}),\\quad
+              \\mathbb E[L(\\hat w_\\lambda)] - L(w^\\star) \\le \\frac{\\sqrt 8\\, G_\\infty R W}{\\sqrt n} \\;(\\text{Thm 6})
+
+    Assumptions: i.i.d. queries, linear scores ``s = Xw`` with ``‖w‖₂ ≤ W``, rows ``‖X_j‖₂ ≤ R``,
+    φ convex (Theorems 5, 6) or bounded by ``B`` (Theorem 9) and ``G_∞``-Lipschitz w.r.t. ℓ∞.
 
     Parameters
     ----------
@@ -163,7 +188,14 @@ def generalization_bound(*, n_queries: int, G_inf: float, W: float, R: float | N
     Returns
     -------
     GeneralizationTerms
-        ``ogd``, ``rerm``, ``erm`` (None without B and m), ``chapelle_wu`` (None without G_2, m).
+        ``ogd`` (Theorem 5, in expectation), ``ogd_high_probability`` (its w.p. 1 − δ variant),
+        ``rerm``, ``erm`` (None without B and m), ``chapelle_wu`` (None without G_2, m).
+
+    Raises
+    ------
+    InputError
+        When a constant is NaN, infinite, non-positive or not a number, ``list_length`` is not a
+        positive integer, or ``delta`` is not in (0, 1).
 
     References
     ----------
@@ -173,17 +205,23 @@ def generalization_bound(*, n_queries: int, G_inf: float, W: float, R: float | N
         if X is None:
             raise InputError("give R (the largest row norm) or X to compute it from")
         R = row_norm_bound(X)
-    for nm, v in (("n_queries", n_queries),):
-        if not isinstance(v, (int, np.integer)) or v < 1:
+    for nm, v in (("n_queries", n_queries), ("list_length", list_length)):
+        if v is None and nm == "list_length":
+            continue
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
             raise InputError(f"{nm} must be a positive integer; got {v!r}")
-    for nm, v in (("G_inf", G_inf), ("W", W), ("R", R)):
-        if not (isinstance(v, (int, float, np.floating, np.integer)) and math.isfinite(v) and v > 0):
-            raise InputError(f"{nm} must be a positive finite number; got {v!r}")
-    if not 0 < delta < 1:
-        raise InputError(f"delta must lie in (0, 1); got {delta!r}")
+    for nm, v in (("G_inf", G_inf), ("W", W), ("R", R), ("G_2", G_2), ("B", B)):
+        if v is None and nm in ("G_2", "B"):
+            continue
+        if not (_is_number(v) and math.isfinite(v) and v > 0):
+            raise InputError(f"{nm} must be a positive finite number{' or None' if nm in ('G_2', 'B') else ''}; "
+                             f"got {v!r}")
+    if not (_is_number(delta) and 0 < delta < 1):
+        raise InputError(f"delta must be a number in (0, 1); got {delta!r}")
     n = int(n_queries)
     GRW = float(G_inf) * float(R) * float(W)
-    ogd = GRW / math.sqrt(n) * (1.0 + 2.0 * math.sqrt(2.0 * math.log(1.0 / delta)))
+    ogd = GRW / math.sqrt(n)
+    ogd_hp = GRW / math.sqrt(n) * (1.0 + 2.0 * math.sqrt(2.0 * math.log(1.0 / delta)))
     rerm = math.sqrt(8.0) * GRW / math.sqrt(n)
     erm = None
     if B is not None and list_length is not None:
@@ -194,4 +232,8 @@ def generalization_bound(*, n_queries: int, G_inf: float, W: float, R: float | N
         cw = float(G_2) * float(R) * float(W) * math.sqrt(int(list_length) / n)
     return GeneralizationTerms(n, int(list_length) if list_length is not None else 0, float(R), float(W),
                                float(G_inf), None if G_2 is None else float(G_2),
-                               None if B is None else float(B), float(delta), ogd, rerm, erm, cw)
+                               None if B is None else float(B), float(delta), ogd, rerm, erm, cw, ogd_hp)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))

@@ -175,8 +175,38 @@ def best_performance(metric, dist: Distribution, *, method: str = "auto") -> tup
 # --------------------------------------------------------------------------- inner risk
 
 
+def check_loss_hyper(fn, name: str, hyper: dict) -> None:
+    """Raise :class:`InputError` for a hyper-parameter ``fn`` does not take (instead of a raw TypeError).
+
+    The loss's keyword arguments are read from its signature; a loss taking ``**kwargs`` accepts
+    anything.
+    """
+    import inspect
+
+    if not hyper:
+        return
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # builtins without a signature: let the call decide
+        return
+    if any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        return
+    taken = [n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+             and n not in ("scores", "labels", "where", "weights", "reduction")]
+    unknown = sorted(set(hyper) - set(taken))
+    if unknown:
+        raise InputError(f"loss {name!r} takes no hyper-parameter {', '.join(map(repr, unknown))}; "
+                         f"its hyper-parameters are: {', '.join(taken) if taken else 'none'}")
+
+
 def _resolve_loss(loss, hyper: dict):
-    """``(callable, name, spec_or_None)`` for a registry name or a loss function."""
+    """``(callable, name, spec_or_None)`` for a registry name or a loss function (``hyper`` checked)."""
+    fn, name, spec = _resolve_loss_unchecked(loss)
+    check_loss_hyper(fn, name, hyper)
+    return fn, name, spec
+
+
+def _resolve_loss_unchecked(loss):
     if callable(loss):
         return loss, getattr(loss, "__name__", "loss"), None
     if not isinstance(loss, str):
@@ -229,6 +259,26 @@ class InnerRisk:
         torch = self._torch
         with torch.no_grad():
             return float(self._value_t(torch.as_tensor(np.asarray(s, dtype=np.float64))))
+
+    def values(self, S) -> np.ndarray:
+        """``L(Δ, s_b)`` for every row ``s_b`` of ``S`` (B, n), in one call of the loss."""
+        torch = self._torch
+        S = np.asarray(S, dtype=np.float64)
+        if S.ndim != 2 or S.shape[1] != self._Y.shape[1]:
+            raise InputError(f"S must have shape (B, {self._Y.shape[1]}); got {S.shape}")
+        B, K = S.shape[0], self._Y.shape[0]
+        with torch.no_grad():
+            St = torch.as_tensor(S).repeat_interleave(K, dim=0)
+            out = self.fn(St, self._Y.repeat(B, 1), reduction="none", **self.hyper)
+            if out.ndim == 2:
+                out = out.sum(-1)
+            if out.shape != (B * K,):
+                raise InputError(f"loss {self.name!r} with reduction='none' returned shape {tuple(out.shape)}; "
+                                 f"expected one value per list ({B * K},)")
+            vals = (out.reshape(B, K) @ self._p).numpy().copy()
+        if not np.all(np.isfinite(vals)):
+            raise InputError(f"loss {self.name!r} returned a non-finite inner risk at s = {S[~np.isfinite(vals)][0]}")
+        return vals
 
     def value_and_grad(self, s) -> tuple[float, np.ndarray]:
         torch = self._torch

@@ -22,6 +22,11 @@ here in the paper's form for the closed-form comparison:
   ``Σ_{active pairs} (e_j − e_i)`` and ``G_∞ = ⌊m²/2⌋`` (appendix C: it grows with m). Exactness:
   with A the items whose out-degree ≥ in-degree in the active-pair graph,
   ``‖∇‖_1 = 2 Σ_{k∈A}(out_k − in_k) ≤ 2|A|(m − |A|) ≤ ⌊m²/2⌋``, reached by the binary half/half split.
+  In ℓ2 the supremum over all labels is ``G_2 = √(m(m²−1)/3)``: the gradient is the vector
+  ``d_k = out_k − in_k`` of an oriented graph; for the k vertices of largest ``d``,
+  ``Σ d ≤ k(m − k)``, which the transitive tournament (all pairs active, m distinct labels,
+  ``d = (m−1, m−3, ..., 1−m)``) attains with equality, so its ``d`` majorises every other and
+  ``Σ d_k²`` (Schur-convex) is largest there: ``Σ (m − 2k + 1)² = m(m²−1)/3``.
 
 :func:`lipschitz` estimates ``G`` numerically for any loss (registry name or function) by an
 adversarial search over ``(s, y)``: structured starts (ties, label-aligned and reversed scores,
@@ -40,8 +45,9 @@ listwise approach." ICML 2007.
 """
 from __future__ import annotations
 
+import inspect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -49,7 +55,7 @@ from rankwise.errors import InputError
 
 __all__ = [
     "LipschitzEstimate", "lipschitz", "closed_form_lipschitz", "listnet_ct_loss",
-    "smoothed_dcg1_loss", "ranksvm_loss", "PAPER_LOSSES",
+    "smoothed_dcg1_loss", "ranksvm_loss", "PAPER_LOSSES", "declared_constant",
 ]
 
 
@@ -129,7 +135,10 @@ def closed_form_lipschitz(loss: str, norm: str, m: int, *, max_label: int = 4, s
                 "source": "Proposition 2 (bound 2 G(Y_max)/σ); exact sup G(Y_max)/(2σ) (mean absolute deviation)"}
     if loss == "ranksvm":
         if norm != "inf":
-            return {"bound": None, "exact": None, "source": "no closed form stated for ℓ2"}
+            sup = math.sqrt(m * (m * m - 1) / 3.0)
+            return {"bound": sup, "exact": sup if max_label + 1 >= m else None,
+                    "source": "sup over all labels √(m(m²−1)/3) (majorisation, module docstring); "
+                              "reached only with m distinct labels"}
         return {"bound": float(m * m // 2), "exact": float(m * m // 2),
                 "source": "appendix C (O(m²)); exact ⌊m²/2⌋ (half/half split)"}
     raise InputError(f"no closed form for {loss!r}; known: listnet_ct, smoothed_dcg1, ranksvm")
@@ -152,6 +161,8 @@ class LipschitzEstimate:
     labels: np.ndarray
     closed_form: dict | None
     declared: float | None
+    hyper: dict = field(default_factory=dict)
+    declared_note: str | None = None
 
     @property
     def declared_ok(self) -> bool | None:
@@ -165,8 +176,12 @@ class LipschitzEstimate:
              f"(adversarial search; a lower bound of the supremum)")
         if self.closed_form:
             s += f"; closed form: bound {self.closed_form.get('bound')}, exact {self.closed_form.get('exact')}"
+        if self.hyper:
+            s += f"; hyper-parameters {self.hyper}"
         if self.declared is not None:
             s += f"; registry declares {self.declared:.6g} ({'consistent' if self.declared_ok else 'VIOLATED'})"
+        if self.declared_note:
+            s += f"; {self.declared_note}"
         return s
 
 
@@ -206,12 +221,27 @@ def lipschitz(loss, norm: str = "inf", list_length: int = 10, *, n_levels: int =
         Labels are drawn from ``0..n_levels-1``.
     n_restarts, n_steps, seed
         Search budget and seed (reproducible).
+    **hyper
+        The loss's hyper-parameters (``temperature``, ``eta``, ``sigma``, ...), used by the search
+        *and* by the declared constant.
 
     Returns
     -------
     LipschitzEstimate
         With the paper's closed form (for the three paper losses) and, for a registry loss, the
-        constant its spec declares (``lipschitz_inf(m)`` / ``lipschitz_2(m)``).
+        constant its spec declares (``lipschitz_inf(m, ...)`` / ``lipschitz_2(m, ...)``) evaluated
+        at the same hyper-parameters: every keyword the constant's function takes is filled from
+        ``hyper`` (and ``y_max`` from the label range ``n_levels − 1``). A non-default
+        hyper-parameter that the constant's function does not take leaves ``declared = None``
+        (the registry states its constant for the default only) and says so in
+        ``declared_note``.
+
+    Raises
+    ------
+    InputError
+        When the loss's gradient is NaN or infinite at a visited ``(s, y)`` (the message names
+        the loss and the point): such a loss has no finite constant there, and hiding the point
+        would bias the estimate.
 
     References
     ----------
@@ -227,10 +257,17 @@ def lipschitz(loss, norm: str = "inf", list_length: int = 10, *, n_levels: int =
 def _lipschitz(loss, norm, list_length, n_levels, n_restarts, n_steps, seed, hyper) -> LipschitzEstimate:
     import torch
 
+    if isinstance(list_length, (bool, np.bool_)) or not isinstance(list_length, (int, np.integer)) or list_length < 2:
+        raise InputError(f"list_length must be an integer ≥ 2; got {list_length!r}")
     m = int(list_length)
-    if m < 2:
-        raise InputError(f"list_length must be ≥ 2; got {list_length!r}")
     fn, name, spec = _resolve(loss)
+    from rankwise.theory.inner import check_loss_hyper
+
+    check_loss_hyper(fn, name, hyper)
+    for nm, v, lo in (("n_levels", n_levels, 2), ("n_restarts", n_restarts, 1), ("n_steps", n_steps, 0),
+                      ("seed", seed, 0)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < lo:
+            raise InputError(f"{nm} must be an integer ≥ {lo}; got {v!r}")
     rng = np.random.default_rng(seed)
     L = n_levels - 1
 
@@ -265,7 +302,13 @@ def _lipschitz(loss, norm, list_length, n_levels, n_restarts, n_steps, seed, hyp
             out = out.sum(-1)
         (g,) = torch.autograd.grad(out.sum(), s_t)
         g = g.detach().numpy()
-        g = np.where(np.isfinite(g), g, 0.0)
+        bad = ~np.all(np.isfinite(g), axis=1)
+        if bad.any():
+            b = int(np.argmax(bad))
+            raise InputError(f"lipschitz: loss {name!r} has a non-finite gradient {g[b].tolist()} at scores "
+                             f"{S_np[b].tolist()} with labels {labs[b].tolist()}"
+                             + (f" and hyper-parameters {hyper}" if hyper else "")
+                             + "; its Lipschitz constant is not finite there (or the loss is not differentiable)")
         return (np.abs(g).sum(1) if norm == "inf" else np.sqrt((g * g).sum(1))), g
 
     best_val, _ = dual_norms(S)
@@ -281,14 +324,42 @@ def _lipschitz(loss, norm, list_length, n_levels, n_restarts, n_steps, seed, hyp
     closed = None
     if name in PAPER_LOSSES:
         closed = closed_form_lipschitz(name, norm, m, max_label=L, sigma=float(hyper.get("sigma", 1.0)))
-    declared = None
+    declared, note = None, None
     if spec is not None:
-        attr = "lipschitz_inf" if norm == "inf" else "lipschitz_2"
-        f = getattr(spec, attr, None)
-        if callable(f):
-            try:
-                d = f(m)
-            except TypeError:
-                d = None
-            declared = None if d is None or (isinstance(d, float) and math.isinf(d)) else float(d)
-    return LipschitzEstimate(name, norm, m, float(best_val[i]), best_S[i], labs[i], closed, declared)
+        declared, note = declared_constant(spec, norm, m, hyper, y_max=L)
+    return LipschitzEstimate(name, norm, m, float(best_val[i]), best_S[i], labs[i], closed, declared,
+                             dict(hyper), note)
+
+
+# Hyper-parameters that change how a loss is computed, not its value (no effect on the constant).
+_COMPUTATIONAL = frozenset({"method"})
+
+
+def declared_constant(spec, norm: str, m: int, hyper: dict, *, y_max: float) -> tuple[float | None, str | None]:
+    """``(constant, note)``: the registry's declared constant at ``m`` and the user's hyper-parameters.
+
+    The spec's function ``f(m, **kw)`` is called with every keyword it accepts taken from
+    ``hyper`` (``y_max`` from the label range when not given). If ``hyper`` sets, to a
+    non-default value, a hyper-parameter that ``f`` does not take, the registry's constant (stated
+    for the defaults) does not apply: ``(None, note)``.
+    """
+    attr = "lipschitz_inf" if norm == "inf" else "lipschitz_2"
+    f = getattr(spec, attr, None)
+    if not callable(f):
+        return None, None
+    params = list(inspect.signature(f).parameters.values())[1:]
+    names = {p.name for p in params}
+    kwargs = {k: v for k, v in hyper.items() if k in names}
+    if "y_max" in names and "y_max" not in kwargs:
+        kwargs["y_max"] = y_max
+    defaults = getattr(spec, "defaults", {}) or {}
+    ignored = sorted(k for k, v in hyper.items()
+                     if k not in names and k not in _COMPUTATIONAL and (k not in defaults or defaults[k] != v))
+    if ignored:
+        shown = ", ".join(f"{k}={hyper[k]!r}" for k in ignored)
+        return None, (f"the registry's {attr} is stated for the default {', '.join(ignored)} and its function "
+                      f"takes no such argument, so it is not compared at {shown}")
+    d = f(m, **kwargs)
+    if d is None or not math.isfinite(float(d)):
+        return None, None
+    return float(d), None

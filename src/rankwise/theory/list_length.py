@@ -15,8 +15,9 @@ itself grows like m²/2. :func:`run_list_length_experiment` measures this on syn
 - reported: per-query surrogate train/test gap, NDCG@10 train/test gap, and the complexity terms
   of Theorem 6 (``√8 G_∞ R W / √n``) and of the older bound (``G_2 R W √(m/n)``), with
   ``W = ‖ŵ‖₂`` of the fitted ranker (a data-dependent plug-in) and the closed-form constants
-  (ListNet: G_∞ = 2, G_2 = √2; RankSVM: G_∞ = ⌊m²/2⌋, G_2 = √(m(m²−1)/3) from the total-order
-  gradient, a lower bound of its sup).
+  (ListNet: G_∞ = 2, G_2 = √2; RankSVM: G_∞ = ⌊m²/2⌋ and G_2 = √(m(m²−1)/3), both the exact
+  suprema over all label vectors — G_2 by a majorisation argument, see
+  :mod:`rankwise.theory.lipschitz` — hence valid upper bounds for labels 0..4 too).
 
 The losses are per-list sums (the form whose constants the paper states), so RankSVM values
 scale with the number of pairs; the ratio gap / bound is the scale-free comparison.
@@ -121,6 +122,11 @@ def _ndcg10(S, Y):
     return float(nd.mean())
 
 
+def _ratio(num: float, den: float) -> float | None:
+    """``num / den``, or None when the denominator is 0 (a perfectly fitted training set)."""
+    return None if den == 0 else num / den
+
+
 @dataclass
 class ListLengthResult:
     """Rows (one per loss and m) of the list-length experiment, with a Markdown table."""
@@ -134,10 +140,12 @@ class ListLengthResult:
                 "G_∞ | Thm 6 term | older term | gap / Thm 6 |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         lines = [head]
         for r in self.rows:
+            rel = _ratio(r["gap"], r["train_loss"])
+            per_thm6 = _ratio(r["gap"], r["thm6"])
             lines.append(f"| {r['loss']} | {r['m']} | {r['train_loss']:.4g} | {r['test_loss']:.4g} | {r['gap']:.3g} | "
-                         f"{r['gap'] / r['train_loss']:.2%} | "
+                         f"{'n/a (train loss 0)' if rel is None else format(rel, '.2%')} | "
                          f"{r['ndcg_train']:.3f} | {r['ndcg_test']:.3f} | {r['W']:.3g} | {r['G_inf']:.4g} | "
-                         f"{r['thm6']:.3g} | {r['older']:.3g} | {r['gap'] / r['thm6']:.3g} |")
+                         f"{r['thm6']:.3g} | {r['older']:.3g} | {'n/a' if per_thm6 is None else format(per_thm6, '.3g')} |")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -197,7 +205,7 @@ class ListLengthResult:
 
 def run_list_length_experiment(list_lengths=(10, 30, 100, 300, 1000), *, n_train: int = 50,
                                n_test: int = 200, n_features: int = 20, lam: float = 1e-3,
-                               n_repeats: int = 2, maxiter: int = 100, seed: int = 0,
+                               n_repeats: int | None = None, maxiter: int = 100, seed: int = 0,
                                losses=("listnet", "ranksvm"), verbose: bool = False,
                                quick: bool = False, out_dir=None) -> ListLengthResult:
     """Train ListNet and RankSVM linear rankers for each list length m and measure the gap.
@@ -212,14 +220,15 @@ def run_list_length_experiment(list_lengths=(10, 30, 100, 300, 1000), *, n_train
         d.
     lam : float
         ℓ2 regularisation of the regularised ERM (Theorem 6's algorithm).
-    n_repeats : int
-        Independent data draws per m (results are averaged).
+    n_repeats : int, optional
+        Independent data draws per m (results are averaged); default 3 (1 with ``quick``).
     maxiter : int
         L-BFGS iterations.
     seed : int
         Seed of the data generator.
     quick : bool
-        Smaller run: m ∈ {10, 30, 100}, 100 test queries, one data draw.
+        Smaller run: m ∈ {10, 30, 100}, 100 test queries, one data draw unless ``n_repeats``
+        is given.
     out_dir : path, optional
         Also write ``list_length.png``, ``.md`` and ``.json`` there (:meth:`ListLengthResult.save`).
 
@@ -228,9 +237,15 @@ def run_list_length_experiment(list_lengths=(10, 30, 100, 300, 1000), *, n_train
     ListLengthResult
         ``rows`` (dicts), ``to_markdown()`` and ``plot(path)``.
     """
-    for nm, v in (("n_train", n_train), ("n_test", n_test), ("n_features", n_features), ("n_repeats", n_repeats)):
-        if not isinstance(v, (int, np.integer)) or v < 1:
+    explicit_repeats = n_repeats is not None
+    n_repeats = 3 if n_repeats is None else n_repeats
+    for nm, v in (("n_train", n_train), ("n_test", n_test), ("n_features", n_features), ("n_repeats", n_repeats),
+                  ("maxiter", maxiter)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
             raise InputError(f"{nm} must be a positive integer; got {v!r}")
+    if isinstance(lam, (bool, np.bool_)) or not isinstance(lam, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(lam) or lam < 0:
+        raise InputError(f"lam must be a finite number ≥ 0; got {lam!r}")
     bad = [m for m in list_lengths if not isinstance(m, (int, np.integer)) or m < 2]
     if bad:
         raise InputError(f"list_lengths must be integers ≥ 2; got {bad}")
@@ -239,7 +254,8 @@ def run_list_length_experiment(list_lengths=(10, 30, 100, 300, 1000), *, n_train
         raise InputError(f"unknown losses {unknown}; available: {sorted(_LOSSES)}")
     if quick:
         list_lengths = tuple(m for m in list_lengths if m <= 100) or (10, 30, 100)
-        n_test, n_repeats = min(n_test, 100), 1
+        n_test = min(n_test, 100)
+        n_repeats = n_repeats if explicit_repeats else 1
     t0 = time.perf_counter()
     rng0 = np.random.default_rng(seed)
     w_true = rng0.normal(size=n_features)

@@ -28,11 +28,27 @@ pairwise exponential (i<j)  v_i e^{−d_ij} + v_j e^{d_ij}                2 √�
 Bregman B_ψ(v ‖ g(s))       ψ μ-strongly convex                         2 / √μ
 ==========================  ==========================================  ======================
 
+μ for the two ψ the ``bregman`` loss offers (Theorem 5.3 and its proof):
+
+- ``psi="squared"``, ψ(x) = ½‖x‖²: Hessian I, so μ = 1 on all of R^n (any link): c = 2.
+- ``psi="kl"`` (with ``link="exp"``), ψ(x) = Σ x_i log x_i − x_i: ψ'' = 1/x, so ψ is *not*
+  strongly convex on Γ = g(R^n) = (0, ∞)^n, which Theorem 5.3 assumes. Its proof still goes
+  through with μ = 1/‖U(Δ)‖_∞: the surrogate regret is B_ψ(U(Δ) ‖ g(s)) (Banerjee et al. 2005),
+  and ψ is separable, so its infimum over the cone S_u(C_s) used in the proof is reached at
+  g_i = g_j = (U_i + U_j)/2 on each constrained pair and g_k = U_k elsewhere, i.e. inside
+  [0, ‖U(Δ)‖_∞]^n, where ψ is (1/‖U(Δ)‖_∞)-strongly convex. Hence
+  c = 2 √‖U(Δ)‖_∞, a Δ-dependent constant like the pairwise logistic/exponential ones.
+
+A user ``mu`` is accepted only if it does not exceed this modulus (a smaller μ gives a larger,
+still valid constant); a larger one would make the bound invalid and is refused.
+
 References
 ----------
 C. Calauzènes, N. Usunier, P. Gallinari. "Calibration and regret bounds for order-preserving
 surrogate losses in learning to rank." Machine Learning 93(2-3):227-260, 2013. Lemma 5.1,
 eq. (9)-(10), Theorems 5.2 (pointwise), 5.3 (Bregman), 5.4 (pairwise), Table 2.
+A. Banerjee, X. Guo, H. Wang. "On the optimality of conditional expectation as a Bregman
+predictor." IEEE Transactions on Information Theory 51(7):2664-2669, 2005.
 """
 from __future__ import annotations
 
@@ -44,11 +60,10 @@ import numpy as np
 from rankwise.errors import InputError
 from rankwise.theory.gppm import GPPM, get_measure
 from rankwise.theory.inner import (
-    Distribution, best_performance, expected_utility, inner_performance, make_inner_risk,
-    minimize_inner_risk,
+    Distribution, best_performance, expected_utility, make_inner_risk, minimize_inner_risk,
 )
 
-__all__ = ["c_phi", "regret_constant", "RegretBound", "regret_bound", "TABLE2"]
+__all__ = ["c_phi", "regret_constant", "RegretBound", "regret_bound", "TABLE2", "BOUND_PARAMS", "bregman_modulus"]
 
 
 def c_phi(phi, p: float = 2.0) -> float:
@@ -76,29 +91,85 @@ def c_phi(phi, p: float = 2.0) -> float:
     return float(np.sum(diffs ** p) ** (1.0 / p))
 
 
-# name -> (family, constant(hyper, U) -> c)
-def _eta(h):
-    if "eta" not in h:
-        raise InputError("this regret constant needs the template's eta (pass eta=...)")
-    return float(h["eta"])
+# Parameters of the *bound* (not of the loss): they never reach the loss function.
+BOUND_PARAMS = ("mu",)
+
+_PSI = ("squared", "kl")
+_LINKS = ("identity", "exp")
 
 
+def _positive(h, name, default=None):
+    v = h.get(name, default)
+    if v is None:
+        raise InputError(f"this regret constant needs the template's {name} (pass {name}=...)")
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+            or not math.isfinite(float(v)) or v <= 0:
+        raise InputError(f"{name} must be a positive finite number; got {v!r}")
+    return float(v)
+
+
+def _u_inf(U, loss):
+    if U is None:
+        raise InputError(f"the constant of {loss!r} depends on U(Δ): pass U=expected_utility(metric, Δ)")
+    U = np.asarray(U, dtype=np.float64)
+    if U.ndim != 1 or U.size == 0 or not np.all(np.isfinite(U)) or np.any(U < 0):
+        raise InputError(f"U must be a finite non-negative 1-d vector of expected utilities; got {U!r}")
+    return float(U.max())
+
+
+def bregman_modulus(psi: str = "squared", link: str = "identity", U=None) -> float:
+    """Strong-convexity modulus μ of ψ on the domain Theorem 5.3's proof needs (see module docstring).
+
+    ``psi="squared"``: 1. ``psi="kl"`` (``link="exp"`` only): ``1 / ‖U(Δ)‖_∞`` (``inf`` when U = 0).
+    """
+    if psi not in _PSI:
+        raise InputError(f"psi must be one of {_PSI} (the ψ whose modulus is known); got {psi!r}")
+    if link not in _LINKS:
+        raise InputError(f"link must be one of {_LINKS}; got {link!r}")
+    if psi == "squared":
+        return 1.0
+    if link != "exp":
+        raise InputError(f"psi='kl' is defined on positive vectors and needs link='exp'; got link={link!r}")
+    top = _u_inf(U, "bregman with psi='kl'")
+    return math.inf if top == 0.0 else 1.0 / top
+
+
+def _bregman_c(h, U):
+    mu_psi = bregman_modulus(h.get("psi", "squared"), h.get("link", "identity"),
+                             U if h.get("psi", "squared") == "kl" else None)
+    mu = h.get("mu")
+    if mu is None:
+        mu = mu_psi
+    else:
+        mu = _positive(h, "mu")
+        if mu > mu_psi * (1.0 + 1e-12):
+            raise InputError(f"mu must not exceed the strong-convexity modulus of psi={h.get('psi', 'squared')!r} "
+                             f"on the relevant domain ({mu_psi:.6g}); got mu={mu!r}: a larger mu would make "
+                             "the bound invalid")
+    return 0.0 if math.isinf(mu) else 2.0 / math.sqrt(mu)
+
+
+# name -> (family, constant(hyper, U) -> c, needs U(Δ))
 TABLE2 = {
     "pointwise_squared": ("pointwise", lambda h, U: math.sqrt(2.0)),
-    "pointwise_logistic": ("pointwise", lambda h, U: math.sqrt(_eta(h))),
-    "pointwise_exponential": ("pointwise", lambda h, U: math.sqrt(_eta(h))),
-    "pointwise_squared_hinge": ("pointwise", lambda h, U: math.sqrt(2.0 * _eta(h)) / float(h.get("t", 1.0))),
-    "pointwise_smooth_hinge": ("pointwise", lambda h, U: 4.0 * math.sqrt(_eta(h) / float(h.get("alpha", 0.25)))),
+    "pointwise_logistic": ("pointwise", lambda h, U: math.sqrt(_positive(h, "eta"))),
+    "pointwise_exponential": ("pointwise", lambda h, U: math.sqrt(_positive(h, "eta"))),
+    "pointwise_squared_hinge": ("pointwise", lambda h, U: math.sqrt(2.0 * _positive(h, "eta")) / _positive(h, "t", 1.0)),
+    "pointwise_smooth_hinge": ("pointwise", lambda h, U: 4.0 * math.sqrt(_positive(h, "eta") / _positive(h, "alpha", 0.25))),
     "pairwise_squared": ("pairwise", lambda h, U: 1.0),
-    "op_pairwise_logistic": ("pairwise", lambda h, U: 2.0 * math.sqrt(float(np.max(np.abs(U))))),
-    "op_pairwise_exponential": ("pairwise", lambda h, U: 2.0 * math.sqrt(float(np.max(np.abs(U))))),
-    "bregman": ("bregman", lambda h, U: 2.0 / math.sqrt(float(h.get("mu", 1.0)))),
+    "op_pairwise_logistic": ("pairwise", lambda h, U: 2.0 * math.sqrt(_u_inf(U, "op_pairwise"))),
+    "op_pairwise_exponential": ("pairwise", lambda h, U: 2.0 * math.sqrt(_u_inf(U, "op_pairwise"))),
+    "bregman": ("bregman", _bregman_c),
 }
+
+
+def _needs_u(key: str, hyper: dict) -> bool:
+    return key.startswith("op_pairwise_") or (key == "bregman" and hyper.get("psi", "squared") == "kl")
 
 
 def _table_key(loss: str, hyper: dict) -> str:
     if loss == "op_pairwise":
-        phi = hyper.get("phi", hyper.get("link", "logistic"))
+        phi = hyper.get("phi", "logistic")
         key = f"op_pairwise_{phi}"
         if key not in TABLE2:
             raise InputError(f"op_pairwise with phi={phi!r} has no Table 2 constant; "
@@ -111,20 +182,56 @@ def _table_key(loss: str, hyper: dict) -> str:
 
 
 def regret_constant(loss: str, *, U=None, **hyper) -> float:
-    """The constant ``c`` of Table 2 for a registry loss name (``U`` = U(Δ) for the pairwise ones)."""
-    fam, fn = TABLE2[_table_key(loss, hyper)]
-    if fam == "pairwise" and loss != "pairwise_squared" and U is None:
+    """The constant ``c`` of Table 2 for a registry loss name.
+
+    ``U`` = U(Δ) is needed by the constants that depend on the distribution (pairwise logistic and
+    exponential: ``2√‖U‖_∞``; Bregman with ``psi="kl"``: ``2/√μ`` with ``μ = 1/‖U‖_∞``).
+    """
+    key = _table_key(loss, hyper)
+    _, fn = TABLE2[key]
+    if _needs_u(key, hyper) and U is None:
         raise InputError(f"the constant of {loss!r} depends on U(Δ): pass U=expected_utility(metric, Δ)")
     return float(fn(hyper, U))
+
+
+def _split_hyper(loss: str, hyper: dict) -> tuple[dict, dict]:
+    """``(loss_hyper, bound_hyper)``: the loss's own keyword arguments and the bound's (``mu``)."""
+    import inspect
+
+    bound = {k: v for k, v in hyper.items() if k in BOUND_PARAMS}
+    lossh = {k: v for k, v in hyper.items() if k not in BOUND_PARAMS}
+    if "utility" in lossh:
+        raise InputError("regret_bound takes no utility=: the bound is for the u-instance of the metric, "
+                         "so the loss receives v = u(y) (utility='linear') from the metric's utility")
+    from rankwise import losses as _losses
+
+    fn = _losses.get(loss)
+    params = inspect.signature(fn).parameters
+    accepted = [n for n, p in params.items()
+                if p.kind == p.KEYWORD_ONLY and n not in ("where", "weights", "reduction", "utility")]
+    unknown = sorted(set(lossh) - set(accepted))
+    if unknown:
+        raise InputError(f"regret_bound({loss!r}): unknown hyper-parameter(s) {unknown}; the loss takes "
+                         f"{accepted} and the bound takes {list(BOUND_PARAMS)}")
+    if loss == "bregman":
+        bregman_modulus(lossh.get("psi", "squared"), lossh.get("link", "identity"), U=[1.0])
+        if "mu" in bound:
+            _positive(bound, "mu")
+    elif bound:
+        raise InputError(f"mu is the strong-convexity modulus of the Bregman bound; {loss!r} takes no mu")
+    return lossh, bound
 
 
 @dataclass
 class RegretBound:
     """``R̄(Δ) − R(Δ, s) ≤ c · C_φ(p) · (L(Δ, s) − L̲(Δ))^{1/q}`` for one loss and one GPPM.
 
-    Call :meth:`bound` with a surrogate regret (and ``U`` for the pairwise logistic/exponential
-    constants), or :meth:`check` with a distribution and a score vector to get the metric regret,
-    the surrogate regret and the bound side by side.
+    Call :meth:`bound` with a surrogate regret (and ``U`` for the constants that depend on
+    U(Δ)), or :meth:`check` / :meth:`check_batch` with a distribution and score vector(s) to get
+    the metric regret, the surrogate regret and the bound side by side.
+
+    ``hyper`` holds the loss's hyper-parameters (handed to the loss), ``bound_hyper`` the bound's
+    own (``mu``; never handed to the loss).
     """
 
     loss: str
@@ -134,9 +241,10 @@ class RegretBound:
     q: float
     hyper: dict = field(default_factory=dict)
     _measure: object = None
+    bound_hyper: dict = field(default_factory=dict)
 
     def constant(self, U=None) -> float:
-        return regret_constant(self.loss, U=U, **self.hyper)
+        return regret_constant(self.loss, U=U, **self.hyper, **self.bound_hyper)
 
     def c_phi(self, n: int) -> float:
         return c_phi(self._measure.discount(n), self.p)
@@ -146,30 +254,62 @@ class RegretBound:
             surrogate_regret = 0.0
         return self.constant(U) * self.c_phi(n) * surrogate_regret ** (1.0 / self.q)
 
-    def check(self, dist: Distribution, s, *, loss_fn=None, l_min: float | None = None) -> dict:
-        """Metric regret, surrogate regret and bound at ``(Δ, s)``.
-
-        The u-instance is evaluated by handing ``u(y)`` to the loss with ``utility="linear"``.
-        ``l_min`` (the infimum ``L̲(Δ)``) is computed by L-BFGS when not given.
-        """
+    def _risk(self, dist: Distribution, loss_fn):
         m = self._measure
         targets = np.stack([m.utility(y) for y in dist.labels])
         hyper = dict(self.hyper)
         hyper["utility"] = "linear"
-        risk = make_inner_risk(self.loss if loss_fn is None else loss_fn, dist, targets=targets,
+        return make_inner_risk(self.loss if loss_fn is None else loss_fn, dist, targets=targets,
                                convex=True, **hyper)
+
+    def check_batch(self, dist: Distribution, S, *, loss_fn=None, l_min: float | None = None) -> dict:
+        """:meth:`check` for a batch of score vectors ``S`` (B, n): one loss call for all of them.
+
+        Evaluates both sides of eq. (9) of Calauzènes et al. (2013) at each ``s_b``: the metric
+        regret ``R̄(Δ) − R(Δ, s_b)`` (exact under ties: expected discounts over random
+        tie-breaking) and ``c · C_φ(2) · (L(Δ, s_b) − L̲(Δ))^{1/2}``.
+
+        Returns arrays ``metric_regret``, ``surrogate_regret``, ``bound`` (shape (B,)) and the
+        scalars ``l_min``, ``U``, ``constant``, ``c_phi``.
+        """
+        S = np.asarray(S, dtype=np.float64)
+        if S.ndim != 2 or S.shape[1] != dist.n_items or not np.all(np.isfinite(S)):
+            raise InputError(f"S must be a finite (B, {dist.n_items}) array of score vectors; got shape {S.shape}")
+        m = self._measure
+        risk = self._risk(dist, loss_fn)
         if l_min is None:
             _, l_min = minimize_inner_risk(risk)
-        s = np.asarray(s, dtype=np.float64)
-        sur = risk.value(s) - l_min
-        rbar, _ = best_performance(m, dist)
-        reg = rbar - inner_performance(m, dist, s)
+        sur = risk.values(S) - float(l_min)
         U = expected_utility(m, dist)
-        return {"metric_regret": reg, "surrogate_regret": sur, "l_min": l_min,
-                "bound": self.bound(max(sur, 0.0), dist.n_items, U), "U": U}
+        rbar, _ = best_performance(m, dist)
+        offset = float(dist.probs @ np.array([m.offset(y) for y in dist.labels]))
+        # R(Δ, s) = E[b] + Σ_i w_i(s) U_i with w the expected discount under random tie-breaking
+        perf = offset + np.array([m.position_weights(s) @ U for s in S])
+        c = self.constant(U)
+        cp = self.c_phi(dist.n_items)
+        return {"metric_regret": rbar - perf, "surrogate_regret": sur, "l_min": float(l_min),
+                "bound": c * cp * np.maximum(sur, 0.0) ** (1.0 / self.q), "U": U, "constant": c, "c_phi": cp}
+
+    def check(self, dist: Distribution, s, *, loss_fn=None, l_min: float | None = None) -> dict:
+        """Metric regret, surrogate regret and bound at ``(Δ, s)``.
+
+        The u-instance is evaluated by handing ``u(y)`` to the loss with ``utility="linear"``
+        (and only the loss's hyper-parameters; ``mu`` stays with the bound). ``l_min`` (the
+        infimum ``L̲(Δ)``) is computed by L-BFGS when not given.
+        """
+        s = np.asarray(s, dtype=np.float64)
+        if s.shape != (dist.n_items,):
+            raise InputError(f"s must have shape ({dist.n_items},); got {s.shape}")
+        r = self.check_batch(dist, s[None, :], loss_fn=loss_fn, l_min=l_min)
+        return {"metric_regret": float(r["metric_regret"][0]), "surrogate_regret": float(r["surrogate_regret"][0]),
+                "l_min": r["l_min"], "bound": float(r["bound"][0]), "U": r["U"]}
 
     def __str__(self) -> str:
-        c = {"pointwise_logistic": "√η", "pointwise_exponential": "√η"}.get(self.loss)
+        c = {"pointwise_squared": "√2", "pointwise_logistic": "√η", "pointwise_exponential": "√η",
+             "pointwise_squared_hinge": "√(2η)/t", "pointwise_smooth_hinge": "4√(η/α)",
+             "pairwise_squared": "1", "op_pairwise": "2√‖U(Δ)‖∞"}.get(self.loss)
+        if self.loss == "bregman":
+            c = "2/√μ = 2√‖U(Δ)‖∞ (ψ = KL)" if self.hyper.get("psi", "squared") == "kl" else "2/√μ = 2 (ψ = ½‖·‖²)"
         return (f"R̄ − R ≤ c · C_φ({self.p:g}) · (L − L̲)^(1/{self.q:g})  for {self.loss} ({self.family}) "
                 f"vs {self.metric}" + (f", c = {c}" if c else ""))
 
@@ -177,17 +317,32 @@ class RegretBound:
 def regret_bound(loss: str, metric, **hyper) -> RegretBound:
     """The Table 2 surrogate regret bound of ``loss`` (registry name) for a GPPM ``metric``.
 
+    .. math:: \\overline R(\\Delta) - R(\\Delta, s) \\le c\\, C_\\phi(2)\\, \\sqrt{L^u(\\Delta, s) - \\underline{L^u}(\\Delta)}
+
     Parameters
     ----------
     loss : str
         ``pointwise_squared``, ``pointwise_logistic``, ``pointwise_exponential``,
         ``pointwise_squared_hinge``, ``pointwise_smooth_hinge``, ``pairwise_squared``,
-        ``op_pairwise`` (``phi="logistic"`` or ``"exponential"``) or ``bregman`` (``mu``).
+        ``op_pairwise`` (``phi="logistic"`` or ``"exponential"``) or ``bregman`` (``psi``,
+        ``link``; optional ``mu``).
     metric : str or GPPM
         A GPPM (DCG, NDCG, P@k, R@k, AUC, Spearman). ERR and AP are refused: no bound exists
         since no order-preserving loss is calibrated with them (Theorem 3.3).
     **hyper
-        The template's hyper-parameters (``eta``, ``t``, ``alpha``, ``mu``, ``phi``).
+        The loss's hyper-parameters (``eta``, ``t``, ``alpha``, ``phi``, ``psi``, ``link``),
+        handed to the loss by :meth:`RegretBound.check`, and the bound's own parameter ``mu``
+        (Bregman: a strong-convexity modulus of ψ, at most the one derived for ``psi``; default
+        the derived one), which is not handed to the loss. ``utility`` is refused (the bound is
+        for the u-instance of the metric).
+
+    Notes
+    -----
+    Assumptions (Calauzènes et al. 2013, Sect. 5): a (u, φ)-GPPM; the u-instance of the template
+    (the loss receives v = u(y)); pointwise templates need 0 ≤ u ≤ η; Theorem 5.3 needs ψ
+    μ-strongly convex where its proof uses it (see the module docstring for ``psi="kl"``);
+    Theorem 5.4 needs the inner risk's infimum over score differences to be reached by a score
+    vector, which holds for the pairwise templates of Table 2.
 
     References
     ----------
@@ -200,4 +355,5 @@ def regret_bound(loss: str, metric, **hyper) -> RegretBound:
     if not isinstance(loss, str):
         raise InputError("regret_bound takes a registry loss name (the constant c depends on the family)")
     key = _table_key(loss, hyper)
-    return RegretBound(loss, m.name, TABLE2[key][0], 2.0, 2.0, dict(hyper), m)
+    lossh, boundh = _split_hyper(loss, hyper)
+    return RegretBound(loss, m.name, TABLE2[key][0], 2.0, 2.0, lossh, m, boundh)
