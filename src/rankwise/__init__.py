@@ -22,7 +22,14 @@ _LAZY = {
 }
 
 
+# Subpackages reachable as attributes (``rankwise.models``) without importing them first; each
+# is imported on first access only, so ``import rankwise`` stays light.
+_SUBPACKAGES = ("cli", "data", "distributed", "losses", "metrics", "models", "report", "theory", "train")
+
+
 def __getattr__(name: str):
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"rankwise.{name}")  # the import binds it in this namespace
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'rankwise' has no attribute {name!r}")
@@ -32,4 +39,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted(list(globals()) + list(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBPACKAGES))

@@ -47,6 +47,15 @@ def check_vector(v, n: int, *, name: str, dtype=np.float64, allow_nan: bool = Fa
     return arr
 
 
+def _check_sample_weight(sample_weight, n: int, prefix: str) -> np.ndarray:
+    """One finite, non-negative weight per row (the same check for arrays and RankingDatasets)."""
+    sw = check_vector(sample_weight, n, name=f"{prefix}sample_weight")
+    if np.any(sw < 0):
+        raise InputError(f"{prefix}sample_weight must be non-negative; got {int(np.sum(sw < 0))} negative "
+                         f"entries (min {float(sw.min()):g})")
+    return sw
+
+
 @dataclass
 class RankingInput:
     """Validated training input, rows regrouped so every query is contiguous."""
@@ -74,7 +83,7 @@ def check_ranking_input(X, y=None, qid=None, *, sample_weight=None, prefix: str 
         yv = check_vector(ds.labels, Xv.shape[0], name=f"{prefix}labels")
         offsets = np.asarray(ds.query_offsets, dtype=np.int64)
         qids = np.asarray(ds.query_ids) if hasattr(ds, "query_ids") else np.arange(len(offsets) - 1)
-        sw = None if sample_weight is None else check_vector(sample_weight, Xv.shape[0], name=f"{prefix}sample_weight")
+        sw = None if sample_weight is None else _check_sample_weight(sample_weight, Xv.shape[0], prefix)
         return RankingInput(Xv, yv, offsets, qids, sw, None)
     Xv = check_features(X, name=f"{prefix}X", allow_nan=allow_nan_features)
     n = Xv.shape[0]
@@ -87,9 +96,7 @@ def check_ranking_input(X, y=None, qid=None, *, sample_weight=None, prefix: str 
     if qarr.ndim != 1 or len(qarr) != n:
         raise InputError(f"{prefix}qid has shape {qarr.shape} but X has {n} rows; one query id per row is expected")
     grouping = group_by_qid(qarr, name=f"{prefix}qid")
-    sw = None if sample_weight is None else check_vector(sample_weight, n, name=f"{prefix}sample_weight")
-    if sw is not None and np.any(sw < 0):
-        raise InputError(f"{prefix}sample_weight must be non-negative")
+    sw = None if sample_weight is None else _check_sample_weight(sample_weight, n, prefix)
     if grouping.order is not None:
         o = grouping.order
         Xv = Xv[o]

@@ -35,7 +35,10 @@ VARIANTS = [(name, BASE_HYPER.get(name, {})) for name in REGISTRY] + [
     ("rankboost", {"pair_weights": "delta_ndcg"}),
     ("pairwise_squared", {"method": "dense", "utility": "exp2"}),
     ("op_pairwise", {"phi": "exponential"}),
+    ("op_pairwise", {"phi": "exponential", "method": "dense"}),
     ("op_pairwise", {"phi": "squared_hinge", "utility": "exp2"}),
+    ("op_pairwise", {"phi": "squared_hinge", "method": "dense"}),
+    ("rankboost", {"pair_weights": "delta_label", "method": "dense"}),
     ("kendall_hinge", {"method": "dense"}),
     ("listnet", {"temperature": 0.5}),
     ("smooth_dcg", {"k": 1, "sigma": 0.5}),
@@ -83,6 +86,12 @@ def reference_values(name, hyper, s, y, m, w=None):
 def is_pair_based(name):
     """Losses that are 0 and left out of the mean on lists without an ordered pair (y_i > y_j)."""
     return name in ("pairwise_hinge", "ranknet", "rankboost", "lambdaloss")
+
+
+def needs_positive_gain(name):
+    """Losses normalised by the ideal DCG: a list whose ideal DCG is 0 (no positive gain) has
+    nothing to rank, gives 0 and is left out of the mean."""
+    return name in ("smooth_dcg", "approx_ndcg", "lambdaloss")
 
 
 def needs_two_items(name):

@@ -13,6 +13,7 @@ from _losses_cases import (
     VARIANTS,
     is_pair_based,
     labels_for,
+    needs_positive_gain,
     needs_two_items,
     random_batch,
     reference_values,
@@ -72,8 +73,11 @@ def test_empty_lists_give_zero_and_leave_the_mean(name):
     extra_y = torch.ones(3, 6, dtype=torch.float64)
     extra_m = torch.zeros(3, 6, dtype=torch.bool)
     n_empty = 1
-    if is_pair_based(name):  # equal labels: no ordered pair
+    if is_pair_based(name) or needs_positive_gain(name):
+        # equal labels: no ordered pair; all labels 0: ideal DCG 0, nothing to rank
         extra_m[1] = True
+        if needs_positive_gain(name):
+            extra_y[1] = 0.0
         n_empty += 1
     if is_pair_based(name) or needs_two_items(name):  # a one-item list
         extra_m[2, 3] = True
@@ -92,6 +96,55 @@ def test_empty_lists_give_zero_and_leave_the_mean(name):
     assert z.item() == 0.0
     gz, = torch.autograd.grad(z, se)
     assert torch.all(gz == 0)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_zero_length_lists_give_zero_like_empty_lists(name):
+    for shape in ((3, 0), (0,)):
+        s = torch.zeros(shape, dtype=torch.float64, requires_grad=True)
+        y = torch.zeros(shape, dtype=torch.float64)
+        v = _call(name, s, y)
+        g, = torch.autograd.grad(v, s)
+        assert v.item() == 0.0 and g.shape == shape
+        none = _call(name, s, y, reduction="none")
+        assert none.shape == shape[:-1] and torch.all(none == 0)
+    w = torch.zeros(3, 0, dtype=torch.float64)
+    assert _call(name, torch.zeros(3, 0), torch.zeros(3, 0), weights=w, reduction="sum").item() == 0.0
+
+
+EXP2_GAIN_LOSSES = [("approx_ndcg", {}), ("smooth_dcg", {}), ("smooth_dcg1", {}), ("lambdaloss", {}),
+                    ("pointwise_utility_regression", {}), ("ranknet", {"pair_weights": "delta_ndcg"}),
+                    ("bregman", {"utility": "exp2"})]
+
+
+@pytest.mark.parametrize("name,hyper", EXP2_GAIN_LOSSES, ids=lambda v: v if isinstance(v, str) else str(v))
+@pytest.mark.parametrize("dtype,limit", [(torch.float64, 1024), (torch.float32, 128)])
+def test_exp2_gain_overflow_is_refused_naming_the_loss_and_the_label(name, hyper, dtype, limit):
+    s = torch.zeros(2, 3, dtype=dtype)
+    y = torch.tensor([[0.0, 1.0, 2.0], [0.0, float(limit), 1.0]], dtype=dtype)
+    with pytest.raises(InputError, match=rf"{name}: label {limit} overflows the exp2 gain 2\^y - 1 in "
+                                         rf"{str(dtype)[6:]} \(labels must be < {limit}\)"):
+        REGISTRY[name](s, y, **hyper)
+    # a masked huge label is not a label
+    assert torch.isfinite(REGISTRY[name](s, y, where=y < limit, **hyper))
+
+
+@pytest.mark.parametrize("name", ["approx_ndcg", "smooth_dcg", "lambdaloss", "smooth_dcg1"])
+def test_ndcg_type_losses_stay_finite_for_gains_near_the_limit(name):
+    # 2^1023 twice overflows a DCG sum; the NDCG ratio does not (gains are scaled by the largest)
+    s = torch.tensor([[0.5, -0.2, 0.1]], dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([[1023.0, 1023.0, 0.0]], dtype=torch.float64)
+    v = REGISTRY[name](s, y)
+    g, = torch.autograd.grad(v, s)
+    assert torch.isfinite(v) and torch.isfinite(g).all()
+    if name != "smooth_dcg1":  # NDCG-type: equal to the same list with both top labels 1
+        torch.testing.assert_close(v, REGISTRY[name](s, torch.tensor([[1.0, 1.0, 0.0]], dtype=torch.float64)))
+
+
+def test_a_loss_that_overflows_its_dtype_is_refused_not_returned():
+    with pytest.raises(InputError,
+                       match=r"pointwise_squared: the loss value overflows float32 .*largest \|score\| 1e\+30"):
+        get("pointwise_squared")(torch.tensor([[1e30, 0.0]]), torch.tensor([[1.0, 0.0]]))
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -153,26 +206,83 @@ def test_one_dimensional_input_is_a_batch_of_one(name):
     torch.testing.assert_close(a, b[0])
 
 
-def test_sort_and_dense_forms_agree_on_long_lists_with_ties():
+SORT_FORMS = (("pairwise_hinge", {"pair_weights": "none"}), ("pairwise_hinge", {"pair_weights": "delta_label"}),
+              ("kendall_hinge", {}), ("rankboost", {"pair_weights": "none"}),
+              ("rankboost", {"pair_weights": "delta_label"}), ("pairwise_squared", {}),
+              ("op_pairwise", {"phi": "exponential"}), ("op_pairwise", {"phi": "exponential", "utility": "exp2"}),
+              ("op_pairwise", {"phi": "squared_hinge"}))
+
+
+@pytest.mark.parametrize("spread", [4.0, 60.0])
+def test_sort_and_dense_forms_agree_on_long_lists_with_ties(spread):
+    """Spread 60: score gaps far beyond 50, where the exponential continues linearly -- the
+    sort-based RankBoost and exponential template are exact there too (no dense fallback)."""
     gen = torch.Generator().manual_seed(19)
-    s = torch.round(torch.randn(3, 300, generator=gen, dtype=torch.float64) * 4) / 4  # many ties
+    s = torch.round(torch.randn(3, 300, generator=gen, dtype=torch.float64) * spread) / 4  # many ties
     y = torch.randint(0, 5, (3, 300), generator=gen).double()
     y[2] = torch.rand(300, generator=gen, dtype=torch.float64) * 3  # real-valued labels
     m = torch.rand(3, 300, generator=gen) > 0.1
     w = torch.rand(3, 300, generator=gen, dtype=torch.float64) + 0.5
-    for fn_name, kws in (("pairwise_hinge", {"pair_weights": "none"}),
-                         ("pairwise_hinge", {"pair_weights": "delta_label"}),
-                         ("kendall_hinge", {}), ("rankboost", {"pair_weights": "none"}),
-                         ("rankboost", {"pair_weights": "delta_label"}), ("pairwise_squared", {})):
+    for fn_name, kws in SORT_FORMS:
         fn = get(fn_name)
         a = s.clone().requires_grad_(True)
         b = s.clone().requires_grad_(True)
         va = fn(a, y, where=m, weights=w, method="sort", reduction="sum", **kws)
         vb = fn(b, y, where=m, weights=w, method="dense", reduction="sum", **kws)
-        torch.testing.assert_close(va, vb, rtol=1e-10, atol=1e-8)
+        torch.testing.assert_close(va, vb, rtol=1e-10, atol=1e-8, msg=lambda e: f"{fn_name} {kws}: {e}")
         ga, = torch.autograd.grad(va, a)
         gb, = torch.autograd.grad(vb, b)
-        torch.testing.assert_close(ga, gb, rtol=1e-9, atol=1e-8)
+        torch.testing.assert_close(ga, gb, rtol=1e-9, atol=1e-8 * float(gb.abs().max()),
+                                   msg=lambda e: f"{fn_name} {kws}: {e}")
+
+
+def test_rankboost_auto_is_the_sort_form_for_any_score_range(monkeypatch):
+    """No dense O(n^2) fallback when a list's scores span more than 50: "auto" never builds the
+    pair matrices, and equals the dense value."""
+    from rankwise.losses import pairwise
+
+    s = torch.tensor([[-3000.0, 0.0, 20.0, 90.0, 4000.0]], dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([[2.0, 1.0, 0.0, 1.0, 0.0]], dtype=torch.float64)
+    want = get("rankboost")(s, y, method="dense")
+
+    def no_dense(*args, **kwargs):
+        raise AssertionError("the dense pair form was used")
+    monkeypatch.setattr(pairwise, "pair_form", no_dense)
+    for pw in ("none", "delta_label"):
+        v = get("rankboost")(s, y, pair_weights=pw)
+        g, = torch.autograd.grad(v, s)
+        assert torch.isfinite(v) and torch.isfinite(g).all()
+    torch.testing.assert_close(get("rankboost")(s, y), want, rtol=1e-12, atol=0)
+
+
+_SORT_EXP_FORMS = [("rankboost", {}), ("rankboost", {"pair_weights": "delta_label"}),
+                   ("op_pairwise", {"phi": "exponential"}), ("op_pairwise", {"phi": "squared_hinge"})]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("name,kws", _SORT_EXP_FORMS)
+def test_sort_forms_are_finite_for_extreme_scores(name, kws, dtype):
+    s = torch.tensor([[1e4, -1e4, 1e4, -1e4, 0.0], [3.0, 3.0, -2.0, 1e4, 1e4]], dtype=dtype, requires_grad=True)
+    y = torch.tensor([[0.0, 2.0, 0.0, 1.0, 1.0], [1.0, 0.0, 2.0, 0.0, 2.0]], dtype=dtype)
+    v = get(name)(s, y, method="sort", **kws)
+    g, = torch.autograd.grad(v, s)
+    assert torch.isfinite(v) and torch.isfinite(g).all()
+    if dtype == torch.float64:
+        torch.testing.assert_close(v, get(name)(s, y, method="dense", **kws), rtol=1e-10, atol=0)
+
+
+@pytest.mark.parametrize("name,kws", _SORT_EXP_FORMS)
+def test_sort_forms_pass_gradcheck_across_the_linear_continuation(name, kws):
+    # gaps of ~50 on both sides of the threshold, ties, a masked item
+    s = torch.tensor([[0.0, 49.0, 51.5, 51.5, -52.0, 3.0], [0.3, 0.3, 0.3, -1.0, 0.8, 0.8]], dtype=torch.float64,
+                     requires_grad=True)
+    y = torch.tensor([[2.0, 0.0, 1.0, 0.0, 1.0, 2.0], [1.0, 0.0, 1.0, 2.0, 0.0, 0.0]], dtype=torch.float64)
+    m = torch.ones(2, 6, dtype=torch.bool)
+    m[0, 5] = False
+    w = torch.tensor([[1.0, 0.5, 2.0, 1.0, 1.5, 1.0], [1.0] * 6], dtype=torch.float64)
+    # per-list outputs: list 0 reaches e^50, a finite difference of a sum would drown list 1
+    f = lambda x: get(name)(x, y, where=m, weights=w, reduction="none", method="sort", **kws)  # noqa: E731
+    assert torch.autograd.gradcheck(f, (s,), eps=1e-6, atol=1e-5, rtol=1e-4)
 
 
 # ------------------------------------------------------------------ errors at the boundary

@@ -44,13 +44,19 @@ def _per_query_autograd(name, s, y, off, w=None, hessian=True, **hyper):
     return g, h
 
 
+def _dense_reference_hyper(name, hyper):
+    """The sort-based forms are first-order autograd Functions: take the reference Hessian (and
+    gradient) from the dense pair form of the same loss."""
+    return {**hyper, "method": "dense"} if "method" in SPECS[name].defaults else hyper
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_grad_hess_matches_autograd_on_the_padded_form(name):
     hyper = BASE_HYPER.get(name, {})
     s, y, off = _ragged(41, binary=name == "sigmoid_ce")
     w = np.random.default_rng(1).uniform(0.5, 1.5, len(s))
     g, h = grad_hess(name, s, y, off, weights=w, **hyper)
-    g_ref, h_ref = _per_query_autograd(name, s, y, off, w, **hyper)
+    g_ref, h_ref = _per_query_autograd(name, s, y, off, w, **_dense_reference_hyper(name, hyper))
     np.testing.assert_allclose(g, g_ref, rtol=1e-9, atol=1e-12)
     assert np.all(h > 0) and np.all(np.isfinite(h))
     if SPECS[name].hessian == "exact":
@@ -64,6 +70,45 @@ def test_grad_hess_matches_autograd_on_the_padded_form(name):
     np.testing.assert_allclose(g2, g_ref * row, rtol=1e-9, atol=1e-12)
     h_want = h_ref * row if SPECS[name].hessian == "exact" else np.abs(g_ref * row)
     np.testing.assert_allclose(h2, np.maximum(h_want, 1e-300), rtol=1e-8, atol=1e-10)
+
+
+FAST_FORMS = [("rankboost", {}), ("rankboost", {"pair_weights": "delta_label"}), ("pairwise_squared", {}),
+              ("pairwise_squared", {"utility": "exp2"}), ("op_pairwise", {"phi": "exponential"}),
+              ("op_pairwise", {"phi": "squared_hinge", "utility": "exp2"})]
+
+
+@pytest.mark.parametrize("name,hyper", FAST_FORMS, ids=lambda v: v if isinstance(v, str) else str(v))
+@pytest.mark.parametrize("spread", [1.0, 40.0])
+def test_fast_grad_hess_equals_the_dense_pair_form(name, hyper, spread):
+    """The O(n log n) / O(n) value, gradient and exact Hessian diagonal that grad_hess takes from
+    the sort-based forms equal the dense O(n^2) pair form: ragged groups (padding masked), tied
+    scores and labels, row and group weights, and (spread 40) pairs beyond the linear continuation
+    of the exponential at 50."""
+    s, y, off = _ragged(43, n_q=9, max_len=15)
+    s = np.round(s * spread * 2) / 2  # ties
+    rng = np.random.default_rng(4)
+    w = rng.uniform(0.5, 1.5, len(s))
+    gw = rng.uniform(0.5, 3.0, len(off) - 1)
+    g, h, v = grad_hess(name, s, y, off, weights=w, group_weights=gw, hess_floor=1e-300, return_value=True, **hyper)
+    gd, hd, vd = grad_hess(name, s, y, off, weights=w, group_weights=gw, hess_floor=1e-300, return_value=True,
+                           method="dense", **hyper)
+    assert np.isfinite(v) and v == pytest.approx(vd, rel=1e-12)
+    np.testing.assert_allclose(g, gd, rtol=1e-10, atol=1e-12 * np.abs(gd).max())
+    np.testing.assert_allclose(h, hd, rtol=1e-10, atol=1e-12 * np.abs(hd).max())
+    # and the value is the loss summed over the queries
+    want = sum(gw[q] * float(REGISTRY[name](torch.tensor(s[off[q]:off[q + 1]]), torch.tensor(y[off[q]:off[q + 1]]),
+                                            weights=torch.tensor(w[off[q]:off[q + 1]]), reduction="sum", **hyper))
+               for q in range(len(off) - 1))
+    assert v == pytest.approx(want, rel=1e-12)
+
+
+def test_return_value_of_the_autograd_and_pair_paths():
+    s, y, off = _ragged(45)
+    for name in ("listnet", "ranknet", "pointwise_squared"):
+        _, _, v = grad_hess(name, s, y, off, return_value=True)
+        want = sum(float(REGISTRY[name](torch.tensor(s[a:b]), torch.tensor(y[a:b]), reduction="sum"))
+                   for a, b in zip(off[:-1], off[1:]))
+        assert v == pytest.approx(want, rel=1e-12)
 
 
 @settings(max_examples=15, deadline=None)

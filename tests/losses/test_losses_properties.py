@@ -117,17 +117,77 @@ def _inner_minimiser(name, label_vectors, probs, **hyper):
     return s.detach()
 
 
+# the utility each order-preserving loss is calibrated for (default: u(y) = y)
+_UTILITY = {"pointwise_utility_regression": lambda y: 2.0 ** y - 1}
+
+
 @pytest.mark.parametrize("name", ["pointwise_squared", "pointwise_logistic", "pointwise_exponential",
-                                  "pointwise_smooth_hinge", "op_pairwise", "pairwise_squared", "bregman"])
+                                  "pointwise_smooth_hinge", "pointwise_squared_hinge", "sigmoid_ce",
+                                  "pointwise_utility_regression", "op_pairwise", "pairwise_squared", "bregman"])
 def test_order_preserving_losses_order_like_the_expected_utility(name):
     assert spec(name).order_preserving is True
     hyper = dict(BASE_HYPER.get(name, {}))
     ys = [[2.0, 0.0, 1.0, 0.0], [0.0, 2.0, 1.0, 1.0], [1.0, 1.0, 0.0, 2.0]]
+    if name == "sigmoid_ce":  # binary labels
+        ys = [[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 1.0, 1.0], [1.0, 1.0, 0.0, 0.0]]
     probs = [0.45, 0.35, 0.2]
-    eu = torch.tensor(probs, dtype=torch.float64) @ torch.tensor(ys, dtype=torch.float64)
+    u = _UTILITY.get(name, lambda y: y)
+    eu = torch.tensor(probs, dtype=torch.float64) @ u(torch.tensor(ys, dtype=torch.float64))
     s = _inner_minimiser(name, ys, probs, **hyper)
     order_eu = torch.argsort(eu, descending=True)
     assert torch.all(s[order_eu][:-1] > s[order_eu][1:] + 1e-6), (s, eu)
+
+
+def test_utility_regression_orders_by_expected_gain_not_expected_label():
+    """On this distribution E[y] and E[2^y - 1] order items 2 and 3 differently: the regression
+    on 2^y - 1 follows the DCG utility (Cossock & Zhang 2008), the one on y the label."""
+    ys = [[2.0, 0.0, 1.0, 0.0], [0.0, 2.0, 1.0, 1.0], [1.0, 1.0, 0.0, 2.0]]
+    probs = [0.45, 0.35, 0.2]
+    ey = torch.tensor(probs, dtype=torch.float64) @ torch.tensor(ys, dtype=torch.float64)
+    assert ey[2] > ey[3]  # E[y]: 0.8 > 0.75, E[2^y - 1]: 0.8 < 0.95
+    s_gain = _inner_minimiser("pointwise_utility_regression", ys, probs)
+    s_label = _inner_minimiser("pointwise_squared", ys, probs)
+    assert s_gain[3] > s_gain[2] + 0.1 and s_label[2] > s_label[3] + 0.01
+
+
+# Pairwise losses with unit pair weights see only P(y_i > y_j), not how much larger: item 0 wins
+# big but rarely (y = (2, 0, 0) with p = 0.4), item 1 wins by one grade more often (p = 0.5), so
+# E[y_0] = 0.8 > E[y_1] = 0.5 while P(y_1 > y_0) = 0.5 > P(y_0 > y_1) = 0.4.
+_PREF_YS = [[0.0, 1.0, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+_PREF_PROBS = [0.5, 0.4, 0.1]
+
+
+@pytest.mark.parametrize("name", ["ranknet", "rankboost"])
+def test_smooth_pairwise_losses_are_not_order_preserving_counterexample(name):
+    """Calauzènes et al. (2013, Def. 3.3; Duchi, Mackey & Jordan ICML 2010 for RankNet): the
+    unique minimiser of the inner risk ranks item 1 above item 0 although E[y_0] > E[y_1]."""
+    assert spec(name).order_preserving is False
+    eu = torch.tensor(_PREF_PROBS, dtype=torch.float64) @ torch.tensor(_PREF_YS, dtype=torch.float64)
+    assert eu[0] > eu[1] > eu[2]
+    s = _inner_minimiser(name, _PREF_YS, _PREF_PROBS)
+    Y = torch.tensor(_PREF_YS, dtype=torch.float64)
+    P = torch.tensor(_PREF_PROBS, dtype=torch.float64)
+    x = s.clone().requires_grad_(True)
+    g, = torch.autograd.grad((P * REGISTRY[name](x.expand_as(Y), Y, reduction="none")).sum(), x)
+    assert g.abs().max() < 1e-8  # a stationary point of a convex risk: the minimum
+    assert s[1] > s[0] + 0.1, s
+    # an order-preserving loss on the same distribution follows E[y]
+    s_op = _inner_minimiser("pairwise_squared", _PREF_YS, _PREF_PROBS)
+    assert s_op[0] > s_op[1] > s_op[2]
+
+
+def test_kendall_hinge_is_not_order_preserving_counterexample():
+    """Piecewise linear with breakpoints on a 0.1 grid (as the RankSVM hinge below): the inner
+    risk attains its minimum at scores that do not put item 0 strictly above item 1."""
+    assert spec("kendall_hinge").order_preserving is False
+    Y = torch.tensor(_PREF_YS, dtype=torch.float64)
+    P = torch.tensor(_PREF_PROBS, dtype=torch.float64)
+    grid = torch.linspace(-3, 3, 61, dtype=torch.float64)
+    a, b = torch.meshgrid(grid, grid, indexing="ij")
+    S = torch.stack([a.flatten(), b.flatten(), torch.zeros(a.numel(), dtype=torch.float64)], -1)
+    risk = sum(P[k] * REGISTRY["kendall_hinge"](S, Y[k].expand_as(S), reduction="none") for k in range(3))
+    bad = S[:, 0] <= S[:, 1]
+    assert abs(risk.min().item() - risk[bad].min().item()) < 1e-12
 
 
 def test_pairwise_hinge_is_not_order_preserving_counterexample():

@@ -16,6 +16,9 @@ from rankwise.models import GBDTRanker, LinearRanker, NeuralRanker
 FACTORIES = {
     "linear": lambda: LinearRanker("listnet", max_iter=10),
     "neural": lambda: NeuralRanker("listnet", hidden=(8,), epochs=1, random_state=0),
+    # the listwise attention scorer: predict needs qid (the one documented deviation)
+    "neural-attention": lambda: NeuralRanker("listnet", architecture="attention", hidden=(8,), epochs=1,
+                                             random_state=0),
     "gbdt-lgb": lambda: GBDTRanker("listnet", n_estimators=3, random_state=0),
     "gbdt-xgb": lambda: GBDTRanker("listnet", backend="xgboost", n_estimators=3, random_state=0),
 }
@@ -26,6 +29,15 @@ def model(request):
     return FACTORIES[request.param]()
 
 
+def _is_listwise(model):
+    return getattr(model, "architecture", "mlp") == "attention"
+
+
+def _predict(model, X, qid):
+    """predict(X), or predict(X, qid=qid) for the attention scorer."""
+    return model.predict(X, qid=qid) if _is_listwise(model) else model.predict(X)
+
+
 def test_clone_get_params_and_fit_returns_self(model):
     X, y, qid = make_data(n_queries=8, list_len=5)
     params = model.get_params()
@@ -34,8 +46,14 @@ def test_clone_get_params_and_fit_returns_self(model):
     assert model.fit(X, y, qid=qid) is model
     assert model.n_features_in_ == X.shape[1] and hasattr(model, "history_")
     assert model.get_params() == params  # fit leaves constructor arguments untouched
-    s = model.predict(X)
+    s = _predict(model, X, qid)
     assert s.shape == (len(y),) and s.dtype == np.float64 and np.all(np.isfinite(s))
+    if _is_listwise(model):
+        with pytest.raises(InputError, match=r"predict\(X\) got no qid, but NeuralRanker\(architecture='attention'\) "
+                                             r"scores each document in the context .* call predict\(X, qid=qid\)"):
+            model.predict(X)
+        with pytest.raises(InputError, match=r"qid has shape \(39,\) but X has 40 rows"):
+            model.predict(X, qid=qid[:-1])
 
 
 def test_fit_accepts_a_ranking_dataset(model):
@@ -43,10 +61,117 @@ def test_fit_accepts_a_ranking_dataset(model):
 
     X, y, qid = make_data(n_queries=8, list_len=5)
     ds = RankingDataset.from_arrays(X, y, qid)
-    a = clone(model).fit(ds).predict(X)
-    b = clone(model).fit(X, y, qid=qid).predict(X)
+    a = _predict(clone(model).fit(ds), X, qid)
+    b = _predict(clone(model).fit(X, y, qid=qid), X, qid)
     np.testing.assert_allclose(a, b, atol=1e-6)
     clone(model).fit(X, y, qid=qid, eval_set=RankingDataset.from_arrays(X, y, qid))
+
+
+def test_eval_set_without_early_stopping_keeps_the_final_model(model):
+    """An eval_set alone records the validation curve; only early stopping restores a best step."""
+    (X, y, qid), (Xv, yv, qv) = make_data(n_queries=8, list_len=5), make_data(n_queries=6, list_len=5, seed=1)
+    plain = clone(model).fit(X, y, qid=qid)
+    watched = clone(model).fit(X, y, qid=qid, eval_set=(Xv, yv, qv))
+    np.testing.assert_array_equal(_predict(watched, X, qid), _predict(plain, X, qid))
+    assert not hasattr(watched, "best_iteration_") and not hasattr(watched, "best_score_")
+    curve = watched.history_["ndcg@10"]
+    assert len(curve) == len(watched.history_) and all(v is not None for v in curve)
+    assert curve[-1] == pytest.approx(watched.score(Xv, yv, qid=qv), abs=1e-6)  # the last step is the model
+
+
+def test_score_sample_weight_is_a_per_query_weighted_mean(model):
+    m = model.fit(*make_data(n_queries=8, list_len=5)[:2], qid=make_data(n_queries=8, list_len=5)[2])
+    X, y, qid = make_data(n_queries=8, list_len=8, seed=3)  # held-out queries: not all ranked perfectly
+    qw = np.arange(1.0, 9.0)  # one weight per query
+    per_query = np.array([m.score(X[qid == q], y[qid == q], qid=qid[qid == q]) for q in range(8)])
+    want = float(qw @ per_query / qw.sum())
+    assert m.score(X, y, qid=qid, sample_weight=qw[qid]) == pytest.approx(want, abs=1e-12)
+    assert want != pytest.approx(per_query.mean(), abs=1e-6)  # the weights matter here
+    assert m.score(X, y, qid=qid, sample_weight=np.ones(len(y))) == pytest.approx(m.score(X, y, qid=qid), abs=1e-12)
+    # rows out of query order: the weights follow their rows
+    p = np.random.default_rng(0).permutation(len(y))
+    assert m.score(X[p], y[p], qid=qid[p], sample_weight=qw[qid][p]) == pytest.approx(want, abs=1e-12)
+    w = qw[qid].copy()
+    w[3] = 0.5
+    with pytest.raises(InputError, match=r"sample_weight must be the same for every row of a query .*query 0 has "
+                                         r"row weights from 0.5 to 1"):
+        m.score(X, y, qid=qid, sample_weight=w)
+    with pytest.raises(InputError, match="query weights sum to 0"):
+        m.score(X, y, qid=qid, sample_weight=np.zeros(len(y)))
+    with pytest.raises(InputError, match="sample_weight must be non-negative"):
+        m.score(X, y, qid=qid, sample_weight=-np.ones(len(y)))
+
+
+def test_negative_sample_weight_is_refused_for_arrays_and_ranking_datasets(model):
+    from rankwise.data import RankingDataset
+
+    X, y, qid = make_data(n_queries=8, list_len=5)
+    w = np.ones(len(y))
+    w[7] = -1.0
+    for args, kw in (((X, y), {"qid": qid}), ((RankingDataset.from_arrays(X, y, qid),), {})):
+        with pytest.raises(InputError, match=r"sample_weight must be non-negative; got 1 negative entries \(min -1\)"):
+            clone(model).fit(*args, sample_weight=w, **kw)
+
+
+@pytest.mark.parametrize("make", [lambda **kw: LinearRanker("ranknet", max_iter=3, **kw),
+                                  lambda **kw: NeuralRanker("ranknet", hidden=(4,), epochs=1, **kw),
+                                  lambda **kw: GBDTRanker("ranknet", n_estimators=2, min_child_samples=2, **kw)])
+def test_loss_params_are_checked_before_training(make):
+    X, y, qid = make_data(n_queries=6, list_len=4)
+    with pytest.raises(InputError, match=r"loss_params: unknown hyperparameter\(s\) \['sigmaa'\] for loss 'ranknet'; "
+                                         r"known: \['pair_weights', 'sigma'\]"):
+        make(loss_params={"sigmaa": 1}).fit(X, y, qid=qid)
+    with pytest.raises(InputError, match=r"loss_params must be a dict of ranknet's hyperparameters .* got list \[1\]"):
+        make(loss_params=[1]).fit(X, y, qid=qid)
+    make(loss_params={"sigma": 2.0}).fit(X, y, qid=qid)  # a known name is fine
+
+
+def test_loss_params_of_a_callable_loss():
+    from rankwise.losses import ranknet_loss
+
+    X, y, qid = make_data(n_queries=6, list_len=4)
+    with pytest.raises(InputError, match=r"unknown hyperparameter\(s\) \['tau'\] for loss 'ranknet_loss'"):
+        LinearRanker(ranknet_loss, loss_params={"tau": 1.0}, max_iter=3).fit(X, y, qid=qid)
+
+    def any_loss(scores, labels, *, where=None, weights=None, reduction="mean", **hyper):
+        return ranknet_loss(scores, labels, where=where, weights=weights, reduction=reduction)
+    LinearRanker(any_loss, loss_params={"anything": 1.0}, max_iter=3).fit(X, y, qid=qid)  # **kwargs takes all
+
+
+@pytest.mark.parametrize("est,grid", [
+    (GBDTRanker("listnet", n_estimators=8, num_leaves=4, min_child_samples=3, random_state=0),
+     {"learning_rate": [1e-4, 0.3]}),
+    (NeuralRanker("listnet", hidden=(8,), epochs=4, lr=0.05, dropout=0.0, random_state=0),
+     {"lr": [1e-6, 0.05]}),
+], ids=["gbdt", "neural"])
+def test_grid_search_with_group_kfold_for_gbdt_and_neural(est, grid):
+    X, y, qid = make_data(n_queries=24, list_len=6)
+    with sklearn.config_context(enable_metadata_routing=True):
+        est = est.set_fit_request(qid=True).set_score_request(qid=True)
+        gs = GridSearchCV(est, grid, cv=GroupKFold(n_splits=3))
+        gs.fit(X, y, qid=qid, groups=qid)
+    name, values = next(iter(grid.items()))
+    assert gs.best_params_ == {name: values[1]}  # a vanishing step size learns next to nothing
+    train_idx, test_idx = next(GroupKFold(n_splits=3).split(X, y, groups=qid))
+    m = clone(est).set_params(**gs.best_params_).fit(X[train_idx], y[train_idx], qid=qid[train_idx])
+    assert gs.cv_results_["split0_test_score"][1] == pytest.approx(
+        m.score(X[test_idx], y[test_idx], qid=qid[test_idx]), abs=1e-12)
+
+
+def test_rankwise_subpackages_are_attributes_in_a_fresh_interpreter():
+    import subprocess
+    import sys
+
+    code = ("import sys, rankwise; names = ['models', 'train', 'losses', 'metrics', 'data', 'theory', 'report']; "
+            "mods = [getattr(rankwise, n) for n in names]; "
+            "assert all(m.__name__ == 'rankwise.' + n for m, n in zip(mods, names)); "
+            "assert rankwise.models.LinearRanker is rankwise.LinearRanker; "
+            "assert set(names) <= set(dir(rankwise)); "
+            "print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+    out = subprocess.run([sys.executable, "-c", "import rankwise; rankwise.nope"], capture_output=True, text=True)
+    assert "AttributeError: module 'rankwise' has no attribute 'nope'" in out.stderr
 
 
 def test_grid_search_with_group_kfold_routes_qid():
@@ -65,7 +190,7 @@ def test_grid_search_with_group_kfold_routes_qid():
 
 def test_predict_before_fit(model):
     with pytest.raises(NotFittedError, match="not fitted yet; call fit"):
-        model.predict(np.zeros((3, 6)))
+        _predict(model, np.zeros((3, 6)), np.zeros(3))
 
 
 def test_missing_qid_and_length_mismatch(model):
@@ -102,7 +227,7 @@ def test_validation_set_with_other_features(model):
         model.fit(X, y, qid=qid, eval_set=(X, y))
     model.fit(X, y, qid=qid)
     with pytest.raises(InputError, match="X has 5 features but .* was fitted with 6"):
-        model.predict(X[:, :5])
+        _predict(model, X[:, :5], qid)
 
 
 def test_queries_of_one_document(model):

@@ -79,6 +79,51 @@ def test_checkpoint_resume_continues_boosting(tmp_path, backend):
 
 
 @pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_resume_from_a_checkpoint_that_already_has_every_round(tmp_path, backend):
+    X, y, qid = make_data(n_queries=20, list_len=6)
+    ck = tmp_path / "ck.npz"
+    full = GBDTRanker("listnet", backend=backend, n_estimators=6, random_state=0).fit(X, y, qid=qid, checkpoint=ck,
+                                                                                   checkpoint_every=2)
+    resumed = GBDTRanker("listnet", backend=backend, n_estimators=6, random_state=0).fit(X, y, qid=qid, resume=ck)
+    assert resumed.n_estimators_ == 6 and resumed.history_ == full.history_
+    np.testing.assert_array_equal(resumed.predict(X), full.predict(X))
+    with pytest.raises(InputError, match=r"the checkpoint already has 6 boosting rounds, more than n_estimators=4"):
+        GBDTRanker("listnet", backend=backend, n_estimators=4, random_state=0).fit(X, y, qid=qid, resume=ck)
+
+
+def test_checkpoint_every_must_be_a_positive_integer(tmp_path):
+    X, y, qid = make_data(n_queries=20, list_len=6)
+    for bad in (0, -2, 1.5, "3"):
+        with pytest.raises(InputError, match=rf"checkpoint_every must be an integer >= 1; got {bad!r}"):
+            GBDTRanker("listnet", n_estimators=3).fit(X, y, qid=qid, checkpoint=tmp_path / "ck.npz",
+                                                      checkpoint_every=bad)
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_history_records_the_training_objective_of_each_round(backend):
+    from rankwise.losses import listnet_loss
+    import torch
+
+    X, y, qid = make_data(n_queries=20, list_len=6)
+    m = GBDTRanker("listnet", backend=backend, n_estimators=5, learning_rate=0.3, random_state=0).fit(X, y, qid=qid)
+    loss = m.history_["loss"]
+    assert len(loss) == 5 and m.history_["iteration"] == list(range(5))
+
+    def mean_listnet(s):  # mean over queries of the loss of the model's scores
+        return float(listnet_loss(torch.tensor(s.reshape(20, 6)), torch.tensor(y.reshape(20, 6))))
+    assert loss[0] == pytest.approx(mean_listnet(np.zeros(len(y))), rel=1e-9)  # F_0 = 0
+    for k in range(1, 5):  # round k's tree was fitted at the model of k rounds
+        if backend == "lightgbm":
+            s = m.booster_.predict(X, raw_score=True, num_iteration=k)
+        else:
+            s = m.booster_.predict(xgb.DMatrix(X), output_margin=True, iteration_range=(0, k))
+        assert loss[k] == pytest.approx(mean_listnet(s), rel=1e-6)
+    assert loss[-1] < loss[0]
+    native = GBDTRanker("native:lambdarank", n_estimators=3, min_child_samples=5, random_state=0).fit(X, y, qid=qid)
+    assert "loss" not in native.history_  # the library's own objective: no rankwise loss to record
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
 def test_nan_features_are_missing_values_and_inf_is_refused(backend):
     X, y, qid = make_data(n_queries=20, list_len=6)
     X = X.copy()
@@ -98,3 +143,21 @@ def test_bad_objective_names():
         GBDTRanker("listnett").fit(X, y, qid=qid)
     with pytest.raises(InputError, match="backend must be one of"):
         GBDTRanker(backend="catboost").fit(X, y, qid=qid)
+
+
+def test_library_errors_become_clear_messages():
+    X, y, qid = make_data(n_queries=6, list_len=4)  # 24 rows: LightGBM bins no feature with 20 per leaf
+    with pytest.raises(InputError, match=r"LightGBM found no feature it can split on: with 24 rows and "
+                                         r"min_child_samples=20 .* lower min_child_samples"):
+        GBDTRanker("listnet", n_estimators=2).fit(X, y, qid=qid)
+    with pytest.raises(InputError, match=r"xgboost refused the training run \(XGBoostError"):
+        GBDTRanker("listnet", backend="xgboost", n_estimators=2, backend_params={"max_depth": -3}).fit(X, y, qid=qid)
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_resume_with_other_features_is_refused(tmp_path, backend):
+    X, y, qid = make_data(n_queries=20, list_len=6)
+    ck = tmp_path / "ck.npz"
+    GBDTRanker("listnet", backend=backend, n_estimators=2, random_state=0).fit(X, y, qid=qid, checkpoint=ck)
+    with pytest.raises(InputError, match=r"the checkpoint was fitted on 6 features but X has 4"):
+        GBDTRanker("listnet", backend=backend, n_estimators=4, random_state=0).fit(X[:, :4], y, qid=qid, resume=ck)

@@ -125,3 +125,114 @@ def test_checkpoint_resume_equals_uninterrupted_run(tmp_path, solver):
     resumed = LinearRanker(max_iter=6, **kw).fit(X, y, qid=qid, resume=ck)
     np.testing.assert_allclose(resumed.coef_, full.coef_, atol=1e-6)
     assert resumed.history_["epoch"] == list(range(6))
+
+
+def test_lbfgs_early_stopping_keeps_the_best_iteration():
+    (X, y, qid), (Xv, yv, qv) = make_data(seed=0), make_data(seed=1)
+    # a label-noise-free training set that L-BFGS overfits slowly: the validation NDCG peaks early
+    m = LinearRanker("listnet", alpha=0.0, max_iter=200, tol=1e-12, early_stopping_rounds=2)
+    m.fit(X, y, qid=qid, eval_set=(Xv, yv, qv))
+    vals = m.history_["ndcg@10"]
+    assert len(vals) < 200  # stopped by patience, not by max_iter or convergence
+    assert vals[m.best_iteration_] == max(vals) and m.best_iteration_ == len(vals) - 3
+    assert m.score(Xv, yv, qid=qv) == pytest.approx(max(vals), abs=1e-9)
+    assert all(v is not None for v in m.history_["loss"])
+
+
+def test_lbfgs_history_records_the_objective_without_an_extra_pass():
+    X, y, qid = make_data(n_queries=15, list_len=6)
+    alpha = 0.05
+    m = LinearRanker("listnet", alpha=alpha, standardize=False, fit_intercept=False, tol=1e-10, max_iter=500)
+    calls = []
+    m.fit(X, y, qid=qid, eval_set=(X, y, qid))  # with an eval set: loss recorded too (it was None)
+    loss = m.history_["loss"]
+    assert len(loss) == m.n_iter_ and all(v is not None for v in loss)
+    assert all(b <= a + 1e-12 for a, b in zip(loss, loss[1:]))  # L-BFGS-B descends
+    from reference.models_reference import listnet_loss_and_grad
+
+    Xd = X.astype(np.float64)
+    want = np.mean([listnet_loss_and_grad(Xd[qid == q] @ m.coef_, y[qid == q])[0] for q in range(15)])
+    assert loss[-1] == pytest.approx(want + 0.5 * alpha * m.coef_ @ m.coef_, rel=1e-9)
+    # the loss comes from the optimiser's own evaluations: one objective call per function evaluation
+    import rankwise.models.linear as linear_mod
+
+    m2 = LinearRanker("listnet", alpha=alpha, standardize=False, fit_intercept=False, tol=1e-10, max_iter=500)
+    real = linear_mod.minimize_erm
+
+    def counting(fun_grad, *a, **k):
+        def fg(theta):
+            calls.append(1)
+            return fun_grad(theta)
+        theta, res = real(fg, *a, **k)
+        assert len(calls) == res.nfev
+        return theta, res
+    linear_mod.minimize_erm = counting
+    try:
+        m2.fit(X, y, qid=qid)
+    finally:
+        linear_mod.minimize_erm = real
+    assert m2.history_["loss"] == loss and len(calls) > 0
+
+
+def test_lbfgs_warns_when_it_stops_at_max_iter():
+    X, y, qid = make_data(n_queries=10, list_len=5)
+    with pytest.warns(UserWarning, match=r"LinearRanker\(solver='lbfgs'\) reached max_iter=2 iterations without "
+                                         "converging"):
+        LinearRanker("listnet", max_iter=2).fit(X, y, qid=qid)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        LinearRanker("listnet", alpha=1e-2, max_iter=500, tol=1e-6).fit(X, y, qid=qid)  # converges: silent
+
+
+def test_lbfgs_checkpoint_resume_reaches_the_same_optimum(tmp_path):
+    X, y, qid = make_data(n_queries=20, list_len=6)
+    kw = dict(loss="listnet", alpha=1e-2, tol=1e-12)  # strongly convex: one optimum
+    full = LinearRanker(max_iter=300, **kw).fit(X, y, qid=qid)
+    ck = tmp_path / "ck.npz"
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # stopped at max_iter on purpose
+        part = LinearRanker(max_iter=4, **kw).fit(X, y, qid=qid, checkpoint=ck)
+    resumed = LinearRanker(max_iter=300, **kw).fit(X, y, qid=qid, resume=ck)
+    assert resumed.history_["epoch"] == list(range(len(resumed.history_)))
+    assert resumed.history_["loss"][:4] == part.history_["loss"] and resumed.n_iter_ == len(resumed.history_)
+    np.testing.assert_allclose(resumed.coef_, full.coef_, atol=1e-5)
+    # the checkpoint is rewritten after every iteration: it holds the last iterate of the resumed run
+    again = LinearRanker(max_iter=len(resumed.history_), **kw).fit(X, y, qid=qid, resume=ck)
+    np.testing.assert_array_equal(again.coef_, resumed.coef_)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "ogd", "adam"])
+def test_fixed_random_state_gives_identical_models(solver):
+    X, y, qid = make_data(n_queries=12, list_len=6)
+    kw = dict(loss="ranknet", solver=solver, feature_map="rff", n_components=16, max_iter=5, random_state=11)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = LinearRanker(**kw).fit(X, y, qid=qid)
+        b = LinearRanker(**kw).fit(X, y, qid=qid)
+        c = LinearRanker(**{**kw, "random_state": 12}).fit(X, y, qid=qid)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    assert a.history_ == b.history_
+    assert not np.array_equal(a.rff_weights_, c.rff_weights_)  # the seed is used
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "adam"])
+def test_resume_with_other_features_is_refused(tmp_path, solver):
+    X, y, qid = make_data(n_queries=10, list_len=5)
+    ck = tmp_path / "ck.npz"
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        LinearRanker(solver=solver, max_iter=2, random_state=0).fit(X, y, qid=qid, checkpoint=ck)
+    from rankwise.errors import InputError
+
+    with pytest.raises(InputError, match=r"resume=.*ck.npz': the checkpoint was fitted on 6 features but X has 5; "
+                                         "resume with the same features"):
+        LinearRanker(solver=solver, max_iter=4, random_state=0).fit(X[:, :5], y, qid=qid, resume=ck)

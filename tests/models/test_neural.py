@@ -83,3 +83,20 @@ def test_bad_parameters():
         NeuralRanker(dropout=1.5).fit(X, y, qid=qid)
     with pytest.raises(InputError, match="epochs must be an integer >= 1"):
         NeuralRanker(epochs=0).fit(X, y, qid=qid)
+
+
+def test_resume_with_other_features_is_refused(tmp_path):
+    X, y, qid = make_data(n_queries=10, list_len=5)
+    ck = tmp_path / "ck.npz"
+    NeuralRanker(hidden=(4,), epochs=1, random_state=0).fit(X, y, qid=qid, checkpoint=ck)
+    with pytest.raises(InputError, match=r"the checkpoint was fitted on 6 features but X has 7"):
+        NeuralRanker(hidden=(4,), epochs=2, random_state=0).fit(np.hstack([X, X[:, :1]]), y, qid=qid, resume=ck)
+
+
+def test_resume_from_a_finished_checkpoint_keeps_it(tmp_path):
+    X, y, qid = make_data(n_queries=10, list_len=5)
+    ck = tmp_path / "ck.npz"
+    done = NeuralRanker(hidden=(4,), epochs=2, random_state=0).fit(X, y, qid=qid, checkpoint=ck)
+    again = NeuralRanker(hidden=(4,), epochs=2, random_state=0).fit(X, y, qid=qid, resume=ck)
+    np.testing.assert_array_equal(again.predict(X), done.predict(X))
+    assert again.history_ == done.history_

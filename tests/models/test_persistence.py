@@ -152,3 +152,69 @@ def test_subclass_protocol_registers_and_round_trips(tmp_path):
     assert loaded.cols == (2, 3)  # tuples survive JSON
     np.testing.assert_array_equal(loaded.predict(X), m.predict(X))
     del persistence.MODEL_REGISTRY["MeanFeatureRanker"]
+
+
+def _rewrite(src, dst, *, drop=(), meta_changes=None):
+    with np.load(src, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files if k not in drop}
+    meta = json.loads(arrays.pop("__meta__").tobytes())
+    meta.update(meta_changes or {})
+    arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    with open(dst, "wb") as fh:
+        np.savez(fh, **arrays)
+    return dst
+
+
+@pytest.mark.parametrize("make,array,missing", [
+    (lambda: LinearRanker("listnet", max_iter=20), "coef_", "missing entry 'coef_'"),
+    (lambda: NeuralRanker("listnet", hidden=(8,), epochs=1, random_state=0), "module/net.0.weight",
+     r'RuntimeError: .*Missing key\(s\) in state_dict: "net.0.weight"'),
+    (lambda: GBDTRanker("listnet", n_estimators=2, min_child_samples=5, random_state=0), "booster",
+     "missing entry 'booster'"),
+], ids=["linear", "neural", "gbdt"])
+def test_corrupt_or_hostile_files_give_input_errors(tmp_path, make, array, missing):
+    import warnings
+
+    X, y, qid = make_data(n_queries=10, list_len=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        path = make().fit(X, y, qid=qid).save(tmp_path / "m.npz")
+    corrupt = r"cannot load .*: corrupt or not a rankwise"
+    with pytest.raises(InputError, match=corrupt + ".*" + missing):
+        rankwise.load(_rewrite(path, tmp_path / "missing.npz", drop=(array,)))
+    with pytest.raises(InputError, match=corrupt + r".*missing entry 'n_features_in_'"):
+        rankwise.load(_rewrite(path, tmp_path / "empty.npz", meta_changes={"state": {}}))
+    with pytest.raises(InputError, match=r"state is a list, not an object"):
+        rankwise.load(_rewrite(path, tmp_path / "list.npz", meta_changes={"state": [1, 2]}))
+    with np.load(path, allow_pickle=False) as npz:
+        params = json.loads(npz["__meta__"].tobytes())["params"]
+    with pytest.raises(InputError, match=r"corrupt or not a rankwise \w+Ranker file \(its parameters do not match "
+                                         r".*unexpected keyword argument 'evil'"):
+        rankwise.load(_rewrite(path, tmp_path / "param.npz", meta_changes={"params": {**params, "evil": 1}}))
+    with pytest.raises(InputError, match=r"params is a str, not an object"):
+        rankwise.load(_rewrite(path, tmp_path / "pstr.npz", meta_changes={"params": "x"}))
+    with pytest.raises(InputError, match=corrupt):  # a state entry of the wrong type
+        rankwise.load(_rewrite(path, tmp_path / "type.npz", meta_changes={"state": {"n_features_in_": "six"}}))
+
+
+def test_corrupt_gbdt_model_text_and_shapes_give_input_errors(tmp_path):
+    X, y, qid = make_data(n_queries=10, list_len=5)
+    path = GBDTRanker("listnet", n_estimators=2, min_child_samples=5, random_state=0).fit(X, y, qid=qid).save(
+        tmp_path / "m.npz")
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    arrays["booster"] = persistence.text_to_array("tree\nnot a model")
+    with open(tmp_path / "bad.npz", "wb") as fh:
+        np.savez(fh, **arrays)
+    with pytest.raises(InputError, match=r"cannot load .*bad.npz: corrupt or not a rankwise model file \(LightGBMError"):
+        rankwise.load(tmp_path / "bad.npz")
+    # a linear model whose arrays disagree with its number of features
+    lin = LinearRanker("listnet", max_iter=50).fit(X, y, qid=qid).save(tmp_path / "lin.npz")
+    with np.load(lin, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    arrays["scaler_mean_"] = np.zeros(3)
+    with open(tmp_path / "shape.npz", "wb") as fh:
+        np.savez(fh, **arrays)
+    with pytest.raises(InputError, match=r"corrupt or not a rankwise model file \(ValueError: scaler_mean_ has shape "
+                                         r"\(3,\), expected \(6,\)"):
+        rankwise.load(tmp_path / "shape.npz")

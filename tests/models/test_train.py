@@ -40,6 +40,20 @@ def test_minimize_erm_l1_matches_soft_threshold():
     assert np.count_nonzero(w == 0) == 2  # exact zeros, not tiny values
 
 
+@pytest.mark.parametrize("l1", [0.0, 0.3])
+def test_minimize_erm_callback_gets_the_objective_of_its_last_evaluation(l1):
+    c = np.array([1.5, -0.7, 0.2])
+    evals, seen = [], []
+
+    def fg(w):
+        evals.append(w.copy())
+        return 0.5 * float((w - c) @ (w - c)), w - c
+    w, res = minimize_erm(fg, np.zeros(3), l1=l1, tol=1e-12, callback=lambda w, f: seen.append((w.copy(), f)))
+    assert len(seen) == res.nit and len(evals) == res.nfev  # no evaluation beyond the optimiser's own
+    for wk, f in seen:  # f is the objective (l1 term included) at the iterate handed over
+        assert f == pytest.approx(0.5 * float((wk - c) @ (wk - c)) + l1 * np.abs(wk).sum(), rel=1e-12, abs=1e-15)
+
+
 def test_minimize_erm_unpenalised_coordinate():
     c = np.array([1.0, 0.1])
     w, _ = minimize_erm(lambda w: (0.5 * float((w - c) @ (w - c)), w - c), np.zeros(2), l1=0.5,

@@ -125,7 +125,7 @@ def pairwise_squared(s, y, w, utility="linear", method=None):
     return sum(w[i] * w[j] * ((v[i] - v[j]) - (s[i] - s[j])) ** 2 for i in range(n) for j in range(i + 1, n))
 
 
-def op_pairwise(s, y, w, utility="linear", phi="logistic"):
+def op_pairwise(s, y, w, utility="linear", phi="logistic", method=None):
     v = _u(y, utility)
     f = {"logistic": lambda t: math.log(1 + math.exp(-t)), "exponential": lambda t: _exp(-t),
          "squared_hinge": lambda t: max(0.0, 1 - t) ** 2}[phi]

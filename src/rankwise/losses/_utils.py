@@ -106,16 +106,38 @@ def prepare(scores, labels, where=None, weights=None, *, loss: str) -> Batch:
             raise InputError(f"{loss}: weights must be finite and non-negative")
         if item_w is not None:
             item_w = torch.where(mask, item_w, zero)
+    if s.shape[-1] == 0:
+        # zero-length lists: one masked slot, so every loss sees a list without a real item
+        # (exactly 0, left out of the mean) and the gradient reaches the caller's [B, 0] tensor
+        s, y, mask = _pad_one(s, 0.0), _pad_one(y, 0.0), _pad_one(mask, False)
+        item_w = None if item_w is None else _pad_one(item_w, 0.0)
     return Batch(s, y, mask, item_w, list_w, squeeze)
 
 
+def _dtype_name(t: torch.Tensor) -> str:
+    return str(t.dtype).replace("torch.", "")
+
+
+def _pad_one(t: torch.Tensor, value) -> torch.Tensor:
+    return torch.cat([t, torch.full(t.shape[:-1] + (1,), value, dtype=t.dtype, device=t.device)], -1)
+
+
 def reduce(per_list: torch.Tensor, valid: torch.Tensor, batch: Batch, reduction: str, *, loss: str):
-    """Apply list weights and the reduction; lists without a valid item (or pair) give exactly 0."""
+    """Apply list weights and the reduction; lists without a valid item (or pair) give exactly 0.
+
+    Inputs are finite (checked by :func:`prepare`), so a non-finite value can only come from
+    exceeding the floating-point range (huge utilities or scores): refused with a message
+    rather than returned."""
     if reduction not in REDUCTIONS:
         raise InputError(f"{loss}: reduction must be one of {REDUCTIONS}; got {reduction!r}")
     per_list = torch.where(valid, per_list, torch.zeros_like(per_list))
     if batch.list_w is not None:
         per_list = per_list * batch.list_w
+    if not bool(torch.isfinite(per_list.detach()).all()):
+        y, s = batch.labels[batch.mask], batch.scores.detach()[batch.mask]
+        raise InputError(f"{loss}: the loss value overflows {_dtype_name(per_list)} (largest |label| "
+                         f"{float(y.abs().max()):g}, largest |score| {float(s.abs().max()):g}); rescale the labels "
+                         "or the scores" + ("" if per_list.dtype == torch.float64 else ", or compute in float64"))
     if reduction == "none":
         return per_list[0] if batch.squeeze else per_list
     total = per_list.sum()
@@ -130,13 +152,33 @@ def check_reduction(reduction: str, loss: str) -> None:
         raise InputError(f"{loss}: reduction must be one of {REDUCTIONS}; got {reduction!r}")
 
 
+def exp2_gain(labels: torch.Tensor, *, loss: str) -> torch.Tensor:
+    """The DCG gain ``2^y - 1``; a label whose gain overflows the dtype is refused, naming it
+    (2^y is finite for y < 1024 in float64 and y < 128 in float32)."""
+    g = torch.exp2(labels) - 1
+    if not bool(torch.isfinite(g).all()):
+        bad = float(labels[~torch.isfinite(g)].max())
+        limit = math.ceil(math.log2(torch.finfo(labels.dtype).max))
+        raise InputError(f"{loss}: label {bad:g} overflows the exp2 gain 2^y - 1 in {_dtype_name(labels)} "
+                         f"(labels must be < {limit}); use the linear gain/utility or rescale the labels"
+                         + ("" if labels.dtype == torch.float64 else ", or compute in float64"))
+    return g
+
+
+def scaled_gains(g: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Gains divided by each list's largest gain: NDCG-type ratios are unchanged and no DCG sum
+    can overflow however large the gains (lists whose gains are all <= 0 are left as they are)."""
+    top = torch.where(mask, g, torch.zeros_like(g)).max(-1, keepdim=True).values.detach()
+    return g / torch.where(top > 0, top, torch.ones_like(top))
+
+
 def utility(labels: torch.Tensor, u, *, loss: str) -> torch.Tensor:
     """Map labels ``y`` to utilities ``v = u(y)``: ``"linear"`` (v = y), ``"exp2"`` (v = 2^y - 1),
     or a callable taking and returning a tensor of the same shape."""
     if u == "linear" or u is None:
         return labels
     if u == "exp2":
-        return torch.exp2(labels) - 1
+        return exp2_gain(labels, loss=loss)
     if callable(u):
         v = u(labels)
         if not isinstance(v, torch.Tensor) or v.shape != labels.shape:
@@ -178,14 +220,14 @@ def log2p1(x: torch.Tensor) -> torch.Tensor:
     return torch.log2(1 + x)
 
 
-def gains(labels: torch.Tensor, gain) -> torch.Tensor:
+def gains(labels: torch.Tensor, gain, *, loss: str = "gains") -> torch.Tensor:
     if gain == "exp2":
-        return torch.exp2(labels) - 1
+        return exp2_gain(labels, loss=loss)
     if gain == "linear":
         return labels
     if callable(gain):
         return gain(labels)
-    raise InputError(f"gain must be 'exp2', 'linear' or a callable; got {gain!r}")
+    raise InputError(f"{loss}: gain must be 'exp2', 'linear' or a callable; got {gain!r}")
 
 
 def ideal_dcg(g: torch.Tensor, mask: torch.Tensor, k: int | None = None) -> torch.Tensor:

@@ -22,6 +22,7 @@ from rankwise.losses._utils import (
     prepare,
     reduce,
     safe_exp,
+    scaled_gains,
     utility,
 )
 from rankwise.losses.pairwise import _dense, pair_form
@@ -104,7 +105,9 @@ def smooth_dcg_loss(scores, labels, *, where=None, weights=None, reduction="mean
        h_{ij} = \frac{e^{-(s_i - s_{d(j)})^2/\sigma}}{\sum_l e^{-(s_l - s_{d(j)})^2/\sigma}}
 
     d(j) is the item at rank j of the current scores. As σ → 0 it tends to -NDCG@k. Not
-    convex; lists with max DCG 0 give 0.
+    convex. A list whose max DCG@k is 0 has nothing to rank: it gives 0 and is left out of the
+    mean. Gains are divided by the list's largest one before summing (the ratio is unchanged),
+    so only a gain 2^y - 1 that itself overflows is refused.
 
     References
     ----------
@@ -116,7 +119,8 @@ def smooth_dcg_loss(scores, labels, *, where=None, weights=None, reduction="mean
     sigma = check_positive(sigma, "sigma", name)
     k = _check_k(k, name)
     s, mask = b.scores, b.mask
-    g = gains(b.labels, gain) * _iw(b)
+    g0 = scaled_gains(gains(b.labels, gain, loss=name), mask)
+    g = g0 * _iw(b)
     L = s.shape[-1]
     kk = min(k, L)
     order = torch.sort(torch.where(mask, s.detach(), torch.full_like(s, -math.inf)), dim=-1,
@@ -129,9 +133,9 @@ def smooth_dcg_loss(scores, labels, *, where=None, weights=None, reduction="mean
     present = torch.arange(kk, device=s.device).unsqueeze(0) < mask.sum(-1, keepdim=True)
     disc = torch.where(present, 1.0 / log2p1(ranks), torch.zeros_like(present, dtype=s.dtype))
     dcg = (disc.unsqueeze(-1) * h * g.unsqueeze(-2)).sum((-1, -2))
-    idcg = ideal_dcg(gains(b.labels, gain), mask, k)
+    idcg = ideal_dcg(g0, mask, k)
     per = torch.where(idcg > 0, -dcg / torch.where(idcg > 0, idcg, torch.ones_like(idcg)), torch.zeros_like(idcg))
-    return reduce(per, mask.any(-1), b, reduction, loss=name)
+    return reduce(per, mask.any(-1) & (idcg > 0), b, reduction, loss=name)
 
 
 def smooth_dcg1_loss(scores, labels, *, where=None, weights=None, reduction="mean", sigma=1.0,
@@ -153,7 +157,7 @@ def smooth_dcg1_loss(scores, labels, *, where=None, weights=None, reduction="mea
     sigma = check_positive(sigma, "sigma", name)
     p = torch.exp(_masked_log_softmax(b.scores / sigma, b.mask))
     p = torch.where(b.mask, p, torch.zeros_like(p))
-    g = gains(b.labels, gain) * _iw(b)
+    g = gains(b.labels, gain, loss=name) * _iw(b)
     return reduce(-(p * g).sum(-1), b.mask.any(-1), b, reduction, loss=name)
 
 
@@ -164,7 +168,9 @@ def approx_ndcg_loss(scores, labels, *, where=None, weights=None, reduction="mea
     .. math:: \ell = -\frac{1}{\max\mathrm{DCG}} \sum_i \frac{G(y_i)}{\log_2(1 + \hat\pi_i)},
        \quad \hat\pi_i = 1 + \sum_{j \ne i} \frac{1}{1 + e^{\alpha (s_i - s_j)}}
 
-    Not convex; lists with max DCG 0 give 0.
+    Not convex. A list whose max DCG is 0 has nothing to rank: it gives 0 and is left out of
+    the mean. Gains are divided by the list's largest one before summing (the ratio is
+    unchanged), so only a gain 2^y - 1 that itself overflows is refused.
 
     References
     ----------
@@ -179,11 +185,11 @@ def approx_ndcg_loss(scores, labels, *, where=None, weights=None, reduction="mea
     eye = torch.eye(s.shape[-1], dtype=torch.bool, device=s.device)
     sig = torch.sigmoid(-alpha * (s.unsqueeze(-1) - s.unsqueeze(-2)))
     pos = 1 + torch.where(both & ~eye, sig, torch.zeros_like(sig)).sum(-1)
-    g = gains(b.labels, gain)
+    g = scaled_gains(gains(b.labels, gain, loss=name), mask)
     dcg = (_iw(b) * g / log2p1(pos)).sum(-1)
     idcg = ideal_dcg(g, mask)
     per = torch.where(idcg > 0, -dcg / torch.where(idcg > 0, idcg, torch.ones_like(idcg)), torch.zeros_like(idcg))
-    return reduce(per, mask.any(-1), b, reduction, loss=name)
+    return reduce(per, mask.any(-1) & (idcg > 0), b, reduction, loss=name)
 
 
 def lambdaloss_loss(scores, labels, *, where=None, weights=None, reduction="mean", sigma=1.0):

@@ -13,6 +13,12 @@ Hessian diagonal (``spec(loss).hessian``):
   h_i = Σ_j W_ij φ''(s_i - s_j) + W_ji φ''(s_j - s_i); ``listnet``:
   (Σ_i w_i P_y(i)) p_k (1 - p_k) / τ²; ``listmle``: Σ over the suffix sets containing k of
   p (1 - p).
+
+  Where a pair-form loss has a sort-based form (``rankboost`` with pair weights "none" or
+  "delta_label", ``op_pairwise`` with φ exponential or squared hinge, ``pairwise_squared``;
+  see :func:`rankwise.losses.pairwise.fast_terms`) the gradient and that same exact diagonal
+  come from it in O(n log n) (``pairwise_squared``: O(n), h_i = 2 w_i (Σ_j w_j - w_i)); the
+  others build the O(n²) pair matrices. ``method="dense"`` forces the pair matrices.
 - ``"abs_grad"`` (hinges, whose curvature is 0 almost everywhere, and the non-convex
   ``smooth_dcg``, ``smooth_dcg1``, ``approx_ndcg``): h_i = |g_i|, which makes each leaf's Newton
   step -Σg/Σ|g| ∈ [-1, 1], a normalised gradient step.
@@ -21,7 +27,6 @@ Every Hessian is then clipped below at ``hess_floor`` (default 1e-6) so it is po
 """
 from __future__ import annotations
 
-import inspect
 import math
 
 import numpy as np
@@ -29,11 +34,12 @@ import torch
 
 from rankwise.errors import InputError
 from rankwise.losses._utils import prepare
-from rankwise.losses.pairwise import pair_form
-from rankwise.losses.registry import get, spec
+from rankwise.losses.pairwise import _dense, fast_terms, pair_form
+from rankwise.losses.registry import check_hyper, get, spec
 
 BACKENDS = ("lightgbm", "lightgbm_sklearn", "xgboost")
 _PAIR_EXACT = ("ranknet", "rankboost", "op_pairwise", "pairwise_squared", "lambdaloss")
+_FAST = ("rankboost", "op_pairwise", "pairwise_squared")
 _SEPARABLE = ("pointwise_squared", "pointwise_utility_regression", "pointwise_logistic",
               "pointwise_exponential", "pointwise_squared_hinge", "pointwise_smooth_hinge",
               "sigmoid_ce", "bregman")
@@ -46,6 +52,18 @@ def _resolve(loss):
         get(loss)
         return spec(loss)
     return spec(loss)
+
+
+def _quadratic(name: str, hyper: dict) -> bool:
+    """Whether one list of length L costs O(L^2) memory (sets the bucket size)."""
+    method = hyper.get("method", "auto")
+    if name in ("pairwise_squared", "kendall_hinge"):
+        return method == "dense"
+    if name in ("pairwise_hinge", "rankboost"):
+        return method == "dense" or hyper.get("pair_weights", "none") == "delta_ndcg"
+    if name == "op_pairwise":
+        return method == "dense" or hyper.get("phi", "logistic") == "logistic"
+    return name in ("ranknet", "lambdaloss", "listmle", "smooth_dcg", "approx_ndcg")
 
 
 def _buckets(lengths: np.ndarray, quadratic: bool):
@@ -104,7 +122,7 @@ def _hessian(sp, fn, s, y, mask, w, g, hyper):
 
 
 def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_weights=None,
-              hess_floor: float = 1e-6, **hyper):
+              hess_floor: float = 1e-6, return_value: bool = False, **hyper):
     """Per-document gradient and positive Hessian diagonal of ``sum_q loss(scores_q, labels_q)``.
 
     Parameters
@@ -115,14 +133,18 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
     weights : per-row weights (item weights), optional.
     group_weights : per-query weights, optional.
     hess_floor : lower clip of the Hessian.
+    return_value : also return the loss itself, summed over the queries (weighted as the
+        gradient); free for most losses, one extra elementwise pass for the O(n²) pair forms.
     **hyper : the loss's hyperparameters.
 
     Returns
     -------
     grad, hess : float64 ndarrays of shape (n_rows,).
+    value : float, only with ``return_value=True``.
     """
     sp = _resolve(loss)
     fn = sp.fn
+    hyper = check_hyper(fn, hyper, loss=sp.name, param="**hyper")
     s_np = np.asarray(scores_flat, dtype=np.float64).reshape(-1)
     y_np = np.asarray(labels_flat, dtype=np.float64).reshape(-1)
     off = np.asarray(offsets, dtype=np.int64).reshape(-1)
@@ -145,9 +167,9 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
         raise InputError(f"hess_floor must be positive; got {hess_floor}")
     grad = np.zeros(n)
     hess = np.zeros(n)
+    total = 0.0
     lengths = np.diff(off)
-    quadratic = sp.family != "pointwise" and sp.name != "bregman"
-    for qs in _buckets(lengths, quadratic):
+    for qs in _buckets(lengths, _quadratic(sp.name, hyper)):
         L = int(lengths[qs].max())
         ar = np.arange(L)
         m_np = ar[None, :] < lengths[qs][:, None]
@@ -160,6 +182,9 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
             w = torch.from_numpy(np.where(m_np, w_np[idx], 0.0))
         lw = None if gw is None else torch.from_numpy(gw[qs])
         with torch.enable_grad():
+            terms = None
+            if sp.name in _FAST:
+                terms = fast_terms(sp.name, prepare(s, y, mask, w, loss=sp.name), **hyper)
             if sp.name in _SEPARABLE:
                 val = fn(s, y, where=mask, weights=w, reduction="none", **hyper)
                 if lw is not None:
@@ -167,17 +192,26 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
                 g = torch.autograd.grad(val.sum(), s, create_graph=True)[0]
                 h = torch.autograd.grad(g.sum(), s)[0]
                 g = g.detach()
+            elif terms is not None:
+                # the sort-based form: O(n log n) value, gradient and exact Hessian diagonal
+                val, g, h = terms
+                if lw is not None:
+                    val, h = val * lw, h * lw[:, None]
+                    g = None if g is None else g * lw[:, None]
+                if g is None:
+                    g = torch.autograd.grad(val.sum(), s)[0]
             elif sp.name in _PAIR_EXACT:
                 # one pair form serves the value, the gradient and the exact Hessian diagonal
-                b = prepare(s, y, mask, w, loss=sp.name)
+                b = prepare(s.detach(), y, mask, w, loss=sp.name)
                 W, phi, _ = pair_form(sp.name, b, **hyper)
                 if lw is not None:
                     W = W * lw[:, None, None]
-                D = (b.scores.unsqueeze(-1) - b.scores.unsqueeze(-2)).detach()
+                D = b.scores.unsqueeze(-1) - b.scores.unsqueeze(-2)
                 G = W * phi.d1(D)  # W = 0 off the pairs; phi' and phi'' are finite everywhere
                 g = G.sum(-1) - G.sum(-2)
                 M = W * phi.d2(D)
                 h = M.sum(-1) + M.sum(-2)
+                val = _dense(b, W, phi) if return_value else None
             else:
                 val = fn(s, y, where=mask, weights=w, reduction="none", **hyper)
                 if lw is not None:
@@ -186,15 +220,19 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
                 h = _hessian(sp, fn, s, y, mask, w, g, hyper)
                 if lw is not None and sp.hessian == "exact" and sp.name not in _PAIR_EXACT:
                     h = h * lw[:, None]
+        if return_value:
+            total += float(val.detach().sum())
         g_np = g.numpy()
         h_np = h.detach().numpy()
         grad[idx[m_np]] = g_np[m_np]
         hess[idx[m_np]] = h_np[m_np]
     np.maximum(hess, hess_floor, out=hess)
+    if return_value:
+        return grad, hess, total
     return grad, hess
 
 
-def as_objective(loss, backend: str = "lightgbm", *, hess_floor: float = 1e-6, **hyper):
+def as_objective(loss, backend: str = "lightgbm", *, hess_floor: float = 1e-6, on_value=None, **hyper):
     """A custom objective for LightGBM or XGBoost that minimises ``loss`` summed over queries.
 
     ``backend="lightgbm"``: ``fn(preds, train_data) -> (grad, hess)`` for
@@ -202,17 +240,25 @@ def as_objective(loss, backend: str = "lightgbm", *, hess_floor: float = 1e-6, *
     weights from ``get_weight()``). ``"lightgbm_sklearn"``: ``fn(y_true, y_pred, weight, group)``
     for ``LGBMRanker(objective=fn)``. ``"xgboost"``: ``fn(predt, dtrain) -> (grad, hess)`` for
     ``xgb.train(..., obj=fn)`` (groups from ``dtrain.get_uint_info("group_ptr")``; XGBoost's
-    ranking weights are per group).
+    ranking weights are per group). ``on_value``, if given, is called at every call with the
+    loss summed over the queries at the scores the library passed (the training objective of
+    the model before the tree being grown; see ``grad_hess(return_value=True)``).
+    Unknown hyperparameters are refused here, before any boosting round.
     """
     sp = _resolve(loss)
     if backend not in BACKENDS:
         raise InputError(f"backend must be one of {BACKENDS}; got {backend!r}")
+    if on_value is not None and not callable(on_value):
+        raise InputError(f"on_value must be a callable or None; got {type(on_value).__name__}")
     name = sp.name
-    known = [p for p, v in inspect.signature(sp.fn).parameters.items()
-             if v.kind is inspect.Parameter.KEYWORD_ONLY and p not in ("where", "weights", "reduction")]
-    unknown = set(hyper) - set(known)
-    if unknown:
-        raise InputError(f"{name}: unknown hyperparameter(s) {sorted(unknown)}; known: {sorted(known)}")
+    hyper = check_hyper(sp.fn, hyper, loss=name, param="**hyper")
+
+    def compute(*args, **kwargs):
+        if on_value is None:
+            return grad_hess(*args, **kwargs)
+        g, h, value = grad_hess(*args, return_value=True, **kwargs)
+        on_value(value)
+        return g, h
 
     if backend == "lightgbm":
         def lightgbm_objective(preds, train_data):
@@ -221,8 +267,8 @@ def as_objective(loss, backend: str = "lightgbm", *, hess_floor: float = 1e-6, *
                 raise InputError(f"{name}: the LightGBM Dataset has no query groups; "
                                  "build it with lgb.Dataset(X, y, group=sizes)")
             off = np.concatenate(([0], np.cumsum(np.asarray(group, dtype=np.int64))))
-            return grad_hess(sp.fn, preds, train_data.get_label(), off, weights=train_data.get_weight(),
-                             hess_floor=hess_floor, **hyper)
+            return compute(sp.fn, preds, train_data.get_label(), off, weights=train_data.get_weight(),
+                           hess_floor=hess_floor, **hyper)
         lightgbm_objective.__name__ = f"{name}_lightgbm_objective"
         return lightgbm_objective
 
@@ -231,7 +277,7 @@ def as_objective(loss, backend: str = "lightgbm", *, hess_floor: float = 1e-6, *
             if group is None:
                 raise InputError(f"{name}: LGBMRanker.fit needs group=sizes")
             off = np.concatenate(([0], np.cumsum(np.asarray(group, dtype=np.int64))))
-            return grad_hess(sp.fn, y_pred, y_true, off, weights=weight, hess_floor=hess_floor, **hyper)
+            return compute(sp.fn, y_pred, y_true, off, weights=weight, hess_floor=hess_floor, **hyper)
         return lightgbm_sklearn_objective
 
     def xgboost_objective(predt, dtrain):
@@ -242,6 +288,6 @@ def as_objective(loss, backend: str = "lightgbm", *, hess_floor: float = 1e-6, *
                              "build it with xgb.DMatrix(X, y, qid=qid) or set_group(sizes)")
         w = dtrain.get_weight()
         gw = w if w is not None and len(w) == len(ptr) - 1 and len(w) > 0 else None
-        return grad_hess(sp.fn, predt, dtrain.get_label(), ptr, group_weights=gw,
-                         hess_floor=hess_floor, **hyper) if n else (np.zeros(0), np.zeros(0))
+        return compute(sp.fn, predt, dtrain.get_label(), ptr, group_weights=gw,
+                       hess_floor=hess_floor, **hyper) if n else (np.zeros(0), np.zeros(0))
     return xgboost_objective

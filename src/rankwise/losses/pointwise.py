@@ -53,9 +53,12 @@ def pointwise_squared_loss(scores, labels, *, where=None, weights=None, reductio
     ----------
     Calauzènes, Usunier & Gallinari (2013), Table 2, "Squared Error".
     """
-    name = "pointwise_squared"
+    return _squared(scores, labels, where, weights, reduction, utility, "pointwise_squared")
+
+
+def _squared(scores, labels, where, weights, reduction, u, name):
     b = prepare(scores, labels, where, weights, loss=name)
-    v = _utility(b, utility, name)
+    v = _utility(b, u, name)
     return _finish((v - b.scores) ** 2, b, reduction, name)
 
 
@@ -69,8 +72,7 @@ def pointwise_utility_regression_loss(scores, labels, *, where=None, weights=Non
     ----------
     Cossock & Zhang (2008); Calauzènes et al. (2013), Table 2.
     """
-    return pointwise_squared_loss(scores, labels, where=where, weights=weights,
-                                  reduction=reduction, utility=utility)
+    return _squared(scores, labels, where, weights, reduction, utility, "pointwise_utility_regression")
 
 
 def _utility(b, u, name):

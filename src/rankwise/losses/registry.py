@@ -8,6 +8,7 @@ Those marked *tight* in ``notes`` are attained (or approached) by some scores an
 """
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, field
 from typing import Callable
@@ -97,12 +98,15 @@ _SPECS = [
              "not order-preserving in general (Duchi, Mackey & Jordan ICML 2010); O(n^2)"),
     LossSpec("rankboost", pairwise.rankboost_loss, "pairwise", True, False, None, None,
              {"pair_weights": "none", "method": "auto"}, "Freund et al. JMLR 2003",
-             "O(n log n) factorised form when the score range is <= 50"),
+             "exp continued linearly above 50; O(n log n) log-domain Fenwick sweeps for any score range "
+             "(dense O(n^2) for delta_ndcg weights); exact Hessian diagonal from the same sweeps"),
     LossSpec("pairwise_squared", pairwise.pairwise_squared_loss, "pairwise", True, True, None, None,
-             {"utility": "linear", "method": "auto"}, CT, "all pairs; O(n) closed form"),
+             {"utility": "linear", "method": "auto"}, CT,
+             "all pairs; O(n) closed form; Hessian diagonal 2 w_i (Σ_j w_j - w_i)"),
     LossSpec("op_pairwise", pairwise.op_pairwise_loss, "pairwise", True, True, None, None,
-             {"utility": "linear", "phi": "logistic"}, CT + ", eq. (4)",
-             "Lipschitz constant depends on the utility range"),
+             {"utility": "linear", "phi": "logistic", "method": "auto"}, CT + ", eq. (4)",
+             "Lipschitz constant depends on the utility range; O(n log n) for phi exponential and "
+             "squared_hinge, O(n^2) for the logistic"),
     LossSpec("kendall_hinge", pairwise.kendall_hinge_loss, "pairwise", True, False,
              lambda m: _kendall_norm(m) * _maxcut(m), lambda m: _kendall_norm(m) * _hinge_l2(m),
              {"method": "auto"}, "Shalev-Shwartz & Ben-David 2014, §17.4",
@@ -155,3 +159,40 @@ def spec(name_or_fn) -> LossSpec:
     if isinstance(name_or_fn, str) and name_or_fn in _BY_NAME:
         return _BY_NAME[name_or_fn]
     raise InputError(f"unknown loss {name_or_fn!r}; valid names: {', '.join(sorted(REGISTRY))}")
+
+
+# arguments of the loss signature that are not hyperparameters
+_NOT_HYPER = ("where", "weights", "reduction")
+
+
+def hyperparameters(fn) -> list[str] | None:
+    """Names of the keyword-only hyperparameters of a loss function, or None if it takes ``**kwargs``."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in _NOT_HYPER]
+
+
+def check_hyper(fn, hyper, *, loss: str, param: str = "hyperparameters") -> dict:
+    """Validate loss hyperparameters before any call: a dict whose keys are keyword-only
+    parameters of ``fn`` (every name is accepted when ``fn`` takes ``**kwargs``).
+
+    ``param`` names the argument in messages (``"loss_params"`` for the models). Returns a copy."""
+    if hyper is None:
+        return {}
+    if not isinstance(hyper, dict):
+        raise InputError(f"{param} must be a dict of {loss}'s hyperparameters (e.g. {{'sigma': 1.0}}); "
+                         f"got {type(hyper).__name__} {hyper!r}")
+    bad = [k for k in hyper if not isinstance(k, str)]
+    if bad:
+        raise InputError(f"{param}: hyperparameter names must be strings; got {bad!r}")
+    known = hyperparameters(fn)
+    if known is not None:
+        unknown = set(hyper) - set(known)
+        if unknown:
+            raise InputError(f"{param}: unknown hyperparameter(s) {sorted(unknown)} for loss {loss!r}; "
+                             f"known: {sorted(known)}")
+    return dict(hyper)

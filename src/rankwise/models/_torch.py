@@ -102,6 +102,8 @@ class _TorchRanker(BaseRanker):
         import torch
 
         self.history_ = History()
+        for k in ("best_iteration_", "best_score_"):  # from a previous fit of this instance
+            self.__dict__.pop(k, None)
         seed = fit_seed(self.random_state)
         start_epoch, best_state = 0, None
         stopper = EarlyStopping(self.early_stopping_rounds)
@@ -109,13 +111,19 @@ class _TorchRanker(BaseRanker):
         module = self._build_module(train_in[0].shape[1])
         optimizer = optimizer_factory(module)
         if resume is not None:
+            # (the caller's fit has already checked the checkpoint's features against X)
             state, arrays, tstate, tarrays = persistence.load_checkpoint(resume, self)
-            self._set_state(state, arrays)
-            module = self._module_from_state()
-            optimizer = optimizer_factory(module)
-            load_optimizer_state(optimizer, tstate["optimizer"], tarrays)
-            start_epoch, seed = int(tstate["epoch"]), int(tstate["seed"])
-            stopper.load_state(tstate["stopper"])
+            persistence.restore_state(self, state, arrays, resume)
+            try:
+                module = self._module_from_state()
+                optimizer = optimizer_factory(module)
+                load_optimizer_state(optimizer, tstate["optimizer"], tarrays)
+                start_epoch, seed = int(tstate["epoch"]), int(tstate["seed"])
+                stopper.load_state(tstate["stopper"])
+            except InputError:
+                raise
+            except Exception as exc:
+                raise persistence.corrupt(resume, exc, f"a {type(self).__name__} checkpoint") from None
             best = {k[len("best/"):]: torch.from_numpy(np.array(v)) for k, v in tarrays.items() if k.startswith("best/")}
             best_state = best or None
             self.history_ = History(state.get("history", {}))
@@ -143,8 +151,8 @@ class _TorchRanker(BaseRanker):
                                 score_fn=self._val_score_fn(module))
         if averaged:
             optimizer.swap_average()  # predict with the online-to-batch average
-        if best_state is not None:
-            module.load_state_dict(best_state)
+        if best_state is not None and self.early_stopping_rounds is not None:
+            module.load_state_dict(best_state)  # an eval_set alone keeps the final state
             self.best_iteration_ = int(stopper.best_step)
             self.best_score_ = float(stopper.best_value) * metric.sign
         module.eval()

@@ -5,7 +5,10 @@ Estimator contract
 Subclasses store their constructor arguments untouched, validate in ``fit`` (through
 :meth:`BaseRanker._validate_fit`, which wraps :func:`rankwise._validation.check_ranking_input`),
 set fitted attributes ending in ``_`` (at least ``n_features_in_``) and return ``self``.
-``predict(X)`` returns one score per row. ``score(X, y, *, qid)`` is mean NDCG@10.
+``predict(X)`` returns one score per row (the one deviation: the listwise attention
+``NeuralRanker`` needs ``predict(X, qid=qid)``, since a document's score depends on its query's
+other documents). ``score(X, y, *, qid, sample_weight=None)`` is mean NDCG@10 (weighted
+by query with ``sample_weight``).
 
 ``qid`` reaches ``fit`` and ``score`` inside scikit-learn meta-estimators through metadata
 routing::
@@ -63,6 +66,16 @@ class BaseRanker(BaseEstimator):
                              f"{self.n_features_in_}")
         return Xv
 
+    def _check_resume_features(self, state: dict, n_features: int, path) -> None:
+        """A checkpoint continues only on data with the features it was fitted on."""
+        try:
+            n_ckpt = int(state["n_features_in_"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise persistence.corrupt(path, exc, "a rankwise checkpoint") from None
+        if n_ckpt != n_features:
+            raise InputError(f"resume={str(path)!r}: the checkpoint was fitted on {n_ckpt} features but X has "
+                             f"{n_features}; resume with the same features as the interrupted run")
+
     # -- validation ---------------------------------------------------------------------------
     def _validate_fit(self, X, y, qid, *, sample_weight=None, eval_set=None, allow_nan: bool = False
                       ) -> tuple[RankingInput, RankingInput | None]:
@@ -102,14 +115,35 @@ class BaseRanker(BaseEstimator):
         return self.predict(data.X)
 
     def score(self, X, y=None, *, qid=None, sample_weight=None) -> float:
-        """Mean NDCG@10 (exp2 gain, ties averaged, empty queries 0) of the model's scores."""
+        """Mean NDCG@10 (exp2 gain, ties averaged, empty queries 0) of the model's scores.
+
+        With ``sample_weight`` (one weight per row, the same for every row of a query; the
+        layout GBDT libraries use for query weights) it is the weighted mean over queries,
+        :math:`\\sum_q w_q \\mathrm{NDCG@10}_q / \\sum_q w_q`.
+        """
         from rankwise.metrics import ndcg
 
         self._check_is_fitted()
-        data = check_ranking_input(X, y, qid)
+        data = check_ranking_input(X, y, qid, sample_weight=sample_weight)
         scores = self._predict_input(data)
-        return float(ndcg(scores, data.y, qid=np.repeat(np.arange(data.n_queries), np.diff(data.offsets)),
-                          k=10, gain="exp2", ties="average", empty=0.0))
+        sizes = np.diff(data.offsets)
+        qidx = np.repeat(np.arange(data.n_queries), sizes)
+        kw = dict(k=10, gain="exp2", ties="average", empty=0.0)
+        if data.sample_weight is None:
+            return float(ndcg(scores, data.y, qid=qidx, **kw))
+        starts = data.offsets[:-1][sizes > 0]  # per-query values come for the non-empty queries
+        w = data.sample_weight
+        lo, hi = np.minimum.reduceat(w, starts), np.maximum.reduceat(w, starts)
+        if np.any(lo != hi):
+            q = int(np.flatnonzero(lo != hi)[0])
+            q_id = data.qids[sizes > 0][q]
+            q_id = q_id.item() if isinstance(q_id, np.generic) else q_id
+            raise InputError("sample_weight must be the same for every row of a query (score weights whole "
+                             f"queries); query {q_id!r} has row weights from {lo[q]:g} to {hi[q]:g}")
+        if not lo.sum() > 0:
+            raise InputError("sample_weight: the query weights sum to 0; give at least one query a positive weight")
+        per_query = np.asarray(ndcg(scores, data.y, qid=qidx, reduction="none", **kw), dtype=np.float64)
+        return float(np.dot(lo, per_query) / lo.sum())
 
     # -- persistence --------------------------------------------------------------------------
     def _get_params_state(self) -> dict:

@@ -55,6 +55,23 @@ class GBDTRanker(BaseRanker):
     eval_metric, early_stopping_rounds, random_state, n_jobs, verbose
         Validation metric string, patience in boosting rounds, seed, threads, progress bar.
 
+    Attributes
+    ----------
+    booster_ : lightgbm.Booster or xgboost.Booster
+    n_estimators_ : int
+        Trees in the booster.
+    best_iteration_, best_score_ : int, float
+        With ``early_stopping_rounds`` only: the best round (0-based) on ``eval_set`` and its
+        metric; ``predict`` then uses rounds ``0..best_iteration_``. Without early stopping the
+        whole booster predicts, even when an ``eval_set`` was given.
+    history_ : History
+        One entry per boosting round: ``"iteration"``; ``"loss"`` (rankwise losses only, not
+        native objectives): the training objective, mean over queries, at the scores that
+        round's tree was fitted to -- the model after ``iteration`` rounds, computed by the
+        gradient call itself at no extra cost (so the model after the last round has none);
+        and the ``eval_metric`` on ``eval_set`` after the round, when one is given.
+    n_features_in_ : int
+
     Notes
     -----
     NaN features are missing values: both libraries learn a default direction for them at each
@@ -92,8 +109,8 @@ class GBDTRanker(BaseRanker):
         self.verbose = verbose
 
     # -- parameters ---------------------------------------------------------------------------
-    def _objective(self):
-        """``(native_name, None)`` or ``(None, objective_fn)``."""
+    def _objective(self, on_value=None):
+        """``(native_name, None)`` or ``(None, objective_fn)``; ``on_value`` receives the summed loss."""
         if not isinstance(self.loss, str):
             raise InputError(f"loss must be a rankwise loss name or 'native:<objective>'; got {type(self.loss).__name__}")
         if self.loss.startswith("native:"):
@@ -101,10 +118,15 @@ class GBDTRanker(BaseRanker):
             if name not in _NATIVE[self.backend]:
                 raise InputError(f"loss {self.loss!r}: {self.backend} native ranking objectives are "
                                  f"{', '.join('native:' + n for n in _NATIVE[self.backend])}")
+            if self.loss_params is not None and not isinstance(self.loss_params, dict):
+                raise InputError(f"loss_params must be a dict of {self.backend} parameters for {self.loss!r}; "
+                                 f"got {type(self.loss_params).__name__} {self.loss_params!r}")
             return name, None
         from rankwise import losses
+        from rankwise.losses.registry import check_hyper
 
-        return None, losses.as_objective(self.loss, self.backend, **dict(self.loss_params or {}))
+        hyper = check_hyper(losses.get(self.loss), self.loss_params, loss=self.loss, param="loss_params")
+        return None, losses.as_objective(self.loss, self.backend, on_value=on_value, **hyper)
 
     def _check_params(self):
         if self.backend not in _BACKENDS:
@@ -160,11 +182,15 @@ class GBDTRanker(BaseRanker):
             resume=None):
         """Boost ``n_estimators`` rounds on rows ``X`` grouped by ``qid`` (or a RankingDataset).
 
-        ``eval_set`` is scored with ``eval_metric`` each round (``early_stopping_rounds`` stops and
-        keeps the best round); ``checkpoint=path`` saves the booster every ``checkpoint_every``
-        rounds and ``resume=path`` continues boosting from such a file.
+        ``eval_set`` is scored with ``eval_metric`` each round and recorded in ``history_``;
+        with ``early_stopping_rounds`` boosting stops after that many rounds without improvement
+        and ``predict`` uses the best round (without it the final booster is kept).
+        ``checkpoint=path`` saves the booster every ``checkpoint_every`` rounds and ``resume=path``
+        continues boosting from such a file (up to ``n_estimators`` rounds in all; a checkpoint
+        that already has them is loaded as it is).
         """
         self._check_params()
+        checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
         train, val = self._validate_fit(X, y, qid, sample_weight=sample_weight, eval_set=eval_set, allow_nan=True)
         _check_no_inf(train.X)
         if val is not None:
@@ -172,24 +198,57 @@ class GBDTRanker(BaseRanker):
         if self.early_stopping_rounds is not None and val is None:
             raise InputError("early_stopping_rounds needs a validation set: pass eval_set=(X_val, y_val, qid_val)")
         metric = resolve_metric(self.eval_metric) if val is not None else None
-        native, obj = self._objective()
+        n_q = max(int(np.count_nonzero(np.diff(train.offsets) > 0)), 1)
+        last_loss = [None]
+
+        def on_value(total_loss):  # the objective's loss at the scores of the current round
+            last_loss[0] = total_loss / n_q
+        native, obj = self._objective(on_value)
         seed = fit_seed(self.random_state) % (2 ** 31)
-        self.n_features_in_ = train.X.shape[1]
         done, init_text, history = 0, None, {}
         stopper = EarlyStopping(self.early_stopping_rounds)
+        total = int(self.n_estimators)
         if resume is not None:
             state, arrays, tstate, _ = persistence.load_checkpoint(resume, self)
-            init_text = arrays["booster"]
-            done = int(tstate["rounds"])
+            self._check_resume_features(state, train.X.shape[1], resume)
+            try:
+                init_text = arrays["booster"]
+                done = int(tstate["rounds"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise persistence.corrupt(resume, exc, "a GBDTRanker checkpoint") from None
+            if done > total:
+                raise InputError(f"resume={str(resume)!r}: the checkpoint already has {done} boosting rounds, more "
+                                 f"than n_estimators={total}; raise n_estimators to at least {done}")
             history = state.get("history", {})
             stopper.load_state(tstate.get("stopper", {}))
+        self.n_features_in_ = train.X.shape[1]
         self.history_ = History(history)
-        total = int(self.n_estimators)
-        remaining = max(total - done, 0)
+        for k in ("best_iteration_", "best_score_"):  # from a previous fit of this instance
+            self.__dict__.pop(k, None)
+        remaining = total - done
         t0 = time.perf_counter()
+        if remaining == 0:  # nothing left to boost: the checkpoint's booster is the model
+            try:
+                self._load_booster(persistence.array_to_text(init_text))
+            except Exception as exc:
+                raise persistence.corrupt(resume, exc, "a GBDTRanker checkpoint") from None
+        else:
+            self._boost(train, val, metric, native, obj, seed, remaining, init_text, done, total, stopper,
+                        checkpoint, checkpoint_every, last_loss)
+        self.fit_time_ = time.perf_counter() - t0
+        self.n_estimators_ = self._n_trees()
+        if self.early_stopping_rounds is not None and stopper.best_step >= 0:
+            self.best_iteration_ = int(stopper.best_step)
+            self.best_score_ = float(stopper.best_value) * metric.sign
+        return self
+
+    def _boost(self, train, val, metric, native, obj, seed, remaining, init_text, done, total, stopper,
+               checkpoint, checkpoint_every, last_loss):
         with Progress(total, desc=f"GBDTRanker[{self.backend}]", verbose=self.verbose, initial=done) as bar:
             def after_round(rnd, booster_text_fn, val_scores):
                 rec = {"iteration": rnd}
+                if last_loss[0] is not None:
+                    rec["loss"] = last_loss[0]
                 stop = False
                 if val is not None:
                     value = metric(val_scores, val.y, val.offsets)
@@ -197,7 +256,7 @@ class GBDTRanker(BaseRanker):
                     stop = stopper.update(rnd, metric.sign * value)
                 self.history_.record(**rec)
                 bar.update(1)
-                if checkpoint is not None and ((rnd + 1) % int(checkpoint_every) == 0 or rnd + 1 == total or stop):
+                if checkpoint is not None and ((rnd + 1) % checkpoint_every == 0 or rnd + 1 == total or stop):
                     self._write_ckpt(checkpoint, booster_text_fn(), rnd + 1, stopper)
                 return stop
 
@@ -215,15 +274,27 @@ class GBDTRanker(BaseRanker):
                     self._fit_lgb(train, val, native, obj, seed, remaining, init_text, after_round, done)
                 else:
                     self._fit_xgb(train, val, native, obj, seed, remaining, init_text, after_round, done)
+            except Exception as exc:
+                err = self._library_error(exc, train)
+                if err is exc:
+                    raise
+                raise err from None
             finally:
                 if threads is not None:
                     torch.set_num_threads(threads)
-        self.fit_time_ = time.perf_counter() - t0
-        self.n_estimators_ = self._n_trees()
-        if val is not None and stopper.best_step >= 0:
-            self.best_iteration_ = int(stopper.best_step)
-            self.best_score_ = float(stopper.best_value) * metric.sign
-        return self
+
+    def _library_error(self, exc, train):
+        """A LightGBM/XGBoost error as a rankwise error that says what to change (other errors as they are)."""
+        kind = type(exc).__name__
+        if kind not in ("LightGBMError", "XGBoostError"):
+            return exc
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else kind
+        if "num_features()) > (0)" in msg:
+            return InputError(f"LightGBM found no feature it can split on: with {train.X.shape[0]} rows and "
+                              f"min_child_samples={self.min_child_samples} every feature is filtered out; lower "
+                              "min_child_samples or fit on more rows")
+        return InputError(f"{self.backend} refused the training run ({kind}: {msg}); check backend_params, "
+                          "loss_params and the tree parameters")
 
     def _write_ckpt(self, path, text, rounds, stopper):
         self._ckpt_text = text
@@ -294,7 +365,9 @@ class GBDTRanker(BaseRanker):
 
     # -- predict ------------------------------------------------------------------------------
     def predict(self, X):
-        """One score per row (raw boosted score; rounds up to ``best_iteration_`` after early stopping)."""
+        """One score per row: the raw boosted score of every round, or of rounds
+        ``0..best_iteration_`` when ``early_stopping_rounds`` stopped the fit (an ``eval_set``
+        alone does not truncate the booster)."""
         Xv = self._check_predict_features(X, allow_nan=True)
         _check_no_inf(Xv)
         best = getattr(self, "best_iteration_", None)
@@ -329,7 +402,9 @@ class GBDTRanker(BaseRanker):
         for k in ("best_iteration_", "best_score_", "fit_time_", "n_estimators_"):
             if k in state:
                 setattr(self, k, state[k])
-        text = persistence.array_to_text(arrays["booster"])
+        self._load_booster(persistence.array_to_text(arrays["booster"]))
+
+    def _load_booster(self, text: str) -> None:
         if self.backend == "lightgbm":
             import lightgbm as lgb
 

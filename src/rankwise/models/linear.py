@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
+
+from sklearn.exceptions import ConvergenceWarning
 
 from rankwise.errors import InputError
 from rankwise.models._torch import (Standardizer, _TorchRanker, check_nonneg_float, check_positive_int, fit_seed)
@@ -94,7 +97,17 @@ class LinearRanker(_TorchRanker):
     coef_ : ndarray, shape (n_mapped_features,)
     intercept_ : float
     history_ : History
-        Training objective (and validation metric) per iteration or epoch.
+        Per iteration (lbfgs) or epoch (ogd, adam): ``"epoch"``, ``"loss"`` and, with an
+        ``eval_set``, the ``eval_metric``. ``"loss"`` is, for lbfgs, the objective L-BFGS
+        minimises (mean loss over queries plus both penalties) at its last evaluation of the
+        iteration; for ogd/adam, the mean training loss over queries after the epoch (without
+        the penalties).
+    best_iteration_, best_score_ : int, float
+        With ``early_stopping_rounds`` only: the best iteration/epoch on ``eval_set`` (the
+        coefficients are those of that step) and its metric. An ``eval_set`` without early
+        stopping only records the validation curve; the final coefficients are kept.
+    n_iter_ : int
+        L-BFGS iterations run (lbfgs), resumed ones included.
     n_features_in_ : int
 
     References
@@ -191,8 +204,13 @@ class LinearRanker(_TorchRanker):
         """Fit on rows ``X`` with labels ``y`` grouped by ``qid`` (or a RankingDataset as ``X``).
 
         ``eval_set=(X_val, y_val, qid_val)`` (or a RankingDataset) is scored with ``eval_metric``
-        after every iteration; ``checkpoint=path`` writes the training state after every epoch
-        (ogd/adam), ``resume=path`` continues a run from such a file.
+        after every iteration; with ``early_stopping_rounds`` training stops after that many
+        steps without improvement and keeps the best step. ``checkpoint=path`` writes the
+        training state after every epoch (ogd/adam) or iteration (lbfgs), ``resume=path``
+        continues a run from such a file up to ``max_iter`` steps in all (lbfgs restarts its
+        curvature memory from the saved coefficients, so a resumed lbfgs run reaches the same
+        optimum, not bit-identical iterates). lbfgs warns (``ConvergenceWarning``, a
+        ``UserWarning``) when it stops at ``max_iter`` before converging.
         """
         self._check_params()
         train, val, metric = self._setup_common(X, y, qid, sample_weight, eval_set)
@@ -204,8 +222,10 @@ class LinearRanker(_TorchRanker):
         else:  # the scaler and feature map come from the checkpoint
             from rankwise.models import persistence
 
-            state, arrays = persistence.load_checkpoint(resume, self)[:2]
-            self._set_state(state, arrays)
+            state, arrays, tstate, tarrays = persistence.load_checkpoint(resume, self)
+            self._check_resume_features(state, train.X.shape[1], resume)
+            persistence.restore_state(self, state, arrays, resume)
+            self._lbfgs_resume = (tstate.get("stopper", {}), tarrays.get("best_theta"))
         self.n_features_in_ = train.X.shape[1]
         Z = self._transform(train.X)
         val_in = None if val is None else (self._transform(val.X), val.y, val.offsets, None)
@@ -270,51 +290,79 @@ class LinearRanker(_TorchRanker):
                 raise FloatingPointError("the training objective became non-finite; standardise the features")
             return f, g
 
+        from rankwise.models import persistence
+
         self.history_ = History() if resume is None else History(getattr(self, "_resumed_history", {}))
+        for k in ("best_iteration_", "best_score_"):  # from a previous fit of this instance
+            self.__dict__.pop(k, None)
         x0 = np.zeros(d + fi)
+        stopper = EarlyStopping(self.early_stopping_rounds)
+        early = self.early_stopping_rounds is not None
+        best = {"theta": None}
+        resumed = self.__dict__.pop("_lbfgs_resume", None)
         if resume is not None:
             x0 = np.append(self.coef_, self.intercept_) if fi else self.coef_.copy()
-        stopper = EarlyStopping(self.early_stopping_rounds)
-        best = {"theta": None}
-        step = [len(self.history_)]
-        bar = Progress(int(self.max_iter), desc="LinearRanker[lbfgs]", verbose=self.verbose)
+            if resumed is not None:
+                stopper.load_state(resumed[0])
+                best["theta"] = None if resumed[1] is None or not early else np.asarray(resumed[1], dtype=np.float64)
+        done = len(self.history_)
+        remaining = int(self.max_iter) - done  # max_iter counts every iteration, resumed ones included
+        step = [done]
 
-        def callback(theta):
-            record = {"epoch": step[0], "loss": fun_grad(theta)[0] if val_in is None else None}
+        def set_theta(theta):
+            self.coef_ = theta[:d].copy()
+            self.intercept_ = float(theta[d]) if fi else 0.0
+
+        def callback(theta, objective):
+            # the objective of the optimiser's last evaluation (at theta): no extra pass over the data
+            record = {"epoch": step[0], "loss": objective}
+            stop = False
             if val_in is not None:
                 s = val_in[0] @ theta[:d] + (theta[d] if fi else 0.0)
                 value = metric(s, val_in[1], val_in[2])
                 record[metric.__name__] = value
                 stop = stopper.update(step[0], metric.sign * value)
-                if stopper.improved:
+                if stopper.improved and early:
                     best["theta"] = theta.copy()
-            else:
-                stop = False
             self.history_.record(**record)
             bar.update(1)
             step[0] += 1
+            if checkpoint is not None:  # the iterate after every iteration, so a killed run resumes
+                set_theta(theta)
+                self._write_lbfgs_checkpoint(checkpoint, step[0], stopper, best["theta"])
             if stop:
                 raise StopIteration
 
         t0 = time.perf_counter()
-        try:
-            theta, res = minimize_erm(fun_grad, x0, l1=float(self.l1),
-                                      l1_mask=np.r_[np.ones(d, bool), np.zeros(fi, bool)],
-                                      max_iter=int(self.max_iter), tol=float(self.tol), callback=callback)
-        finally:
-            bar.close()
-        if best["theta"] is not None:
-            theta = best["theta"]
+        res = None
+        theta = x0
+        if remaining > 0:
+            bar = Progress(int(self.max_iter), desc="LinearRanker[lbfgs]", verbose=self.verbose, initial=done)
+            try:
+                theta, res = minimize_erm(fun_grad, x0, l1=float(self.l1),
+                                          l1_mask=np.r_[np.ones(d, bool), np.zeros(fi, bool)],
+                                          max_iter=remaining, tol=float(self.tol), callback=callback)
+            finally:
+                bar.close()
+        if res is not None and res.status == 1:
+            warnings.warn(f"LinearRanker(solver='lbfgs') reached max_iter={int(self.max_iter)} iterations without "
+                          f"converging (tol={self.tol:g}); raise max_iter or tol, or standardise the features",
+                          ConvergenceWarning, stacklevel=3)
+        if early and best["theta"] is not None:
+            theta = best["theta"]  # early stopping keeps the best iterate; an eval_set alone does not
             self.best_iteration_ = int(stopper.best_step)
             self.best_score_ = float(stopper.best_value) * metric.sign
-        self.n_iter_ = int(res.nit)
-        self.coef_ = theta[:d].copy()
-        self.intercept_ = float(theta[d]) if fi else 0.0
+        self.n_iter_ = done + (0 if res is None else int(res.nit))
+        set_theta(theta)
         self.fit_time_ = time.perf_counter() - t0
         if checkpoint is not None:
-            from rankwise.models import persistence
+            self._write_lbfgs_checkpoint(checkpoint, step[0], stopper, best["theta"])
 
-            persistence.save_checkpoint(self, checkpoint, {"epoch": step[0]}, {})
+    def _write_lbfgs_checkpoint(self, path, epoch, stopper, best_theta):
+        from rankwise.models import persistence
+
+        arrays = {} if best_theta is None else {"best_theta": best_theta}
+        persistence.save_checkpoint(self, path, {"epoch": epoch, "stopper": stopper.state()}, arrays)
 
     # -- predict ------------------------------------------------------------------------------
     def predict(self, X):
@@ -349,3 +397,14 @@ class LinearRanker(_TorchRanker):
         self.scaler_scale_ = np.asarray(arrays["scaler_scale_"])
         self.rff_weights_ = arrays.get("rff_weights_")
         self.rff_offsets_ = arrays.get("rff_offsets_")
+        d = self.n_features_in_
+        expected = {"scaler_mean_": (d,), "scaler_scale_": (d,)}
+        if self.feature_map == "rff":
+            n = self.rff_offsets_.shape[0] if self.rff_offsets_ is not None else -1
+            expected.update(rff_weights_=(d, n), rff_offsets_=(n,), coef_=(n,))
+        elif self.feature_map is None:
+            expected["coef_"] = (d,)
+        for name, shape in expected.items():  # a file whose arrays disagree would fail in predict
+            arr = getattr(self, name)
+            if arr is None or arr.shape != shape:
+                raise ValueError(f"{name} has shape {None if arr is None else arr.shape}, expected {shape}")

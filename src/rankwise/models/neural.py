@@ -89,8 +89,12 @@ class NeuralRanker(_TorchRanker):
 
     Notes
     -----
-    ``predict(X)`` of the MLP needs no ``qid``; the attention scorer scores a document in the
-    context of its query and therefore needs ``predict(X, qid=qid)``.
+    ``predict(X)`` of the MLP needs no ``qid``. The attention scorer deviates from the estimator
+    contract (``predict(X)`` without query ids): it scores a document in the context of the other
+    documents of its query, so it needs ``predict(X, qid=qid)`` and refuses ``predict(X)`` with
+    an :class:`~rankwise.errors.InputError` saying so. This is inherent to listwise scoring, not a
+    missing feature; ``score(X, y, qid=qid)``, ``GridSearchCV`` (which routes ``qid``) and
+    save/load work as for every model.
 
     References
     ----------
@@ -180,7 +184,8 @@ class NeuralRanker(_TorchRanker):
             from rankwise.models import persistence
 
             state, arrays = persistence.load_checkpoint(resume, self)[:2]
-            self._set_state(state, arrays)
+            self._check_resume_features(state, train.X.shape[1], resume)
+            persistence.restore_state(self, state, arrays, resume)
         self.n_features_in_ = train.X.shape[1]
         Z = self._transform(train.X)
         val_in = None if val is None else (self._transform(val.X), val.y, val.offsets, None)
@@ -210,13 +215,15 @@ class NeuralRanker(_TorchRanker):
                     out[start:start + 65536] = self.module_(xb, None).double().numpy()
             return out
         if qid is None:
-            raise InputError("NeuralRanker(architecture='attention') scores each document in the context of its "
-                             "query: call predict(X, qid=qid)")
+            raise InputError("predict(X) got no qid, but NeuralRanker(architecture='attention') scores each "
+                             "document in the context of the other documents of its query: call "
+                             "predict(X, qid=qid) with one query id per row of X")
         from rankwise.data.groups import group_by_qid
 
-        if len(np.asarray(qid)) != Z.shape[0]:
-            raise InputError(f"qid has {len(np.asarray(qid))} entries but X has {Z.shape[0]} rows")
-        g = group_by_qid(qid)
+        q = np.asarray(qid)
+        if q.ndim != 1 or len(q) != Z.shape[0]:
+            raise InputError(f"qid has shape {q.shape} but X has {Z.shape[0]} rows; one query id per row is expected")
+        g = group_by_qid(q, name="qid")
         Zg = Z if g.order is None else Z[g.order]
         s = score_padded(self.module_, Zg, g.offsets)
         if g.order is None:

@@ -188,16 +188,50 @@ def save(model, path) -> Path:
     return _write(path, meta, arrays)
 
 
+def corrupt(path, exc: BaseException, what: str = "a rankwise model file") -> InputError:
+    """The error for a file that parses but does not hold what a model needs (a missing array,
+    a state of the wrong type, an unknown parameter...): never the raw KeyError/TypeError."""
+    if isinstance(exc, KeyError):
+        detail = f"missing entry {exc}"
+    else:
+        detail = f"{type(exc).__name__}: {' '.join(str(exc).split())}"  # one line
+    return InputError(f"cannot load {path}: corrupt or not {what} ({detail})")
+
+
+def restore_state(model, state, arrays: dict, path) -> None:
+    """``model._set_state(state, arrays)``, any failure reported as a corrupt file."""
+    if not isinstance(state, dict):
+        raise InputError(f"cannot load {path}: corrupt or not a rankwise model file (state is a "
+                         f"{type(state).__name__}, not an object)")
+    try:
+        model._set_state(state, arrays)
+    except InputError:
+        raise
+    except Exception as exc:  # KeyError, TypeError, ValueError, library parse errors...
+        raise corrupt(path, exc) from None
+
+
 def _build(meta: dict, arrays: dict, path):
     import rankwise.models  # noqa: F401  (fills the registry)
 
     name = meta.get("class")
-    cls = MODEL_REGISTRY.get(name)
+    cls = MODEL_REGISTRY.get(name) if isinstance(name, str) else None
     if cls is None:
         raise InputError(f"cannot load {path}: unknown model class {name!r}; known: {sorted(MODEL_REGISTRY)}")
     params = _decode(meta.get("params", {}))
-    model = cls(**cls._params_from_state(params))
-    model._set_state(_decode(meta.get("state", {})), arrays)
+    if not isinstance(params, dict):
+        raise InputError(f"cannot load {path}: corrupt or not a rankwise model file (params is a "
+                         f"{type(params).__name__}, not an object)")
+    try:
+        model = cls(**cls._params_from_state(params))
+    except InputError:
+        raise
+    except TypeError as exc:  # an unknown parameter name
+        raise InputError(f"cannot load {path}: corrupt or not a rankwise {name} file (its parameters do not "
+                         f"match {name}: {exc})") from None
+    except Exception as exc:
+        raise corrupt(path, exc) from None
+    restore_state(model, _decode(meta.get("state", {})), arrays, path)
     return model
 
 
@@ -207,8 +241,9 @@ def load(path):
     Raises
     ------
     InputError
-        If the file is missing, not a rankwise model file, of a newer format version, or names
-        an unknown model class.
+        If the file is missing, not a rankwise model file, of a newer format version, names
+        an unknown model class, or lacks what its class needs (a missing array, an unknown
+        parameter, an empty or malformed state).
     """
     meta, arrays = _read(path)
     return _build(meta, arrays, path)
@@ -237,6 +272,8 @@ def load_checkpoint(path, model):
     if meta.get("class") != type(model).__name__:
         raise InputError(f"resume={str(path)!r} is a checkpoint of {meta.get('class')}, not of {type(model).__name__}")
     saved = _decode(meta.get("params", {}))
+    if not isinstance(saved, dict):
+        raise InputError(f"cannot load {path}: corrupt checkpoint (params is a {type(saved).__name__})")
     now = _decode(_encode(model._get_params_state(), where="parameters"))
     free = set(getattr(model, "_resume_free_params", ()))
     diff = sorted(k for k in set(saved) | set(now) if k not in free and saved.get(k) != now.get(k))
@@ -245,4 +282,7 @@ def load_checkpoint(path, model):
         raise InputError(f"resume={str(path)!r}: the checkpoint was written with other parameters ({shown})")
     train_arrays = {k[len("train/"):]: v for k, v in arrays.items() if k.startswith("train/")}
     model_arrays = {k: v for k, v in arrays.items() if not k.startswith("train/")}
-    return (_decode(meta.get("state", {})), model_arrays, _decode(meta.get("train_state", {})), train_arrays)
+    state, train_state = _decode(meta.get("state", {})), _decode(meta.get("train_state", {}))
+    if not isinstance(state, dict) or not isinstance(train_state, dict):
+        raise InputError(f"cannot load {path}: corrupt checkpoint (state or train_state is not an object)")
+    return state, model_arrays, train_state, train_arrays

@@ -13,17 +13,21 @@ def resolve_loss(loss, loss_params: dict | None):
 
     Names resolve through :func:`rankwise.losses.get`; a callable must have the rankwise loss
     signature ``fn(scores, labels, *, where=None, weights=None, reduction="mean", **hyper)``.
+    ``loss_params`` must be a dict whose names are keyword-only parameters of the loss (checked
+    here, before training, by the same rule as :func:`rankwise.losses.as_objective`).
     """
-    params = dict(loss_params or {})
+    from rankwise.losses.registry import check_hyper
+
     if isinstance(loss, str):
         from rankwise import losses
 
-        fn = losses.get(loss)
+        fn, name = losses.get(loss), loss
     elif callable(loss):
-        fn = loss
+        fn, name = loss, getattr(loss, "__name__", type(loss).__name__)
     else:
         raise InputError(f"loss must be a rankwise loss name (see rankwise.losses.REGISTRY) or a callable; "
                          f"got {type(loss).__name__}")
+    params = check_hyper(fn, loss_params, loss=name, param="loss_params")
 
     def call(scores, labels, where, weights=None):
         if weights is None:
@@ -78,10 +82,11 @@ def run_epochs(*, module, optimizer, loss_fn, train, val, metric, epochs: int, b
 
     ``train``/``val`` are ``(X, y, offsets, weights)`` tuples (``val`` may be None). After each
     epoch the training objective and, with a validation set, ``metric`` are recorded in
-    ``history``; ``stopper`` (EarlyStopping) decides when to stop and the module state of the best
-    epoch is kept. ``before_eval``/``after_eval`` bracket evaluation (OGD swaps in its averaged
-    iterate there). ``checkpoint_fn(epoch, best_state)`` is called after each epoch.
-    Returns the best module state (or None without a validation set).
+    ``history``; with early stopping (``stopper.patience`` set) ``stopper`` decides when to stop
+    and the module state of the best epoch is kept. ``before_eval``/``after_eval`` bracket
+    evaluation (OGD swaps in its averaged iterate there). ``checkpoint_fn(epoch, best_state)`` is
+    called after each epoch. Returns the best module state (None without early stopping: a
+    validation set alone only records the curve, the final state is the model).
     """
     import torch
 
@@ -116,7 +121,7 @@ def run_epochs(*, module, optimizer, loss_fn, train, val, metric, epochs: int, b
                 value = metric(score_fn(val[0], val[2]), val[1], val[2])
                 record[metric.__name__] = value
                 stop = stopper.update(epoch, metric.sign * value)
-                if stopper.improved:
+                if stopper.improved and stopper.patience is not None:
                     best_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
             if after_eval is not None:
                 after_eval()

@@ -88,7 +88,10 @@ def minimize_erm(fun_grad, x0: np.ndarray, *, l1: float = 0.0, l1_mask: np.ndarr
     ``f`` already holds the smooth part (risk + ℓ2). For ``l1 > 0`` the problem is solved exactly
     as the smooth bound-constrained problem over ``w = u - v`` with ``u, v >= 0`` (the ℓ1 term
     becomes the linear ``l1 * sum(u + v)``), so coefficients reach exact zeros.
-    ``callback(w)`` may raise StopIteration. Returns ``(w, scipy OptimizeResult)``.
+    ``callback(w, f)`` is called after each iteration with the iterate and the objective value of
+    the optimiser's last evaluation there (ℓ1 term included; no extra evaluation); it may raise
+    StopIteration (then ``res.status == 99``). Returns ``(w, scipy OptimizeResult)``;
+    ``res.status == 1`` means ``max_iter`` was reached before convergence.
     """
     from scipy.optimize import minimize
 
@@ -96,8 +99,10 @@ def minimize_erm(fun_grad, x0: np.ndarray, *, l1: float = 0.0, l1_mask: np.ndarr
     d = len(x0)
     opts = {"maxiter": int(max_iter), "gtol": tol, "ftol": tol * 1e-3}
     if l1 <= 0:
+        def cb(intermediate_result):  # this parameter name selects scipy's OptimizeResult callback
+            callback(intermediate_result.x, float(intermediate_result.fun))
         res = minimize(fun_grad, x0, jac=True, method="L-BFGS-B", options=opts,
-                       callback=None if callback is None else (lambda xk: callback(xk)))
+                       callback=None if callback is None else cb)
         return res.x, res
     mask = np.ones(d, dtype=bool) if l1_mask is None else np.asarray(l1_mask, dtype=bool)
     pen = np.where(mask, l1, 0.0)
@@ -111,6 +116,9 @@ def minimize_erm(fun_grad, x0: np.ndarray, *, l1: float = 0.0, l1_mask: np.ndarr
     bounds = [(0, None) if m else (None, None) for m in mask] * 2
     # unpenalised coordinates (the intercept) stay free in u; pin their v copy at 0
     bounds = bounds[:d] + [(0, None) if m else (0, 0) for m in mask]
+    def split_cb(intermediate_result):
+        z = intermediate_result.x
+        callback(z[:d] - z[d:], float(intermediate_result.fun))
     res = minimize(split_fg, z0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts,
-                   callback=None if callback is None else (lambda zk: callback(zk[:d] - zk[d:])))
+                   callback=None if callback is None else split_cb)
     return res.x[:d] - res.x[d:], res
