@@ -48,7 +48,7 @@ def test_train_predict_evaluate_main(small_files, capsys, tmp_path):
                              "--model", "linear", "--loss", "listnet", "--param", "max_iter=50", "--out", str(model))
     assert code == 0, err
     assert "validation ndcg@10" in out and model.exists()
-    assert "best validation point: step" in out  # the validation curve's best point
+    assert "best validation point: iteration" in out  # the validation curve's best point
     scores = tmp_path / "scores.txt"
     code, out, err = run_cli(capsys, "predict", str(model), str(small_files / "test.txt"), "--out", str(scores))
     assert code == 0, err
@@ -197,7 +197,7 @@ def test_fetch_offline_message_and_cache_hit(capsys, tmp_path, monkeypatch, data
 
 
 def test_theory_commands(capsys):
-    code, out, err = run_cli(capsys, "theory", "calibration", "--loss", "pairwise_hinge", "--metric", "ndcg")
+    code, out, err = run_cli(capsys, "theory", "calibration", "--loss", "pairwise_hinge", "--metric", "dcg")
     assert code == 0, err
     assert "not calibrated" in out.lower() and "counterexample" in out.lower()
     code, out, err = run_cli(capsys, "theory", "losses")
@@ -232,7 +232,7 @@ def test_subprocess_smoke_every_command(small_files, tmp_path):
     # fetch: no cache, no network: a clear error, exit 2; bench: an unknown benchmark name, exit 2
     expected = {"fetch": 2, "bench": 2}
     for command, argv in SMOKE.items():
-        proc = subprocess.run([sys.executable, "-m", "rankwise.cli.main", *argv(small_files, tmp_path)],
+        proc = subprocess.run([sys.executable, "-m", "rankwise", *argv(small_files, tmp_path)],
                               capture_output=True, text=True, env=env, timeout=300)
         assert proc.returncode == expected.get(command, 0), (command, proc.stderr[-2000:])
         assert "Traceback" not in proc.stderr, command

@@ -374,3 +374,25 @@ def test_aggregate_generates_pairs_in_blocks_and_matches_one_big_block():
         assert max(len(u) for u, _ in blocks) <= max(bs, max(sizes) - 1)
         # float32 pair features: sums in another order agree to float32 precision
         np.testing.assert_allclose(m.predict(X, qid=qid), want, rtol=1e-5, atol=1e-5)
+
+
+def test_sample_weight_multiplies_pair_weights_and_eval_set_records_validation_ndcg(tmp_path):
+    """Row weights w reach the classifier as w_u·w_v per pair; a zero-weight query is ignored."""
+    from sklearn.linear_model import LogisticRegression
+
+    import rankwise
+    from rankwise.data import make_synthetic
+    from rankwise.metrics import ndcg
+
+    data = make_synthetic(30, n_features=4, list_length=(4, 9), seed=5)
+    qid = data.qid
+    w = np.where(qid == qid[0], 0.0, 1.0)  # the first query carries no weight
+    rest = data.take(np.arange(1, data.n_queries))
+    weighted = PairwiseReductionRanker(LogisticRegression(max_iter=1000), random_state=0).fit(
+        data, sample_weight=w, eval_set=data)
+    dropped = PairwiseReductionRanker(LogisticRegression(max_iter=1000), random_state=0).fit(rest)
+    np.testing.assert_allclose(weighted.estimator_.coef_, dropped.estimator_.coef_, rtol=1e-5, atol=1e-7)
+    want = ndcg(weighted.predict(data.X), data.labels, qid=qid, k=10)
+    assert weighted.history_ == {"ndcg@10": [pytest.approx(want)]}
+    weighted.save(tmp_path / "m.npz")
+    assert rankwise.load(tmp_path / "m.npz").history_["ndcg@10"] == [pytest.approx(want)]

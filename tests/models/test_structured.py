@@ -323,3 +323,19 @@ def test_maximiser_bad_input():
         ndcg_hinge_argmax([1, 2], [0, 1], method="fast")
     with pytest.raises(InputError, match="no query can train"):
         StructuredHingeRanker("ndcg@5").fit(np.ones((4, 2)), np.zeros(4), qid=[1, 1, 2, 2])
+
+
+def test_ranker_sample_weight_and_eval_set_history(tmp_path):
+    """A zero-weight query leaves the model as if it were absent; eval_set gives a validation curve."""
+    import rankwise
+    from rankwise.data import make_synthetic
+
+    data = make_synthetic(25, n_features=4, list_length=(4, 9), seed=2)
+    w = np.where(data.qid == data.qid[0], 0.0, 1.0)
+    a = StructuredHingeRanker(measure="ndcg@5", n_epochs=3, random_state=0).fit(data, sample_weight=w, eval_set=data)
+    b = StructuredHingeRanker(measure="ndcg@5", n_epochs=3, random_state=0).fit(data)
+    assert not np.allclose(a.coef_, b.coef_)  # the weight changed the training
+    assert len(a.history_["ndcg@10"]) == 3 and all(0.0 <= v <= 1.0 for v in a.history_["ndcg@10"])
+    assert a.history_["loss"] == a.train_loss_
+    a.save(tmp_path / "s.npz")
+    assert rankwise.load(tmp_path / "s.npz").history_["ndcg@10"] == pytest.approx(a.history_["ndcg@10"])

@@ -70,10 +70,12 @@ def build_model(kind: str, loss: str | None, params: dict, seed):
 
 
 def best_point(history, metric):
-    """``(step, value)`` of the best (highest) validation value in a training history, or None."""
+    """``(index, value)`` of the best (highest) validation value in a training history, or None.
+
+    The index counts history entries from 0, as the models' ``best_iteration_`` does."""
     if not history or not metric or metric not in history:
         return None
-    values = [(i + 1, v) for i, v in enumerate(history[metric]) if v is not None]
+    values = [(i, v) for i, v in enumerate(history[metric]) if v is not None]
     return max(values, key=lambda iv: iv[1]) if values else None
 
 
@@ -110,7 +112,8 @@ def _cmd_train(args) -> int:
     best = best_point(getattr(model, "history_", None), getattr(model, "eval_metric", None))
     if best is not None:
         step, value = best
-        print(f"best validation point: step {step}, {model.eval_metric} = {value:.4f}")
+        print(f"best validation point: iteration {step} (0-based, as best_iteration_), "
+              f"{model.eval_metric} = {value:.4f}")
     if valid is not None:
         print(f"validation ndcg@10 = {model.score(valid):.4f}")
     model.save(args.out)

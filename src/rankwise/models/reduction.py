@@ -288,21 +288,30 @@ class PairwiseReductionRanker(BaseRanker):
         return est
 
     # -- fit --------------------------------------------------------------------------------------
-    def fit(self, X, y=None, *, qid=None):
-        """Build the pairs of every query, fit the classifier on them; returns ``self``."""
+    def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None):
+        """Build the pairs of every query, fit the classifier on them; returns ``self``.
+
+        ``sample_weight`` (one per row) multiplies the weight of pair (u, v) by ``w_u · w_v``, as
+        the item weights of the pairwise losses do. With ``eval_set`` the validation NDCG@10 of
+        the fitted model is kept in ``history_`` (training is one classifier fit: no curve).
+        """
         from sklearn.base import clone
 
         est = self._validate_params()
         seed = _seed_from(self.random_state)
-        data, _ = self._validate_fit(X, y, qid)
+        data, val = self._validate_fit(X, y, qid, sample_weight=sample_weight, eval_set=eval_set)
         u, v, yp = make_pairs(data.y, data.offsets, pairs=self.pairs, random_state=seed)
         if len(u) == 0:
             raise InputError("no query has two rows with different labels, so there is no pair to learn from")
         Xp = pair_features(data.X, u, v, self.pair_features)
-        kwargs = {}
+        pw = None
         if self.weights != "none":
             sigma = ideal_positions(data.y, data.offsets)
-            kwargs["sample_weight"] = pair_weights(sigma[u], sigma[v], self.weights)
+            pw = pair_weights(sigma[u], sigma[v], self.weights)
+        if data.sample_weight is not None:
+            rw = data.sample_weight[u] * data.sample_weight[v]
+            pw = rw if pw is None else pw * rw
+        kwargs = {} if pw is None else {"sample_weight": pw}
         self.estimator_ = clone(est).fit(Xp, yp, **kwargs)
         classes = list(getattr(self.estimator_, "classes_", [-1, 1]))
         if 1 not in classes:
@@ -311,7 +320,17 @@ class PairwiseReductionRanker(BaseRanker):
         self.n_pairs_ = int(len(u))
         self.n_features_in_ = int(data.X.shape[1])
         self.random_seed_ = seed
+        self.history_ = {}
+        if val is not None:
+            self.history_ = {"ndcg@10": [self._validation_ndcg(val)]}
         return self
+
+    def _validation_ndcg(self, val) -> float:
+        from rankwise.metrics import ndcg
+
+        kw = {"qid": val.qids[np.repeat(np.arange(val.n_queries), np.diff(val.offsets))]}
+        scores = self.predict(val.X, **kw) if self.inference == "quicksort" else self.predict(val.X)
+        return float(ndcg(scores, val.y, k=10, **kw))
 
     # -- pair evaluation ----------------------------------------------------------------------------
     def _pos_column(self):
@@ -479,7 +498,8 @@ class PairwiseReductionRanker(BaseRanker):
         est = self.estimator_
         name = type(est).__name__
         state = {"n_features_in_": self.n_features_in_, "n_pairs_": self.n_pairs_, "estimator_class": name,
-                 "classes": [int(c) for c in est.classes_], "random_seed_": self.random_seed_}
+                 "classes": [int(c) for c in est.classes_], "random_seed_": self.random_seed_,
+                 "history_": {k: [float(v) for v in vals] for k, vals in getattr(self, "history_", {}).items()}}
         if name in ("LogisticRegression", "LinearSVC"):
             return state, {"coef": np.asarray(est.coef_), "intercept": np.atleast_1d(np.asarray(est.intercept_))}
         if name == "LGBMClassifier":
@@ -490,6 +510,7 @@ class PairwiseReductionRanker(BaseRanker):
                          "Other scikit-learn classifiers can only be pickled, which rankwise does not do")
 
     def _set_state(self, state, arrays):
+        self.history_ = {k: list(v) for k, v in state.get("history_", {}).items()}
         name = state["estimator_class"]
         classes = np.array(state["classes"])
         if name in ("LogisticRegression", "LinearSVC"):

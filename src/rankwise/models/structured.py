@@ -658,10 +658,15 @@ class StructuredHingeRanker(BaseRanker):
             raise InputError(f"gain must be 'exp2' or 'linear'; got {self.gain!r}")
         return spec, _resolve_constraint(spec, self.constraint)
 
-    def fit(self, X, y=None, *, qid=None):
-        """Fit ``w`` on rows ``X`` with labels ``y`` grouped by ``qid``; returns ``self``."""
+    def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None):
+        """Fit ``w`` on rows ``X`` with labels ``y`` grouped by ``qid``; returns ``self``.
+
+        ``sample_weight`` (one per row): a query's subgradient is scaled by the mean weight of its
+        rows. With ``eval_set`` the validation NDCG@10 of the averaged iterate is recorded per
+        epoch in ``history_`` (next to the training surrogate, ``history_["loss"]``).
+        """
         spec, constraint = self._validate_params()
-        data, _ = self._validate_fit(X, y, qid)
+        data, val = self._validate_fit(X, y, qid, sample_weight=sample_weight, eval_set=eval_set)
         Xd = data.X.toarray() if hasattr(data.X, "toarray") else data.X
         Xd = np.asarray(Xd, dtype=np.float64)
         use_bias = spec.family == "multivariate" and constraint != "eq"
@@ -681,8 +686,12 @@ class StructuredHingeRanker(BaseRanker):
         if not useful:
             raise InputError("no query can train the model: every query has fewer than 2 items or no "
                              "relevant item (label > 0)")
+        qw = np.ones(data.n_queries)
+        if data.sample_weight is not None:
+            qw = np.add.reduceat(data.sample_weight, off[:-1]) / np.maximum(np.diff(off), 1)
         rng = np.random.default_rng(self.random_state)
         n_feat = Xd.shape[1]
+        self.history_ = {"epoch": [], "loss": []} if val is None else {"epoch": [], "loss": [], "ndcg@10": []}
         w = np.zeros(n_feat)
         w_avg = np.zeros(n_feat)
         lam = 1.0 / float(self.C)
@@ -694,12 +703,16 @@ class StructuredHingeRanker(BaseRanker):
                 Xq = Xd[off[q]:off[q + 1]]
                 _, gs = structured_hinge(Xq @ w, data.y[off[q]:off[q + 1]], measure=spec, gain=self.gain,
                                          constraint=constraint)
-                grad = lam * w + Xq.T @ gs
+                grad = lam * w + qw[q] * (Xq.T @ gs)
                 w = w - (self.learning_rate / np.sqrt(t)) * grad
                 w_avg += (w - w_avg) / t
             self.train_loss_.append(float(np.mean([
                 structured_hinge(Xd[off[q]:off[q + 1]] @ w_avg, data.y[off[q]:off[q + 1]],
                                  measure=spec, gain=self.gain, constraint=constraint)[0] for q in useful])))
+            self.history_["epoch"].append(len(self.train_loss_))
+            self.history_["loss"].append(self.train_loss_[-1])
+            if val is not None:
+                self.history_["ndcg@10"].append(self._validation_ndcg(val, w_avg, use_bias))
         if use_bias:
             self.coef_, self.intercept_ = w_avg[:-1].copy(), float(w_avg[-1])
         else:
@@ -708,9 +721,19 @@ class StructuredHingeRanker(BaseRanker):
         self.n_features_in_ = data.X.shape[1]
         return self
 
+    @staticmethod
+    def _validation_ndcg(val, w, use_bias) -> float:
+        from rankwise.metrics import ndcg
+
+        coef, b = (w[:-1], w[-1]) if use_bias else (w, 0.0)
+        scores = np.asarray(val.X @ coef, dtype=np.float64).ravel() + b
+        qid = np.repeat(np.arange(val.n_queries), np.diff(val.offsets))
+        return float(ndcg(scores, val.y, qid=qid, k=10))
+
     def _get_state(self):
         return ({"n_features_in_": int(self.n_features_in_), "n_iter_": int(self.n_iter_),
-                 "intercept_": float(self.intercept_), "train_loss_": [float(v) for v in self.train_loss_]},
+                 "intercept_": float(self.intercept_), "train_loss_": [float(v) for v in self.train_loss_],
+                 "history_": {k: [float(v) for v in vals] for k, vals in getattr(self, "history_", {}).items()}},
                 {"coef_": np.asarray(self.coef_, dtype=np.float64)})
 
     def _set_state(self, state, arrays):
@@ -718,6 +741,7 @@ class StructuredHingeRanker(BaseRanker):
         self.intercept_ = float(state["intercept_"])
         self.n_iter_ = int(state["n_iter_"])
         self.train_loss_ = list(state["train_loss_"])
+        self.history_ = {k: list(v) for k, v in state.get("history_", {}).items()}
         self.n_features_in_ = int(state["n_features_in_"])
 
     def predict(self, X):
