@@ -20,8 +20,9 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/rankwise demo
 
+# two pytest workers on two cores: one thread each for torch/OpenMP/BLAS, else they oversubscribe
 test: $(STAMP)
-	$(PY) -m pytest -n 2 -q
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -n 2 -q
 
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
