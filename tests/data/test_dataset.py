@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +51,18 @@ def test_sparse_never_densified():
 def test_regroup_is_stable_and_counted(qids):
     q = np.array(qids)
     X = np.arange(len(q), dtype=np.float32)[:, None]
-    ds = RankingDataset.from_arrays(X, np.zeros(len(q)), q)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = RankingDataset.from_arrays(X, np.zeros(len(q)), q)
+    # a warning exactly when rows moved, with the count and the first query found split
+    assert len(caught) == (ds.regrouped_rows > 0)
+    if caught:
+        runs = [v for k, v in enumerate(qids) if k == 0 or qids[k - 1] != v]
+        first = next(v for k, v in enumerate(runs) if v in runs[:k])
+        msg = str(caught[0].message)
+        assert caught[0].category is UserWarning
+        assert f"{ds.regrouped_rows} of {len(q)} rows were regrouped stably" in msg
+        assert f"query {first}" in msg or f"the first: {first})" in msg
     # naive: queries in order of first appearance, rows in input order
     order = []
     for u in dict.fromkeys(qids):
@@ -85,6 +97,11 @@ def test_subset_take_keep_given_order():
     np.testing.assert_array_equal(t.X, s.X)
     with pytest.raises(InputError, match="query id 42 is not in this data set"):
         ds.subset([42])
+    with pytest.raises(InputError, match=r"query id 'abc' is not in this data set \(it has 3 int query ids"):
+        ds.subset(["abc"])
+    with pytest.raises(InputError, match=r"query ids \['abc', 42\] \(2\) are not in this data set"):
+        ds.subset([9, "abc", 42])
+    assert ds.subset(["9"]).query_ids.tolist() == [9]  # the same id spelled as a string
     with pytest.raises(InputError, match="more than once"):
         ds.take([0, 0])
 
@@ -154,6 +171,16 @@ def test_save_load_dense_and_sparse(tmp_path):
     (dict(X=np.zeros(3), labels=[0, 1, 1], qid=[1, 1, 1]), "X must be 2-d"),
     (dict(X=np.zeros((0, 2)), labels=[], qid=[]), "X has no rows"),
     (dict(X=[["a", "b"]], labels=[0], qid=[1]), "X must be a numeric"),
+    (dict(X=np.array([[0.5, np.nan], [1.0, np.inf]]), labels=[0, 1], qid=[1, 1]),
+     r"X contains inf \(first at row 1, column 1: inf\); features must be finite, with NaN for a missing value"),
+    (dict(X=sp.csr_matrix(np.array([[0.0, -np.inf], [1.0, 0.0]])), labels=[0, 1], qid=[1, 1]),
+     r"X contains inf \(first at row 0, column 1: -inf\)"),
+    (dict(X=np.zeros((3, 1)), labels=[0, 1, 0], qid=np.array([1, None, 1], dtype=object)),
+     r"qid is missing at row 1 \(got None\)"),
+    (dict(X=np.zeros((2, 1)), labels=[0, 1], qid=np.array(["a", np.nan], dtype=object)), "qid is missing at row 1"),
+    (dict(X=np.zeros((3, 1)), labels=[0, 1, 0], qid=[1, "1", 1]),
+     r"qid mixes strings and numbers \(e.g. 1 at row 0 and '1' at row 1\)"),
+    (dict(X=np.zeros((2, 1)), labels=[0, 1], qid=np.array([2, "x"], dtype=object)), "qid mixes strings and numbers"),
 ])
 def test_from_arrays_bad_input(kwargs, pattern):
     with pytest.raises(InputError, match=pattern):
@@ -167,3 +194,26 @@ def test_constructor_bad_offsets():
         RankingDataset(np.zeros((3, 1)), [0, 0, 0], [0, 2, 2, 3])
     with pytest.raises(InputError, match="query_ids must be distinct"):
         RankingDataset(np.zeros((3, 1)), [0, 0, 0], [0, 2, 3], [5, 5])
+
+
+def test_nan_features_stay_missing_values():
+    X = np.array([[np.nan, 1.0], [0.5, np.nan]], dtype=np.float32)
+    ds = RankingDataset.from_arrays(X, [1, 0], [3, 3])
+    np.testing.assert_array_equal(ds.X, X)
+    with pytest.raises(InputError, match="X contains inf"):
+        RankingDataset(np.array([[np.inf]]), [0.0], [0, 1])
+
+
+def test_object_qids_of_one_kind_are_kept():
+    ints = RankingDataset.from_arrays(np.zeros((3, 1)), [0, 1, 0], np.array([5, 5, 2], dtype=object))
+    assert ints.query_ids.dtype.kind == "i" and ints.query_ids.tolist() == [5, 2]
+    strs = RankingDataset.from_arrays(np.zeros((3, 1)), [0, 1, 0], np.array(["5", "5", "2"], dtype=object))
+    assert strs.query_ids.tolist() == ["5", "2"]
+    with pytest.raises(InputError, match="query_ids mixes strings and numbers"):
+        RankingDataset(np.zeros((2, 1)), [0, 1], [0, 1, 2], query_ids=[1, "1"])
+
+
+def test_contiguous_input_does_not_warn():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        small()

@@ -92,6 +92,7 @@ def test_pandas_round_trip(sparse):
     df = to_pandas(ds)
     assert list(df.columns) == ["qid", "label", "doc_id", "x1", "x2"]
     back = from_pandas(df)
+    assert sp.issparse(back.X) == sparse  # pandas sparse columns come back as CSR, not densified
     Xb = back.X.toarray() if sp.issparse(back.X) else back.X
     Xa = ds.X.toarray() if sparse else ds.X
     np.testing.assert_array_equal(Xb, Xa)
@@ -99,9 +100,30 @@ def test_pandas_round_trip(sparse):
     np.testing.assert_array_equal(back.labels, ds.labels)
 
 
+def test_from_pandas_sparse_columns_build_csr():
+    rng = np.random.default_rng(0)
+    dense = sp.random(40, 6, density=0.15, random_state=1, dtype=np.float32).toarray()
+    dense[2, 5] = np.nan  # a stored NaN: a missing value, kept
+    X = sp.csr_matrix(dense)
+    ds = RankingDataset.from_arrays(X, rng.integers(0, 3, 40), np.repeat(np.arange(8), 5))
+    df = to_pandas(ds)
+    back = from_pandas(df)
+    assert sp.issparse(back.X) and back.X.shape == (40, 6)
+    np.testing.assert_array_equal(back.X.toarray(), ds.X.toarray())
+    # one dense column among sparse ones, and a sparse column whose fill value is NaN
+    df["f1"] = df["f1"].sparse.to_dense()
+    df["f2"] = pd.arrays.SparseArray(df["f2"].sparse.to_dense().replace(0.0, np.nan), fill_value=np.nan)
+    mixed = from_pandas(df)
+    want = ds.X.toarray()
+    want[:, 2] = np.where(want[:, 2] == 0, np.nan, want[:, 2])
+    assert sp.issparse(mixed.X)
+    np.testing.assert_array_equal(mixed.X.toarray(), want)
+
+
 def test_pandas_regroups_and_errors():
     df = pd.DataFrame({"q": [1, 2, 1], "rel": [1, 0, 2], "f": [0.1, 0.2, 0.3], "name": ["x", "y", "z"]})
-    ds = from_pandas(df, qid="q", label="rel")
+    with pytest.warns(UserWarning, match="the rows of query 1 are not contiguous; 2 of 3 rows were regrouped"):
+        ds = from_pandas(df, qid="q", label="rel")
     assert ds.feature_names == ["f"] and ds.regrouped_rows == 2 and ds.labels.tolist() == [1, 2, 0]
     with pytest.raises(InputError, match="qid='qid' is not a column"):
         from_pandas(df)

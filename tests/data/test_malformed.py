@@ -50,6 +50,12 @@ CASES = [
     ("control_char", "1 qid:1 1:0.5\x00\n", {}, 1, r"control character"),
     ("empty_file", "", {}, None, r"empty file: no data lines"),
     ("only_comments", "# header\n\n   \n# more\n", {}, None, r"empty file: no data lines"),
+    ("docid_missing_some", "1 qid:1 1:0.5 #docid = A\n0 qid:1 1:0.1 # no id here\n1 qid:1 1:0.2 #docid = C\n",
+     {}, 2, r"no '#docid = X' comment on this line, but line 1 has one; either every line names its doc id"),
+    ("docid_missing_first", "1 qid:1 1:0.5\n0 qid:1 1:0.1 #docid = B\n", {}, 1,
+     r"no '#docid = X' comment on this line, but line 2 has one"),
+    ("docid_empty_value", "1 qid:1 1:0.5 #docid = A\n0 qid:1 1:0.1 #docid =\n", {}, 2,
+     r"no '#docid = X' comment on this line, but line 1 has one"),
     ("noncontiguous_strict", "1 qid:1 1:0.5\n0 qid:2 1:0.1\n1 qid:1 1:0.3\n", {"strict": True}, None,
      r"rows of query 1 are not contiguous \(lines 1-1, 3-3\).*strict=False"),
 ]

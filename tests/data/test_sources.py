@@ -105,6 +105,16 @@ def test_movielens_split_counts_and_features(ml_dir):
     # release year of Toy Story (item 1): 01-Jan-1995
     row = np.flatnonzero(tr.doc_ids == "1")[0]
     assert tr.X[row, names.index("release_year")] == 1995 and tr.X[row, names.index("genre_Animation")] == 1
+    # item 267 has no release date: it gets the mean release year of the items rated in u1.base
+    # (not of every item: that would use the test part)
+    info = pd.read_csv(ml_dir / "u.item", sep="|", header=None, encoding="latin-1")
+    year = pd.to_numeric(info[2].astype(str).str[-4:], errors="coerce")
+    assert year[info[0] == 267].isna().all()
+    want_year = np.float32(year[info[0].isin(base["i"].unique())].mean())
+    assert want_year != np.float32(year.mean())  # the two rules really differ on this split
+    for part in (tr, te):
+        rows = np.flatnonzero(part.doc_ids == "267")
+        assert len(rows) and np.all(part.X[rows, names.index("release_year")] == want_year)
 
 
 def test_movielens_bad_split(ml_dir):

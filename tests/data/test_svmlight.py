@@ -38,6 +38,7 @@ def _num_token(draw):
 @st.composite
 def letor_text(draw):
     n_feat = draw(st.integers(1, 8))
+    with_docid = draw(st.booleans())  # every line names its doc id, or none does
     lines = []
     for q in range(draw(st.integers(1, 4))):
         for _ in range(draw(st.integers(1, 4))):
@@ -46,8 +47,10 @@ def letor_text(draw):
             toks = [label, f"qid:{q * 7 + 3}"] + [f"{c}:{_num_token(draw)}" for c in cols]
             sep = draw(st.sampled_from([" ", "\t", "  "]))
             line = sep.join(toks)
-            if draw(st.booleans()):
+            if with_docid:
                 line += f" #docid = D{len(lines)} inc = 1"
+            elif draw(st.booleans()):
+                line += " # a comment without a doc id"
             lines.append(line)
     eol = draw(st.sampled_from(["\n", "\r\n"]))
     return eol.join(lines) + draw(st.sampled_from(["", eol])), n_feat
@@ -67,7 +70,9 @@ def test_matches_naive_reference_parser(tmp_path, text_nf):
     np.testing.assert_array_equal(ds.labels, np.array(labels))
     np.testing.assert_array_equal(ds.qid, np.array(qids))
     if any(d is not None for d in docs):
-        assert ds.doc_ids.tolist() == [d or "" for d in docs]
+        assert ds.doc_ids.tolist() == docs
+    else:
+        assert ds.doc_ids is None
     # CSR reading gives the same entries
     dsc = read_svmlight(p, n_features=n_feat, dense=False)
     assert sp.issparse(dsc.X) and dsc.X.dtype == np.float32
@@ -104,12 +109,35 @@ def test_round_trip_write_read_is_exact(tmp_path, rows, labels, sparse):
     ds = RankingDataset.from_arrays(sp.csr_matrix(X) if sparse else X, y, qid, doc_ids=docs)
     p = tmp_path / ("r.txt.gz" if sparse else "r.txt")
     write_svmlight(ds, p)
-    back = read_svmlight(p, n_features=3, dense=not sparse)
+    back = read_svmlight(p, dense=not sparse)  # no n_features: the shape comes back from the file
     Xb = back.X.toarray() if sparse else back.X
+    assert back.X.shape == X.shape
     np.testing.assert_array_equal(Xb, X)
     np.testing.assert_array_equal(back.labels, y)
     np.testing.assert_array_equal(back.qid, ds.qid)
     assert back.doc_ids.tolist() == docs.tolist()
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_round_trip_keeps_trailing_zero_columns(tmp_path, sparse):
+    """Zeros are not written for CSR (nor with write_zeros=False): an all-zero last column is kept
+    by an explicit 'n:0' on the first line, which scikit-learn reads the same way."""
+    from sklearn.datasets import load_svmlight_file
+
+    X = np.array([[0.0, 1.5, 0.0, 0.0], [2.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]], dtype=np.float32)
+    ds = RankingDataset.from_arrays(sp.csr_matrix(X) if sparse else X, [1, 0, 2], [4, 4, 5])
+    p = tmp_path / "z.txt"
+    write_svmlight(ds, p, write_zeros=False)
+    assert p.read_text().splitlines()[0] == "1 qid:4 2:1.5 4:0"
+    back = read_svmlight(p, dense=not sparse)
+    assert back.X.shape == (3, 4)
+    np.testing.assert_array_equal(back.X.toarray() if sparse else back.X, X)
+    Xs, ys, qs = load_svmlight_file(str(p), query_id=True)
+    assert Xs.shape == (3, 4) and qs.tolist() == [4, 4, 5]
+    np.testing.assert_array_equal(Xs.toarray(), X)
+    if sparse:  # write_zeros=True on CSR writes the stored entries: the empty last column too
+        write_svmlight(ds, p, write_zeros=True)
+        assert read_svmlight(p, dense=False).X.shape == (3, 4)
 
 
 def test_round_trip_nan_written_as_null(tmp_path):
@@ -157,7 +185,9 @@ def test_huge_sparse_indices_stay_sparse(tmp_path):
 def test_regrouping_reported(tmp_path):
     p = tmp_path / "r.txt"
     p.write_text("1 qid:1 1:1\n0 qid:2 1:2\n2 qid:1 1:3\n0 qid:2 1:4\n")
-    ds = read_svmlight(p)
+    with pytest.warns(UserWarning, match=r"r\.txt: the rows of 2 queries \(the first: 1\) are not contiguous; "
+                                         r"2 of 4 rows were regrouped stably"):
+        ds = read_svmlight(p)
     assert ds.query_ids.tolist() == [1, 2]
     assert ds.X[:, 0].tolist() == [1, 3, 2, 4]
     assert ds.regrouped_rows == 2 and ds.row_order.tolist() == [0, 2, 1, 3]
@@ -175,9 +205,30 @@ def test_binary_cache_hit(tmp_path):
     assert again.labels.tolist() == [7.0, 8.0]
     assert again.doc_ids.tolist() == first.doc_ids.tolist()
     # a changed file (size/mtime) is parsed again
-    p.write_text("1 qid:1 1:1 #docid = a\n0 qid:1 1:5 #docid = b\n3 qid:2 1:0\n")
+    p.write_text("1 qid:1 1:1 #docid = a\n0 qid:1 1:5 #docid = b\n3 qid:2 1:0 #docid = c\n")
     fresh = read_svmlight(p, cache=tmp_path / "cache")
     assert fresh.labels.tolist() == [1.0, 0.0, 3.0]
+
+
+@pytest.mark.parametrize("explicit", [False, True])
+def test_binary_cache_follows_the_group_file(tmp_path, explicit):
+    """The cache key covers the group file (given or found next to the data file): editing it
+    after a cached read gives a fresh result, not the stale grouping."""
+    import os
+
+    p = tmp_path / "g.train"
+    p.write_text("1 1:1\n0 1:2\n2 1:3\n")
+    q = tmp_path / ("sizes.txt" if explicit else "g.train.query")
+    q.write_text("2\n1\n")
+    kw = {"query_file": q} if explicit else {}
+    first = read_svmlight(p, cache=tmp_path / "cache", **kw)
+    assert first.query_offsets.tolist() == [0, 2, 3]
+    assert read_svmlight(p, cache=tmp_path / "cache", **kw).query_offsets.tolist() == [0, 2, 3]  # cache hit
+    st = q.stat()
+    q.write_text("1\n2\n")  # same size: only the content and mtime change
+    os.utime(q, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    fresh = read_svmlight(p, cache=tmp_path / "cache", **kw)
+    assert fresh.query_offsets.tolist() == [0, 1, 3]
 
 
 def test_matches_sklearn_on_lightgbm_sample(data_dir):

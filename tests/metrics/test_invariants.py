@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import pytrec_eval
 from hypothesis import given, settings, strategies as st
 
 import rankwise.metrics as M
@@ -234,6 +235,11 @@ GOOD = dict(scores=np.array([1.0, 2.0, 3.0]), labels=np.array([0.0, 1.0, 2.0]))
     (dict(scores=np.zeros((1, 3)), labels=np.zeros((1, 3)), where=np.ones((1, 2), bool)), "where must have the shape"),
     (dict(scores=np.zeros((1, 3)), labels=np.zeros((1, 3)), where=np.ones((1, 3))), "where must be a boolean mask"),
     (dict(discount="ln"), "discount must be one of 'log2', 'jarvelin'"),
+    (dict(k=10**20), r"k must be at most 2\*\*63 - 1"),
+    (dict(gain=[0.0, -1.0, 3.0]), r"gain table must hold non-negative gains .* gain\[1\] = -1"),
+    (dict(qid=np.array([1, None, 1], dtype=object)), "qid is missing at row 1"),
+    (dict(qid=np.array([1, "1", 1], dtype=object)), "qid mixes strings and numbers"),
+    (dict(qid=[1, "1", 1]), "qid mixes strings and numbers"),
 ])
 def test_bad_input_names_the_parameter(kwargs, match):
     args = {**GOOD, **kwargs}
@@ -270,7 +276,8 @@ def test_sort_kernel_exact_on_nearly_equal_scores(mode):
     from rankwise.metrics._kernels import sort_queries
 
     rng = np.random.default_rng(5)
-    sizes = np.array([1, 2, 7, 64, 300, 1300])
+    # every row width of the packed sort: 0..16 one by one, then the ~1.25x steps, up to 1,300
+    sizes = np.r_[0, 1, 2, 7, 64, 300, 1300, 0, np.arange(1, 17), rng.integers(17, 400, size=60)]
     off = np.r_[0, np.cumsum(sizes)].astype(np.int64)
     base = rng.choice([0.0, -0.0, 1.0, -2.5, 1e-300], size=off[-1])
     ulps = rng.integers(0, 4, size=off[-1])
@@ -334,7 +341,6 @@ def test_unretrieved_documents_count_in_the_ideal_but_take_no_rank(b, data):
 
 
 def test_unretrieved_documents_match_pytrec_eval():
-    pytrec_eval = pytest.importorskip("pytrec_eval")
     rng = np.random.default_rng(7)
     qrels, run, rows = {}, {}, []
     for q in range(25):
@@ -355,3 +361,128 @@ def test_unretrieved_documents_match_pytrec_eval():
         np.testing.assert_allclose(ours[spec].to_numpy(float), expected, rtol=0, atol=1e-12, err_msg=te_name)
     with pytest.raises(InputError, match="retrieved must be a boolean array"):
         M.evaluate(s.astype(float), y.astype(float), q, ["map"], retrieved=[1, 0])
+
+
+def test_k_beyond_every_list_keeps_the_whole_list():
+    s, y = np.array([3.0, 2.0, 1.0]), np.array([0.0, 1.0, 2.0])
+    for spec in ("ndcg", "map", "err", "mrr"):
+        whole = M.get_metric(spec)(s, y)
+        assert M.get_metric(f"{spec}@{2**63 - 1}")(s, y) == whole, spec
+    assert M.precision(s, y, k=2**62) == pytest.approx(2 / 2**62)  # P@k still divides by k
+    with pytest.raises(InputError, match=r"k must be at most 2\*\*63 - 1"):
+        M.evaluate(s, y, None, ["ndcg@100000000000000000000"])
+
+
+def test_evaluate_default_k_is_validated():
+    s, y, q = np.array([3.0, 2.0]), np.array([0.0, 1.0]), np.array([1, 1])
+    with pytest.raises(InputError, match=r"default_k must be a positive integer or None .*got 'x'"):
+        M.evaluate(s, y, q, ["ndcg"], default_k="x")
+    with pytest.raises(InputError, match="default_k must be >= 1"):
+        M.evaluate(s, y, q, ["ndcg"], default_k=0)
+    assert list(M.evaluate(s, y, q, ["ndcg"], default_k=1).mean) == ["ndcg@1"]
+
+
+def test_err_max_grade_is_global_and_reported():
+    """ERR's y_max is a property of the label scale: a query's value must not depend on which
+    other queries share the call once max_grade is given, and when it is inferred it is the
+    maximum over the whole input (not per query) and reported in .conventions."""
+    rng = np.random.default_rng(3)
+    sizes = [5, 9, 3, 12]
+    q = np.repeat(np.arange(len(sizes)), sizes)
+    y = rng.integers(0, 3, size=len(q)).astype(float)  # grades 0..2: no query reaches 4
+    y[q == 2] = np.minimum(y[q == 2], 1)  # one query whose top label is 1
+    s = np.round(rng.normal(size=len(q)), 1)
+    together = M.evaluate(s, y, q, ["err@5", "err"], max_grade=4).per_query
+    for i in range(len(sizes)):
+        m = q == i
+        alone = M.evaluate(s[m], y[m], q[m], ["err@5", "err"], max_grade=4).per_query
+        np.testing.assert_array_equal(alone.to_numpy(), together.iloc[[i]].to_numpy())
+    inferred = M.evaluate(s, y, q, ["err"])
+    assert inferred.conventions["max_grade"] == y.max() == 2.0
+    # the query whose labels stop at 1 is still scored against the global maximum 2
+    m = q == 2
+    assert inferred.per_query["err"].iloc[2] == M.err(s[m], y[m], max_grade=2.0)
+    assert inferred.per_query["err"].iloc[2] != M.err(s[m], y[m])  # per-query inference would differ
+    assert "max_grade" not in M.evaluate(s, y, q, ["ndcg"]).conventions
+
+
+def test_pairwise_cost_omega_gets_ideal_positions():
+    """omega(sigma_u, sigma_v) receives 1-based positions in the ideal order; equal labels share
+    the mean of the positions they occupy."""
+    y = np.array([0.0, 2.0, 1.0, 1.0])  # ideal order: item 1 (pos 1), items 2, 3 (pos 2.5), item 0 (pos 4)
+    s = np.array([4.0, 3.0, 2.0, 1.0])  # item 0 first: every pair with item 0 is discordant
+    seen = []
+
+    def omega(su, sv):
+        seen.extend(zip(su.tolist(), sv.tolist()))
+        return np.ones_like(su)
+
+    cost = M.pairwise_cost(s, y, omega=omega, ties="input")
+    assert sorted(seen) == [(1.0, 2.5), (1.0, 2.5), (1.0, 4.0), (2.5, 4.0), (2.5, 4.0)]
+    assert cost == M.pairwise_cost(s, y, ties="input") == 3.0
+    weighted = M.pairwise_cost(s, y, omega=lambda su, sv: sv - su, ties="input")
+    assert weighted == pytest.approx((4.0 - 1.0) + 2 * (4.0 - 2.5))
+
+
+def test_ideal_dcg_paths_agree():
+    """Integer grades (< 64) go through a histogram, other labels through a top-k buffer or a
+    sort: the same labels scaled by 1/2 (non-integer), or shifted beyond 63, give the reference."""
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(1, 60, size=40)
+    q = np.repeat(np.arange(len(sizes)), sizes)
+    y = rng.integers(0, 5, size=len(q)).astype(float)
+    s = np.round(rng.normal(size=len(q)), 1)
+    for labels, gain in ((y, "exp2"), (y / 2, "exp2"), (y + 60, "linear"), (y / 2, "linear")):
+        for k in (None, 3, 40):
+            got = M.ndcg(s, labels, qid=q, k=k, gain=gain, ties="input", reduction="none", empty=-1.0)
+            for i in range(len(sizes)):
+                m = q == i
+                ranked = [labels[m][j] for j in ref.ranked_orders(list(s[m]), list(labels[m]), "input")[0]]
+                want = ref.ndcg(ranked, k=k, gain_kind=gain)
+                assert got[i] == pytest.approx(-1.0 if want is None else want, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize("ties", TIES)
+def test_threaded_query_ranges_equal_one_pass(monkeypatch, ties):
+    """Large inputs are sorted and scored on query ranges in threads: the per-query values are
+    exactly those of one pass over all queries."""
+    from rankwise.metrics import _kernels as K
+
+    rng = np.random.default_rng(2)
+    sizes = rng.integers(1, 300, size=120)
+    q = np.repeat(rng.permutation(1000)[:len(sizes)], sizes)
+    y = rng.integers(0, 5, size=len(q)).astype(float)
+    s = np.round(rng.normal(size=len(q)), 1)  # ties everywhere
+    docs = rng.permutation(len(q))
+    specs = ["ndcg@10", "ndcg", "dcg@5", "map", "map@10", "err@10", "P@5", "recall@10", "mrr", "auc"]
+    one = M.evaluate(s, y, q, specs, ties=ties, doc_ids=docs, max_grade=4).per_query
+    monkeypatch.setattr(K, "n_threads", lambda n_rows: 3)
+    threaded = M.evaluate(s, y, q, specs, ties=ties, doc_ids=docs, max_grade=4).per_query
+    np.testing.assert_array_equal(threaded.to_numpy(), one.to_numpy())
+    assert list(threaded.index) == list(one.index)
+
+
+def test_trec_eval_profile_ties_scores_equal_in_float32():
+    """trec_eval keeps run scores as float32: scores that differ only beyond float32 precision
+    are tied there (and ordered by docno), and the trec_eval profile must agree."""
+    rng = np.random.default_rng(4)
+    qrels, run, rows = {}, {}, []
+    for q in range(30):
+        base = rng.normal(size=8)
+        s = base.copy()
+        s[4:] = base[:4] * (1 + 1e-12)  # equal to the first four as float32, distinct as float64
+        for i in range(8):
+            d = f"d{q}_{rng.integers(10**6)}_{i}"
+            y = int(rng.integers(0, 3))
+            qrels.setdefault(f"q{q}", {})[d] = y
+            run.setdefault(f"q{q}", {})[d] = float(s[i])
+            rows.append((f"q{q}", d, y, s[i]))
+    q, d, y, s = (np.array(c) for c in zip(*rows))
+    assert len(np.unique(s)) == len(s) and len(np.unique(s.astype(np.float32))) < len(s)
+    measures = {"ndcg_cut_5": "ndcg@5", "map": "map", "P_5": "P@5", "recip_rank": "mrr"}
+    peer = pytrec_eval.RelevanceEvaluator(qrels, set(measures)).evaluate(run)
+    ours = M.evaluate(s.astype(float), y.astype(float), q, list(measures.values()), profile="trec_eval",
+                      doc_ids=d).per_query
+    for te_name, spec in measures.items():
+        expected = np.array([peer[qq][te_name] for qq in ours.index])
+        np.testing.assert_allclose(ours[spec].to_numpy(float), expected, rtol=0, atol=1e-12, err_msg=te_name)

@@ -1,10 +1,18 @@
-"""Profiles against the real peers on all MQ2008 test folds, with distinct and with tied scores."""
+"""Profiles against the real peers on all MQ2008 test folds, with distinct and with tied scores.
+
+The peers are declared test dependencies (pyproject ``test`` extra): a missing one is an error
+of the environment and fails here, never a skip.
+"""
 from __future__ import annotations
 
 import warnings
 
+import lightgbm as lgb
 import numpy as np
 import pytest
+import pytrec_eval
+import ranx
+import xgboost as xgb
 
 import rankwise.metrics as M
 
@@ -27,7 +35,6 @@ def _tied_fraction(s, q):
 @pytest.mark.realdata
 @pytest.mark.parametrize("kind", SCORES)
 def test_trec_eval_profile_vs_pytrec_eval(fold, kind):
-    pytrec_eval = pytest.importorskip("pytrec_eval")
     X, y, q, d = fold
     s = score_sets(X)[kind]
     if kind == "rounded":
@@ -48,7 +55,6 @@ def test_trec_eval_profile_vs_pytrec_eval(fold, kind):
 
 
 def _lightgbm_eval(X, y, q, s, eval_at):
-    lgb = pytest.importorskip("lightgbm")
     sizes = [int(n) for n in np.diff(np.flatnonzero(np.r_[True, q[1:] != q[:-1], True]))]
     ds = lgb.Dataset(X, y, group=sizes, init_score=s, free_raw_data=False)
     rec = {}
@@ -81,7 +87,6 @@ def test_lightgbm_profile(fold, kind):
 @pytest.mark.realdata
 @pytest.mark.parametrize("kind", SCORES)
 def test_xgboost_profile(fold, kind):
-    xgb = pytest.importorskip("xgboost")
     X, y, q, _ = fold
     s = score_sets(X)[kind]
     group = np.cumsum(np.r_[True, q[1:] != q[:-1]])
@@ -125,7 +130,6 @@ def test_sklearn_profile_on_equal_length_lists(fold, kind):
 @pytest.mark.realdata
 @pytest.mark.parametrize("kind", SCORES)
 def test_ranx_profile(fold, kind):
-    ranx = pytest.importorskip("ranx")
     X, y, q, d = fold
     s = score_sets(X)[kind]
     qs = list(dict.fromkeys(q))

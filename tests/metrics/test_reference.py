@@ -5,6 +5,7 @@ tie rule; ``ties="average"`` against brute-force enumeration of all tie permutat
 """
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
@@ -44,8 +45,10 @@ CASES = [
     ("spearman", M.spearman, {}, ref.spearman, {}),
     ("pairwise_accuracy", M.pairwise_accuracy, {}, ref.pairwise_accuracy, {}),
     ("pairwise_cost", M.pairwise_cost, {}, ref.pairwise_cost, {}),
-    ("pairwise_cost omega", M.pairwise_cost, {"omega": lambda a, b: (a - b) ** 2},
-     ref.pairwise_cost, {"omega": lambda a, b: (a - b) ** 2}),
+    ("pairwise_cost omega", M.pairwise_cost, {"omega": lambda su, sv: (sv - su) ** 2},
+     ref.pairwise_cost, {"omega": lambda su, sv: (sv - su) ** 2}),
+    ("pairwise_cost omega dcg", M.pairwise_cost, {"omega": lambda su, sv: 1 / np.log2(1 + su) - 1 / np.log2(1 + sv)},
+     ref.pairwise_cost, {"omega": lambda su, sv: 1 / math.log2(1 + su) - 1 / math.log2(1 + sv)}),
 ]
 
 

@@ -41,3 +41,20 @@ def ndcg_at_k(scores, labels, qids, k):
         idcg = sum((2 ** y - 1) / math.log2(i + 2) for i, y in enumerate(ideal[:k]))
         values[q] = dcg / idcg if idcg > 0 else 0.0
     return values
+
+
+def standardization_stats(rows, *, sparse=False):
+    """Per-feature centre and scale of ``rows`` (a list of lists of floats), straight from the definitions.
+
+    Dense: mean and population standard deviation. Sparse: no centring, root mean square.
+    A scale of at most 1e-12 becomes 1 (constant feature), as in rankwise's Standardizer.
+    """
+    n, d = len(rows), len(rows[0])
+    means, scales = [], []
+    for j in range(d):
+        col = [float(r[j]) for r in rows]
+        mu = 0.0 if sparse else math.fsum(col) / n
+        sd = math.sqrt(math.fsum((v - mu) ** 2 for v in col) / n)
+        means.append(mu)
+        scales.append(sd if sd > 1e-12 else 1.0)
+    return means, scales

@@ -154,15 +154,24 @@ def pairwise_accuracy(ranked):
     return None if total == 0 else good / total
 
 
+def ideal_position(ranked, u):
+    """1-based position of item u in the ideal order (labels descending); equal labels share the
+    mean of the positions they occupy together."""
+    greater = sum(1 for y in ranked if y > ranked[u])
+    equal = sum(1 for y in ranked if y == ranked[u])
+    positions = range(greater + 1, greater + equal + 1)
+    return sum(positions) / equal
+
+
 def pairwise_cost(ranked, omega=None):
-    """sum_{u != v} [sigma_u < sigma_v][hat sigma_v < hat sigma_u] omega(y_u, y_v)."""
+    """sum_{u != v} [sigma_u < sigma_v][hat sigma_v < hat sigma_u] omega(sigma_u, sigma_v)."""
     cost, any_pair = 0.0, False
     for u in range(len(ranked)):
         for v in range(len(ranked)):
             if ranked[u] > ranked[v]:  # u should precede v
                 any_pair = True
                 if v < u:  # v predicted above u
-                    cost += 1.0 if omega is None else omega(ranked[u], ranked[v])
+                    cost += 1.0 if omega is None else omega(ideal_position(ranked, u), ideal_position(ranked, v))
     return cost if any_pair else None
 
 

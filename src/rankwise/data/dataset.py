@@ -7,6 +7,7 @@ float32 and is never densified behind the user's back.
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, NamedTuple
@@ -15,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from rankwise._validation import check_features, check_vector
-from rankwise.data.groups import group_by_qid, padded_index
+from rankwise.data.groups import _as_qid_array, group_by_qid, padded_index
 from rankwise.errors import InputError
 
 __all__ = ["RankingDataset", "Query", "PaddedBatch", "concat"]
@@ -56,6 +57,24 @@ class PaddedBatch:
     query_index: np.ndarray
 
 
+def _reject_inf(X) -> None:
+    """NaN is a missing value and stays; inf is an error (the writers and models cannot take it)."""
+    data = X.data if sp.issparse(X) else X.reshape(-1)
+    if data.size == 0:
+        return
+    # fmax/fmin skip NaN and allocate nothing: two cheap passes in the common, finite case
+    if not (np.isinf(np.fmax.reduce(data)) or np.isinf(np.fmin.reduce(data))):
+        return
+    k = int(np.flatnonzero(np.isinf(data))[0])
+    if sp.issparse(X):
+        r = int(np.searchsorted(X.indptr, k, side="right") - 1)
+        c = int(X.indices[k])
+    else:
+        r, c = divmod(k, X.shape[1])
+    raise InputError(f"X contains inf (first at row {r}, column {c}: {data[k]}); features must be finite, "
+                     "with NaN for a missing value")
+
+
 def _noncontiguous_message(qid: np.ndarray, line_numbers, source) -> str | None:
     """Name the first query whose rows are split, with its row (or line) spans."""
     n = len(qid)
@@ -87,7 +106,8 @@ class RankingDataset:
     Parameters
     ----------
     X : ndarray (n_rows, n_features) or scipy sparse matrix
-        Features; stored as float32 (dense) or CSR float32. NaN means "missing" and is kept.
+        Features; stored as float32 (dense) or CSR float32. NaN means "missing" and is kept;
+        ``inf`` is rejected (no file format or model takes it).
     labels : array-like, shape (n_rows,)
         Relevance labels (float64, finite).
     query_offsets : array-like of int, shape (n_queries + 1,)
@@ -115,6 +135,7 @@ class RankingDataset:
         X = check_features(X, name="X", allow_nan=allow_nan)
         if not sp.issparse(X):
             X = np.ascontiguousarray(X)
+        _reject_inf(X)
         n = X.shape[0]
         self.X = X
         self.labels = check_vector(labels, n, name="labels", dtype=np.float64)
@@ -134,10 +155,8 @@ class RankingDataset:
         if query_ids is None:
             qids = np.arange(nq, dtype=np.int64)
         else:
-            qids = np.asarray(query_ids)
-            if qids.dtype.kind == "O":
-                qids = qids.astype(str)
-            if qids.ndim != 1 or len(qids) != nq:
+            qids = _as_qid_array(query_ids, name="query_ids")
+            if len(qids) != nq:
                 raise InputError(f"query_ids must have one id per query ({nq}); got shape {qids.shape}")
             uniq, counts = np.unique(qids, return_counts=True)
             if len(uniq) != nq:
@@ -161,19 +180,24 @@ class RankingDataset:
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_arrays(cls, X, labels, qid, *, strict: bool = False, doc_ids=None, feature_names=None,
-                    allow_nan: bool = True, _line_numbers=None, _source=None) -> "RankingDataset":
+                    allow_nan: bool = True, _line_numbers=None, _source=None,
+                    _stacklevel: int = 2) -> "RankingDataset":
         """Build from flat rows with a per-row ``qid``.
 
         Rows of a query that are not contiguous are regrouped stably (queries in order of first
-        appearance, rows of a query in input order); the number of moved rows is stored in
+        appearance, rows of a query in input order) and a ``UserWarning`` says how many rows
+        moved and names the first query found split; the count is also stored in
         ``regrouped_rows`` and the permutation in ``row_order``. With ``strict=True`` such input
-        is rejected with a message naming the query id and its row spans.
+        is rejected with a message naming the query id and its row spans. Query ids are
+        integers or strings, one kind per call: missing ids (None, NaN) and a mix of strings and
+        numbers are rejected.
         """
         X = check_features(X, name="X", allow_nan=allow_nan)
         n = X.shape[0]
-        qarr = np.asarray(qid)
+        qarr = np.asarray(qid, dtype=object) if isinstance(qid, (list, tuple)) else np.asarray(qid)
         if qarr.ndim != 1 or len(qarr) != n:
             raise InputError(f"qid has shape {qarr.shape} but X has {n} rows; one query id per row is expected")
+        qarr = _as_qid_array(qarr, name="qid")
         labels = check_vector(labels, n, name="labels", dtype=np.float64)
         if n == 0:
             raise InputError("X has no rows; a RankingDataset needs at least one query")
@@ -185,6 +209,12 @@ class RankingDataset:
             if doc_ids.shape != (n,):
                 raise InputError(f"doc_ids must have one id per row ({n}); got shape {doc_ids.shape}")
         if g.order is not None:
+            where = f"{_source}: " if _source else ""
+            split = f"query {g.first_split!r}" if g.n_split == 1 else \
+                f"{g.n_split} queries (the first: {g.first_split!r})"
+            warnings.warn(f"{where}the rows of {split} are not contiguous; {g.n_moved} of {n} rows were "
+                          "regrouped stably (see regrouped_rows and row_order); "
+                          "pass strict=True to reject such input", UserWarning, stacklevel=_stacklevel)
             o = g.order
             X = X[o]
             labels = labels[o]
@@ -270,20 +300,29 @@ class RankingDataset:
 
     def subset(self, query_ids) -> "RankingDataset":
         """The queries with the given ids, in the order given."""
-        want = np.asarray(query_ids)
+        want = np.asarray(query_ids, dtype=object) if isinstance(query_ids, (list, tuple)) else np.asarray(query_ids)
         if want.ndim == 0:
             want = want[None]
         pos = {q: i for i, q in enumerate(self.query_ids.tolist())}
-        idx = []
+        kind = type(next(iter(pos))) if pos else None
+        idx, unknown = [], []
         for q in want.tolist():
             if q not in pos:
-                # tolerate int/str spelling differences of the same id
-                key = type(next(iter(pos)))(q) if pos else q
-                if key not in pos:
-                    raise InputError(f"query id {q!r} is not in this data set "
-                                     f"(it has {self.n_queries} queries, e.g. {self.query_ids[:3].tolist()})")
+                # tolerate int/str spellings of the same id ("7" for 7, np.int64(7) for 7)
+                try:
+                    key = kind(q)
+                except (TypeError, ValueError):
+                    key = None
+                if key not in pos or (kind is int and isinstance(q, float) and q != key):
+                    unknown.append(q)
+                    continue
                 q = key
             idx.append(pos[q])
+        if unknown:
+            what = f"query id {unknown[0]!r} is" if len(unknown) == 1 else \
+                f"query ids {unknown[:5]!r}{' ...' if len(unknown) > 5 else ''} ({len(unknown)}) are"
+            raise InputError(f"{what} not in this data set (it has {self.n_queries} "
+                             f"{kind.__name__ if kind else ''} query ids, e.g. {self.query_ids[:3].tolist()})")
         return self.take(np.asarray(idx, dtype=np.int64))
 
     @classmethod

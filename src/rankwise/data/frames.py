@@ -27,7 +27,8 @@ def from_pandas(frame, *, qid: str = "qid", label: str = "label", features=None,
         Column names of the query id and the relevance label.
     features : list of str, optional
         Feature columns in order; default: every numeric column other than ``qid``, ``label``
-        and ``doc_id``, in frame order.
+        and ``doc_id``, in frame order. If any of them is a pandas sparse column (as
+        :func:`to_pandas` makes from a CSR ``X``), ``X`` is built as CSR, never densified.
     doc_id : str, optional
         Column of document ids; when None, a column named ``doc_id`` is used if present.
     strict : bool
@@ -64,10 +65,41 @@ def from_pandas(frame, *, qid: str = "qid", label: str = "label", features=None,
     q = frame[qid]
     if q.isna().any():
         raise InputError(f"qid column {qid!r} has missing values; every row needs a query id")
-    X = frame[features].to_numpy(dtype=np.float32, na_value=np.nan)
+    if any(isinstance(frame[f].dtype, pd.SparseDtype) for f in features):
+        X = _sparse_features(frame, features)  # pandas sparse columns become CSR, never dense
+    else:
+        X = frame[features].to_numpy(dtype=np.float32, na_value=np.nan)
     docs = None if doc_id is None else frame[doc_id].astype(str).to_numpy()
     return RankingDataset.from_arrays(X, lab.to_numpy(dtype=np.float64), q.to_numpy(), strict=strict,
-                                      doc_ids=docs, feature_names=[str(f) for f in features])
+                                      doc_ids=docs, feature_names=[str(f) for f in features], _stacklevel=3)
+
+
+def _sparse_features(frame, features) -> sp.csr_matrix:
+    """CSR float32 from feature columns of which some are pandas sparse.
+
+    A sparse column whose fill value is 0 gives its stored entries; any other column (dense, or
+    sparse with a non-zero fill such as NaN, which stands for missing values) gives its
+    non-zero entries, NaN included, as explicit entries.
+    """
+    import pandas as pd
+
+    rows, cols, vals = [], [], []
+    for j, f in enumerate(features):
+        col = frame[f]
+        if isinstance(col.dtype, pd.SparseDtype) and col.dtype.fill_value == 0:
+            arr = col.array
+            idx = np.asarray(arr.sp_index.indices, dtype=np.int64)
+            v = np.asarray(arr.sp_values, dtype=np.float64)
+        else:
+            dense = col.sparse.to_dense() if isinstance(col.dtype, pd.SparseDtype) else col
+            d = dense.to_numpy(dtype=np.float64, na_value=np.nan)
+            idx = np.flatnonzero(d != 0)  # NaN != 0: missing values stay, as explicit NaN
+            v = d[idx]
+        rows.append(idx)
+        cols.append(np.full(len(idx), j, dtype=np.int64))
+        vals.append(v)
+    data = np.concatenate(vals).astype(np.float32)
+    return sp.csr_matrix((data, (np.concatenate(rows), np.concatenate(cols))), shape=(len(frame), len(features)))
 
 
 def to_pandas(dataset: RankingDataset, *, qid: str = "qid", label: str = "label", doc_id: str = "doc_id"):

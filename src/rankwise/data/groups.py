@@ -28,30 +28,77 @@ class Grouping:
         The query id of each group, in order of first appearance.
     n_moved : int
         Number of rows whose position changed (0 when ``order`` is None).
+    first_split : object
+        The first query id (in row order) whose rows were split into several runs; None when
+        the input was contiguous.
+    n_split : int
+        Number of queries whose rows were split into several runs.
     """
 
     order: np.ndarray | None
     offsets: np.ndarray
     qids: np.ndarray
     n_moved: int
+    first_split: object = None
+    n_split: int = 0
 
     @property
     def n_queries(self) -> int:
         return len(self.qids)
 
 
+def _is_missing(v) -> bool:
+    return v is None or (isinstance(v, (float, np.floating)) and v != v) \
+        or type(v).__name__ in ("NAType", "NaTType")
+
+
 def _as_qid_array(qid, *, name: str = "qid") -> np.ndarray:
-    arr = np.asarray(qid)
+    """Query ids as an int64 or string array.
+
+    Integers (or integral floats) become int64, strings stay strings. A Python object array
+    must hold one kind: missing ids (None, NaN, pd.NA) are rejected, and so is a mix of
+    strings and numbers, because ``1`` and ``"1"`` would otherwise silently become one query.
+    """
+    # a list such as [1, "1"] would become the strings ["1", "1"]: look at its items one by one
+    arr = np.asarray(qid, dtype=object) if isinstance(qid, (list, tuple)) else np.asarray(qid)
     if arr.ndim != 1:
         raise InputError(f"{name} must be one-dimensional (one query id per row); got shape {arr.shape}")
+    if arr.dtype.kind == "O":
+        values = arr.tolist()
+        kinds = {}
+        for r, v in enumerate(values):
+            if _is_missing(v):
+                raise InputError(f"{name} is missing at row {r} (got {v!r}); every row needs a query id")
+            if isinstance(v, str):
+                kind = "string"
+            elif isinstance(v, (int, np.integer, float, np.floating)) and not isinstance(v, (bool, np.bool_)):
+                kind = "number"
+            else:
+                raise InputError(f"{name} must hold integer or string query ids; got {v!r} "
+                                 f"({type(v).__name__}) at row {r}")
+            if kind not in kinds:
+                kinds[kind] = r
+                if len(kinds) == 2:
+                    rs, rn = kinds["string"], kinds["number"]
+                    raise InputError(f"{name} mixes strings and numbers (e.g. {values[rn]!r} at row {rn} and "
+                                     f"{values[rs]!r} at row {rs}); use one type, so that ids such as 1 and '1' "
+                                     "are not merged or split by accident")
+        if "string" in kinds:
+            arr = arr.astype(str)
+        elif not values:
+            arr = np.zeros(0, dtype=np.int64)
+        else:
+            arr = np.asarray(values)
+            if arr.dtype.kind not in "iuf":  # e.g. ints beyond int64
+                raise InputError(f"{name} holds integers that do not fit in int64; got e.g. {values[0]!r}")
     if arr.dtype.kind == "f":
         if not np.all(np.isfinite(arr)):
             raise InputError(f"{name} contains NaN or inf; every row needs a query id")
         if np.any(arr != np.round(arr)):
             raise InputError(f"{name} must hold integer or string query ids; got non-integral floats")
         arr = arr.astype(np.int64)
-    if arr.dtype.kind == "O":
-        arr = arr.astype(str)
+    if arr.dtype.kind == "b":
+        raise InputError(f"{name} must hold integer or string query ids; got booleans")
     return arr
 
 
@@ -98,7 +145,10 @@ def group_by_qid(qid, *, strict: bool = False, name: str = "qid") -> Grouping:
     offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     qids = uniq[np.argsort(first_idx, kind="stable")]
     n_moved = int(np.count_nonzero(order != np.arange(n)))
-    return Grouping(order, offsets, qids, n_moved)
+    repeat = np.flatnonzero(first_idx[inverse] != np.arange(len(run_qids)))  # runs of a query met before
+    first_split = run_qids[repeat[0]].item()
+    n_split = int(np.count_nonzero(np.bincount(inverse) > 1))
+    return Grouping(order, offsets, qids, n_moved, first_split, n_split)
 
 
 def offsets_from_sizes(sizes, *, name: str = "group sizes") -> np.ndarray:

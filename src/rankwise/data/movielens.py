@@ -4,7 +4,8 @@ Features of a (user, item) row, as a recommender would build them, all computed 
 **training part only** (so the test part leaks nothing into its own features):
 
 - ``genre_<name>`` (19): the item's genre flags from ``u.item``;
-- ``release_year``: from the item's release date (the training mean year where it is missing);
+- ``release_year``: from the item's release date; where it is missing (item 267), the mean
+  release year of the items rated in the training part;
 - ``item_mean_rating``, ``item_rating_count``: mean and number of the item's ratings in the
   training part (items unseen in training get the global training mean and count 0);
 - ``user_mean_rating``: mean of the user's ratings in the training part (global mean if none).
@@ -84,7 +85,7 @@ def load_movielens_100k(path=None, split: str = "u1") -> tuple[RankingDataset, R
     -------
     train, test : RankingDataset
         Query id = user id, doc id = item id, label = rating 1..5; rows of a user sorted by item id.
-        24 features (see the module docstring), named in ``feature_names``.
+        23 features (see the module docstring), named in ``feature_names``.
     """
     if split not in SPLITS:
         raise InputError(f"split must be one of {SPLITS}; got {split!r}")
@@ -102,7 +103,7 @@ def load_movielens_100k(path=None, split: str = "u1") -> tuple[RankingDataset, R
     G[item_ids] = flags
     Y = np.full(n_items, np.nan)
     Y[item_ids] = years
-    Y[np.isnan(Y)] = np.nanmean(years)
+    Y[np.isnan(Y)] = np.nanmean(Y[np.unique(train[:, 1])])  # mean year of the items rated in training
 
     r = train[:, 2].astype(np.float64)
     gmean = r.mean()

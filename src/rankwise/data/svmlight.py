@@ -163,10 +163,29 @@ def _parse_bytes(path, data: bytes, *, zero_based: bool, n_features: int | None)
                 indices=indices[:nnz], values=values, max_index=int(max_index), buf=buf)
 
 
-def _cache_key(path: Path, options: dict) -> str:
+def _file_identity(path: Path) -> dict:
     st = path.stat()
-    blob = json.dumps({"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-                       "options": options, "format": 1}, sort_keys=True)
+    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _group_file_for(path: Path, query_file) -> Path | None:
+    """The group file a read would use: ``query_file``, else ``<path>.query`` or ``<path>.group``."""
+    if query_file is not None:
+        return Path(query_file)
+    for suffix in (".query", ".group"):
+        cand = Path(str(path) + suffix)
+        if cand.exists():
+            return cand
+    return None
+
+
+def _cache_key(path: Path, options: dict, group_file: Path | None) -> str:
+    """Key of a cached read: the data file's and the group file's path, size and mtime, and the options."""
+    group = None
+    if group_file is not None:
+        group = _file_identity(group_file) if group_file.exists() else {"path": str(group_file), "missing": True}
+    blob = json.dumps({"data": _file_identity(path), "group": group, "options": options, "format": 2},
+                      sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
@@ -203,8 +222,9 @@ def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bo
         Return ``X`` as a dense array (True) or CSR (False). By default dense when at least half
         of the ``n_rows * n_features`` entries are written in the file (LETOR, MSLR), CSR otherwise.
     cache : bool or path
-        Keep a binary copy (``.npy`` + JSON, no pickle) keyed by the file's path, size, mtime and
-        these options; later calls load it instead of parsing. ``True`` uses
+        Keep a binary copy (``.npy`` + JSON, no pickle) keyed by the path, size and mtime of the
+        file and of its group file (``query_file`` or the ``.query`` / ``.group`` found next to
+        it), and these options; later calls load it instead of parsing. ``True`` uses
         ``$RANKWISE_CACHE`` or ``~/.cache/rankwise/svmlight``; a path names the cache root.
 
     Returns
@@ -225,7 +245,7 @@ def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bo
         if not path.exists():
             raise FileNotFoundError(f"{path}: no such file")
         root = _default_cache_root() if cache is True else Path(cache)
-        cache_dir = root / _cache_key(path, options)
+        cache_dir = root / _cache_key(path, options, _group_file_for(path, query_file))
         if (cache_dir / "meta.json").exists():
             try:
                 return RankingDataset.load(cache_dir)
@@ -251,12 +271,7 @@ def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bo
         raise InputError(f"{path} has 'qid:' on every line and query_file={str(query_file)!r} was given; "
                          "pass only one of them")
     if not n_with:
-        if query_file is None:
-            for suffix in (".query", ".group"):
-                cand = Path(str(path) + suffix)
-                if cand.exists():
-                    query_file = cand
-                    break
+        query_file = _group_file_for(path, query_file)
         if query_file is None:
             raise ParseError(path, int(p["line_no"][0]),
                              "no 'qid:' in the file and no group file; add 'qid:<integer>' after each "
@@ -272,7 +287,14 @@ def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bo
 
     doc_ids = None
     ds_, de_ = p["docid_s"], p["docid_e"]
-    if np.any(de_ > ds_):
+    has_doc = de_ > ds_
+    if has_doc.any() and not has_doc.all():
+        first_missing = int(np.flatnonzero(~has_doc)[0])
+        first_with = int(np.flatnonzero(has_doc)[0])
+        raise ParseError(path, int(p["line_no"][first_missing]),
+                         f"no '#docid = X' comment on this line, but line {int(p['line_no'][first_with])} has one; "
+                         "either every line names its doc id or none does")
+    if has_doc.any():
         width = int((de_ - ds_).max())
         mat = K.gather_strings(p["buf"], ds_, de_, width)
         raw = mat.view(f"S{mat.shape[1]}").ravel()
@@ -295,7 +317,7 @@ def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bo
     for key in ("indices", "values", "indptr"):
         p.pop(key)
     ds = RankingDataset.from_arrays(X, p["labels"], qid, strict=strict, doc_ids=doc_ids,
-                                    allow_nan=True, _line_numbers=p["line_no"], _source=str(path))
+                                    allow_nan=True, _line_numbers=p["line_no"], _source=str(path), _stacklevel=3)
     if cache_dir is not None:
         try:
             ds.save(cache_dir)
@@ -332,7 +354,11 @@ def write_svmlight(dataset: RankingDataset, path, *, zero_based: bool = False, d
 
     Lines are ``label qid:Q i:v ... #docid = X``. Labels are written exactly (``repr``),
     values as the shortest decimal that reads back to the same float32, so
-    ``read_svmlight(write_svmlight(ds))`` reproduces ``ds`` exactly; NaN is written as ``NULL``.
+    ``read_svmlight(write_svmlight(ds))`` reproduces ``ds`` exactly (labels, integer query ids,
+    doc ids, ``X``'s values and shape; not ``feature_names``); NaN is written as ``NULL``. When
+    no line would write the last column (it holds only zeros, which are not written), the first
+    line ends with an explicit ``n:0`` so that the reader finds ``n`` columns without being told
+    ``n_features``.
     With ``decimals=k`` values are written fixed-point with ``k`` decimals (as the LETOR files
     are, with 6) by a fast compiled writer; that rounds, so it is not an exact round trip.
 
@@ -377,8 +403,20 @@ def write_svmlight(dataset: RankingDataset, path, *, zero_based: bool = False, d
         return
     if write_zeros is None:
         write_zeros = not sp.issparse(X)
+    Xc = X.tocsr() if sp.issparse(X) else X
+    # The reader takes the number of columns from the largest index written. When no line
+    # would write the last column (all zeros, and zeros not written; or, for CSR, no stored
+    # entry), the first line carries an explicit 'n:0' for it, so the shape comes back too
+    # (SVMlight readers take 'i:0' as 0).
+    last = X.shape[1] - 1
+    pad_last = False
+    if last >= 0:
+        if sp.issparse(Xc):
+            in_last = Xc.indices == last
+            pad_last = not (np.any(in_last) if write_zeros else np.any(Xc.data[in_last] != 0))
+        else:
+            pad_last = not write_zeros and not np.any(Xc[:, last] != 0)
     with opener(path, "wt", encoding="utf-8", newline="\n") as fh:
-        Xc = X.tocsr() if sp.issparse(X) else X
         for r in range(X.shape[0]):
             if sp.issparse(Xc):
                 lo, hi = Xc.indptr[r], Xc.indptr[r + 1]
@@ -399,6 +437,8 @@ def write_svmlight(dataset: RankingDataset, path, *, zero_based: bool = False, d
                     vals = row[cols]
             parts = [_format_label(labels[r]), f"qid:{int(qid[r])}"]
             parts += [f"{c + base}:{s}" for c, s in zip(cols.tolist(), _format_float32(vals))]
+            if pad_last and r == 0:
+                parts.append(f"{last + base}:0")
             if dataset.doc_ids is not None:
                 parts.append(f"#docid = {dataset.doc_ids[r]}")
             fh.write(" ".join(parts) + "\n")

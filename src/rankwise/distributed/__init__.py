@@ -16,7 +16,6 @@ from rankwise.distributed._deps import require_dask, require_distributed
 require_dask()
 require_distributed()
 
-from rankwise.distributed.ddp import fit_ddp  # noqa: E402
 from rankwise.distributed.evaluate import evaluate  # noqa: E402
 from rankwise.distributed.gbdt import fit_gbdt  # noqa: E402
 from rankwise.distributed.partition import (  # noqa: E402
@@ -32,5 +31,22 @@ from rankwise.distributed.predict import predict  # noqa: E402
 
 __all__ = [
     "from_pandas", "from_dataset", "read_svmlight", "read_parquet", "whole_queries",
-    "check_whole_queries", "to_dataset", "evaluate", "fit_gbdt", "fit_ddp", "predict",
+    "check_whole_queries", "to_dataset", "evaluate", "fit_gbdt", "fit_ddp", "fit_shard", "predict",
 ]
+
+# The DDP functions are imported on first use, not here: ``python -m rankwise.distributed.ddp``
+# (the torchrun script) would otherwise find its module already imported by this package and
+# run a second copy of it (runpy's RuntimeWarning).
+_LAZY = {"fit_ddp": "rankwise.distributed.ddp", "fit_shard": "rankwise.distributed.ddp"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'rankwise.distributed' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

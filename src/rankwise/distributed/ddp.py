@@ -6,13 +6,26 @@
     = \\frac{1}{R} \\sum_{r=1}^{R} \\nabla_\\theta \\Bigl[\\frac{R}{|B|}
       \\sum_{q \\in B \\cap S_r} \\ell(f_\\theta(X_q), y_q)\\Bigr]
 
-Queries are sharded whole across the ``R`` ranks (query ``q`` goes to rank ``q mod R``). Every
-rank draws the *same* global minibatch schedule ``B_1, B_2, ...`` from the seed (the
-single-process schedule of :func:`rankwise.train.batching.query_batches`), computes the loss of
-the queries of ``B`` it owns scaled by ``R/|B|``, and DDP's allreduce averages the gradients —
-which gives exactly the single-process minibatch gradient (right-hand side = left-hand side).
-With the same seed and data the learned weights therefore match single-process
-``model.fit`` up to the order of floating-point sums.
+Queries are sharded whole across the ``R`` ranks: rank ``r`` holds the queries ``S_r``, and the
+global query order is rank 0's queries (in its order), then rank 1's, and so on. Every rank
+learns the list length of every query (one ``all_gather``) and draws the *same* global
+minibatch schedule ``B_1, B_2, ...`` from the seed over global query indices (the
+single-process schedule of :func:`rankwise.train.batching.query_batches`); it computes the loss
+of the queries of ``B`` it owns scaled by ``R/|B|``, and DDP's allreduce averages the gradients
+— which gives exactly the single-process minibatch gradient (right-hand side = left-hand side).
+Preprocessing statistics (feature means and standard deviations for ``standardize=True``) are
+combined with ``all_reduce`` over the ranks, so no rank ever needs another rank's rows. With the
+same seed the learned weights therefore match single-process ``model.fit`` on the
+concatenation of the shards up to the order of floating-point sums.
+
+Two entry points:
+
+* :func:`fit_shard` — call it on every rank of an initialised ``torch.distributed`` process group
+  (``torchrun`` on one or many machines), each rank passing only its own shard;
+  ``python -m rankwise.distributed.ddp train --data 'shard_{rank}.txt' ...`` is a ready-made
+  per-rank script for ``torchrun`` (see :func:`main`).
+* :func:`fit_ddp` — one call on one machine: shards in-memory data over ``world_size`` local
+  processes and runs :func:`fit_shard` in each.
 
 References
 ----------
@@ -22,16 +35,22 @@ VLDB 2020. D. P. Kingma and J. Ba. Adam: a method for stochastic optimization. I
 from __future__ import annotations
 
 import os
+import pickle
 import socket
+import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
-from rankwise.errors import InputError
+from rankwise.errors import InputError, RankwiseError
 
-__all__ = ["fit_ddp", "train_rank"]
+__all__ = ["fit_shard", "fit_ddp", "shard_bounds", "main"]
+
+_CHUNK = 65536  # rows per chunk of the float64 statistics passes (bounds the temporary memory)
 
 
 def free_port() -> int:
@@ -41,72 +60,299 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def shard_queries(n_queries: int, world_size: int, rank: int) -> np.ndarray:
-    """Global indices of the queries rank ``rank`` owns: ``q`` with ``q mod world_size == rank``."""
-    return np.arange(rank, n_queries, world_size, dtype=np.int64)
+def shard_bounds(offsets, world_size: int) -> np.ndarray:
+    """Cut points ``0 = c_0 < c_1 < ... < c_R = n_queries``: rank ``r`` gets queries ``c_r .. c_{r+1}-1``.
+
+    Whole queries, contiguous in the input order, cut where the row counts are closest to
+    equal; every rank gets at least one query.
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    n_q = len(offsets) - 1
+    if world_size > n_q:
+        raise InputError(f"world_size={world_size} is larger than the number of queries ({n_q}); "
+                         "every rank needs at least one query")
+    targets = offsets[-1] * np.arange(1, world_size) / world_size
+    cuts = np.concatenate(([0], np.searchsorted(offsets, targets), [n_q])).astype(np.int64)
+    for r in range(1, world_size):
+        cuts[r] = min(max(cuts[r], cuts[r - 1] + 1), n_q - (world_size - r))
+    return cuts
 
 
-def _plan(model, X, y, qid, sample_weight):
-    """Validate and preprocess on the full data exactly as ``model.fit`` does; return the training config."""
+# ----------------------------------------------------------------------------- collective helpers
+
+def _agree(error, group=None):
+    """Collective: every rank passes the exception it hit (or None); if any rank failed, all raise.
+
+    Without this a rank that fails alone would leave the others waiting in their next
+    collective until the process-group timeout. The failing rank re-raises its own exception;
+    the others raise an InputError naming the failed ranks and their messages.
+    """
+    import torch.distributed as dist
+
+    msgs = [None] * dist.get_world_size(group)
+    mine = None if error is None else f"{type(error).__name__}: {error}"
+    dist.all_gather_object(msgs, mine, group=group)
+    failed = [(r, m) for r, m in enumerate(msgs) if m is not None]
+    if not failed:
+        return
+    if error is not None:
+        raise error
+    raise InputError("; ".join(f"rank {r} failed: {m}" for r, m in failed))
+
+
+def _gather(obj, group=None) -> list:
+    import torch.distributed as dist
+
+    out = [None] * dist.get_world_size(group)
+    dist.all_gather_object(out, obj, group=group)
+    return out
+
+
+def _all_reduce_sum(arr: np.ndarray, group=None) -> np.ndarray:
     import torch
+    import torch.distributed as dist
 
+    t = torch.from_numpy(np.ascontiguousarray(arr, dtype=np.float64))
+    dist.all_reduce(t, op=dist.ReduceOp.SUM, group=group)
+    return t.numpy()
+
+
+def _global_standardizer(X, enabled: bool, group=None):
+    """:class:`rankwise.models._torch.Standardizer` statistics over the rows of every rank.
+
+    Dense: the mean from all-reduced column sums, then the (population) standard deviation from
+    all-reduced sums of squared deviations about that mean — two passes, as numerically stable
+    as the single-process ``np.std``. Sparse: no centring, scale = root mean square (as
+    ``Standardizer.fit``). Sums in float64, in row chunks.
+    """
+    from rankwise.models._torch import Standardizer
+
+    d = X.shape[1]
+    if not enabled:
+        return Standardizer(np.zeros(d), np.ones(d))
+    n_rows = X.shape[0]
+    if sp.issparse(X):
+        sq = np.zeros(d)
+        for a in range(0, n_rows, _CHUNK):
+            c = X[a:a + _CHUNK].astype(np.float64)  # squares in float64, not float32
+            sq += np.asarray(c.multiply(c).sum(axis=0)).ravel()
+        tot = _all_reduce_sum(np.append(sq, n_rows), group)
+        mean, scale = np.zeros(d), np.sqrt(tot[:d] / tot[d])
+    else:
+        s = np.zeros(d)
+        for a in range(0, n_rows, _CHUNK):
+            s += np.asarray(X[a:a + _CHUNK], dtype=np.float64).sum(axis=0)
+        tot = _all_reduce_sum(np.append(s, n_rows), group)
+        mean = tot[:d] / tot[d]
+        ss = np.zeros(d)
+        for a in range(0, n_rows, _CHUNK):
+            ss += ((np.asarray(X[a:a + _CHUNK], dtype=np.float64) - mean) ** 2).sum(axis=0)
+        scale = np.sqrt(_all_reduce_sum(ss, group) / tot[d])
+    scale = np.where(scale > 1e-12, scale, 1.0)
+    return Standardizer(mean, scale)
+
+
+# ----------------------------------------------------------------------------- model checks
+
+def _check_model(model):
+    """Validate the model's parameters for data-parallel training; return ``"linear"`` or ``"neural"``."""
     from rankwise.models import LinearRanker, NeuralRanker
-    from rankwise.models._torch import Standardizer, fit_seed
+    from rankwise.train.loop import resolve_loss
 
+    if isinstance(model, type):
+        raise InputError(f"model must be a configured instance, e.g. LinearRanker('listnet', solver='adam'); "
+                         f"got the class {model.__name__}")
     if isinstance(model, LinearRanker):
         model._check_params()
         if model.solver not in ("adam", "ogd"):
-            raise InputError(f"fit_ddp trains minibatch solvers; LinearRanker(solver={model.solver!r}) is not one: "
-                             "use solver='adam' or 'ogd'")
+            raise InputError(f"data-parallel training uses minibatch solvers; LinearRanker(solver={model.solver!r}) "
+                             "is not one: use solver='adam' or 'ogd'")
+        kind = "linear"
     elif isinstance(model, NeuralRanker):
         model._hidden = model._check_params()
+        kind = "neural"
     else:
         raise InputError(f"model must be a rankwise LinearRanker or NeuralRanker; got {type(model).__name__}")
     if model.early_stopping_rounds is not None:
-        raise InputError("fit_ddp does not support early_stopping_rounds (no eval_set); set it to None")
-    train, _ = model._validate_fit(X, y, qid, sample_weight=sample_weight)
-    seed = fit_seed(model.random_state)
-    sc = Standardizer.fit(train.X, bool(model.standardize))
-    model.scaler_mean_, model.scaler_scale_ = sc.mean, sc.scale
-    if isinstance(model, LinearRanker):
-        model._fit_feature_map(train.X.shape[1], seed)
+        raise InputError("data-parallel training does not support early_stopping_rounds (no eval_set); "
+                         "set it to None")
+    resolve_loss(model.loss, model.loss_params)
+    return kind
+
+
+def _params_key(model) -> dict:
+    """The model's parameters, comparable across processes (callables by qualified name, values by repr)."""
+    def norm(v):
+        if callable(v):
+            return f"{getattr(v, '__module__', '')}.{getattr(v, '__qualname__', type(v).__name__)}"
+        return repr(v)
+    return {k: norm(v) for k, v in model.get_params().items()}
+
+
+def _config(model, kind: str, seed: int) -> dict:
+    if kind == "linear":
         averaged = model.solver == "ogd"
         lr = model.lr if model.lr is not None else (0.1 if averaged else 0.01)
         batch = model.batch_queries if model.batch_queries is not None else (1 if averaged else 16)
-        cfg = dict(kind="linear", averaged=averaged, lr=float(lr), batch=int(batch), epochs=int(model.max_iter),
-                   alpha=float(model.alpha), l1=float(model.l1), radius=model.radius, weight_decay=0.0)
-    else:
-        cfg = dict(kind="neural", averaged=False, lr=float(model.lr), batch=int(model.batch_queries),
-                   epochs=int(model.epochs), alpha=0.0, l1=0.0, radius=None, weight_decay=float(model.weight_decay))
-    model.n_features_in_ = train.X.shape[1]
-    Z = model._transform(train.X)
-    if hasattr(Z, "toarray"):
-        Z = Z.toarray()
-    cfg["seed"] = int(seed)
-    del torch
-    return cfg, np.asarray(Z, dtype=np.float32), train.y, train.offsets, train.sample_weight
+        return dict(kind=kind, averaged=averaged, lr=float(lr), batch=int(batch), epochs=int(model.max_iter),
+                    alpha=float(model.alpha), l1=float(model.l1), radius=model.radius, weight_decay=0.0, seed=seed)
+    return dict(kind=kind, averaged=False, lr=float(model.lr), batch=int(model.batch_queries),
+                epochs=int(model.epochs), alpha=0.0, l1=0.0, radius=None, weight_decay=float(model.weight_decay),
+                seed=seed)
 
 
-def _write_shards(tmp: Path, Z, y, offsets, w, world_size: int):
-    sizes = np.diff(offsets)
-    for r in range(world_size):
-        qs = shard_queries(len(sizes), world_size, r)
-        rows = np.concatenate([np.arange(offsets[q], offsets[q + 1]) for q in qs]) if len(qs) else np.zeros(0, int)
-        loc = np.concatenate(([0], np.cumsum(sizes[qs]))).astype(np.int64)
-        arrays = dict(Z=Z[rows], y=y[rows], offsets=loc, global_sizes=sizes)
-        if w is not None:
-            arrays["w"] = w[rows]
-        np.savez(tmp / f"shard{r}.npz", **arrays)
+# ----------------------------------------------------------------------------- per-rank training
 
+def fit_shard(model, X, y=None, *, qid=None, sample_weight=None, group=None):
+    """Fit ``model`` on this rank's shard; call on every rank of an initialised process group.
 
-def train_rank(model, cfg: dict, shard: dict, rank: int, world_size: int):
-    """The per-rank training loop (call inside an initialised ``torch.distributed`` process group).
+    Parameters
+    ----------
+    model : rankwise.models.LinearRanker (``solver="adam"`` or ``"ogd"``) or NeuralRanker
+        Configured identically on every rank (checked); fitted in place on every rank.
+    X, y, qid, sample_weight
+        This rank's rows, as for ``model.fit`` (arrays with a per-row qid, or a RankingDataset as
+        ``X``). Every query must live on exactly one rank (checked), and every rank needs at
+        least one query.
+    group : torch.distributed.ProcessGroup, optional
+        Default: the whole world.
 
-    ``shard`` holds this rank's queries (``Z`` transformed features, ``y``, local ``offsets``,
-    optional ``w``) and ``global_sizes`` (list length of every query, for the shared schedule);
-    rank ``r`` must hold queries ``r, r + R, r + 2R, ...`` in order. Usable under ``torchrun``
-    on a real cluster. Returns ``(module, history)``.
+    Returns
+    -------
+    model
+        Fitted, identical on every rank: its weights equal those of ``model.fit`` on the
+        concatenation of the shards in rank order (rank 0's rows first) with the same
+        ``random_state``, up to float32 summation order (for NeuralRanker: with ``dropout=0``,
+        since dropout masks are drawn per rank). With ``random_state=None`` rank 0's seed is used.
+
+    Notes
+    -----
+    Collectives, in order: one ``all_gather_object`` of every rank's parameters, sizes and seed;
+    one of every rank's query ids and list lengths (8-16 bytes per query on every rank: 160 MB
+    for 10M queries); two ``all_reduce`` of ``d + 1`` floats for the standardisation statistics;
+    then DDP's gradient allreduce on every minibatch and one ``all_reduce`` of the training loss
+    per epoch. A rank whose data fails validation makes every rank raise (no rank is left
+    waiting in a collective).
+
+    Examples
+    --------
+    Under ``torchrun --nproc_per_node=2 train.py`` (each rank reads only its own file)::
+
+        import torch.distributed as dist
+        from rankwise.data import read_svmlight
+        from rankwise.models import LinearRanker
+        from rankwise.distributed.ddp import fit_shard
+
+        dist.init_process_group("gloo")
+        shard = read_svmlight(f"train_{dist.get_rank()}.txt", dense=True)
+        model = fit_shard(LinearRanker("listnet", solver="adam", random_state=0), shard)
+        if dist.get_rank() == 0:
+            model.save("model.rw")
+        dist.destroy_process_group()
     """
+    import torch.distributed as dist
+
+    from rankwise._validation import check_ranking_input
+    from rankwise.models._torch import fit_seed
+
+    if not (dist.is_available() and dist.is_initialized()):
+        raise InputError("fit_shard runs on every rank of an initialised torch.distributed process group: call "
+                         "torch.distributed.init_process_group('gloo') first (torchrun sets RANK, WORLD_SIZE, "
+                         "MASTER_ADDR and MASTER_PORT); to train on local processes use fit_ddp")
+    rank, world_size = dist.get_rank(group), dist.get_world_size(group)
+    t0 = time.perf_counter()
+
+    # 1. local validation; every rank learns whether any rank failed
+    error = train = kind = info = None
+    try:
+        kind = _check_model(model)
+        train = check_ranking_input(X, y, qid, sample_weight=sample_weight)
+        if train.X.shape[0] == 0:
+            raise InputError("this rank's shard has no rows; every rank needs at least one query")
+        info = dict(params=_params_key(model), n_features=int(train.X.shape[1]), sparse=bool(sp.issparse(train.X)),
+                    weighted=train.sample_weight is not None, seed=fit_seed(model.random_state))
+    except Exception as exc:  # noqa: BLE001 - re-raised by _agree, on this rank and (as InputError) on the others
+        error = exc
+    _agree(error, group)
+
+    # 2. what must agree across ranks (every rank sees the same gathered values: all raise alike)
+    infos = _gather(info, group)
+    for name in infos[0]["params"]:
+        values = [i["params"].get(name) for i in infos]
+        if any(v != values[0] for v in values):
+            raise InputError(f"the model parameter {name!r} differs between ranks ("
+                             + ", ".join(f"rank {r}: {v}" for r, v in enumerate(values))
+                             + "); every rank must build the same model")
+    for key, what in (("n_features", "the number of features"), ("sparse", "X is sparse"),
+                      ("weighted", "sample_weight is given")):
+        values = [i[key] for i in infos]
+        if any(v != values[0] for v in values):
+            raise InputError(f"{what} differs between ranks ("
+                             + ", ".join(f"rank {r}: {v}" for r, v in enumerate(values))
+                             + "); every rank must pass data of the same width and kind")
+    seed = int(infos[0]["seed"])
+
+    # 3. the global query order: rank 0's queries, then rank 1's, ...
+    shards = _gather((np.diff(train.offsets).astype(np.int64), np.asarray(train.qids)), group)
+    sizes = [s for s, _ in shards]
+    gsizes = np.concatenate(sizes)
+    start = int(sum(len(s) for s in sizes[:rank]))
+    _check_disjoint([q for _, q in shards])
+    if np.all(gsizes < 2):
+        raise InputError(f"every query has a single document ({len(gsizes)} queries over {world_size} ranks); a "
+                         "ranker needs queries with at least two documents to learn an order")
+    n_single = int(np.count_nonzero(gsizes < 2))
+    if n_single and rank == 0:
+        warnings.warn(f"{n_single} of {len(gsizes)} queries have a single document; they carry no ordering "
+                      "information and contribute nothing to pairwise or listwise losses", UserWarning, stacklevel=2)
+
+    # 4. preprocessing fitted on all ranks' rows together
+    sc = _global_standardizer(train.X, bool(model.standardize), group)
+    model.scaler_mean_, model.scaler_scale_ = sc.mean, sc.scale
+    d = train.X.shape[1]
+    if kind == "linear":
+        model._fit_feature_map(d, seed)
+    model.n_features_in_ = d
+    Z = model._transform(train.X)
+
+    # 5. training
+    cfg = _config(model, kind, seed)
+    module, losses = _train(model, cfg, Z, train.y, train.offsets, train.sample_weight, gsizes, start, rank,
+                            world_size, group)
+    from rankwise.train.history import History
+
+    model.history_ = History()
+    for e, v in enumerate(losses):
+        model.history_.record(epoch=e, loss=v)
+    for k in ("best_iteration_", "best_score_"):  # from a previous fit of this instance
+        model.__dict__.pop(k, None)
+    model.module_ = module
+    if kind == "linear":
+        model._sync_from_module()
+    model.fit_time_ = time.perf_counter() - t0
+    return model
+
+
+def _check_disjoint(qid_lists) -> None:
+    """Raise InputError when a query id is on two ranks (a query must not be split across ranks)."""
+    owner = np.repeat(np.arange(len(qid_lists)), [len(q) for q in qid_lists])
+    try:
+        allq = np.concatenate(qid_lists)
+        order = np.argsort(allq, kind="stable")
+    except TypeError:  # ids of different types on different ranks: compare their text
+        allq = np.concatenate([np.asarray(q).astype(str) for q in qid_lists])
+        order = np.argsort(allq, kind="stable")
+    s = allq[order]
+    dup = np.flatnonzero(s[1:] == s[:-1])
+    if len(dup):
+        i = dup[0]
+        q, ranks = s[i].item() if hasattr(s[i], "item") else s[i], sorted({int(owner[order[i]]), int(owner[order[i + 1]])})
+        raise InputError(f"query id {q!r} appears on ranks {ranks[0]} and {ranks[-1]}: a query must live on exactly one "
+                         f"rank ({len(dup)} such ids); shard whole queries, with ids unique across shards")
+
+
+def _train(model, cfg: dict, Z, y, off, w, global_sizes, start: int, rank: int, world_size: int, group):
+    """The per-rank loop over the global minibatch schedule; returns ``(module, losses per epoch)``."""
     import torch
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -115,15 +361,13 @@ def train_rank(model, cfg: dict, shard: dict, rank: int, world_size: int):
     from rankwise.train.loop import epoch_seed, resolve_loss, train_loss_sum
     from rankwise.train.optim import make_averaged_ogd
 
-    Z, y, off = shard["Z"], shard["y"], shard["offsets"]
-    w = shard.get("w")
-    gsizes = np.asarray(shard["global_sizes"], dtype=np.int64)
-    goff = np.concatenate(([0], np.cumsum(gsizes))).astype(np.int64)
-    n_q = max(int(np.count_nonzero(gsizes > 0)), 1)
+    n_local = len(off) - 1
+    goff = np.concatenate(([0], np.cumsum(global_sizes))).astype(np.int64)
+    n_q = max(int(np.count_nonzero(global_sizes > 0)), 1)
     seed = cfg["seed"]
     torch.manual_seed(seed)
     module = model._build_module(Z.shape[1])
-    ddp = DDP(module)
+    ddp = DDP(module, process_group=group)
     if cfg["averaged"]:
         optimizer = make_averaged_ogd(module.parameters(), lr=cfg["lr"], radius=cfg["radius"])
     elif cfg["kind"] == "linear":
@@ -138,14 +382,15 @@ def train_rank(model, cfg: dict, shard: dict, rank: int, world_size: int):
     loss_fn = resolve_loss(model.loss, model.loss_params)
     dummy_x = torch.zeros((1, 1, Z.shape[1]), dtype=torch.float32)
     dummy_where = torch.ones((1, 1), dtype=torch.bool)
-    history = []
+    losses = []
     for epoch in range(cfg["epochs"]):
         es = epoch_seed(seed, epoch)
         rng = np.random.default_rng(es)
         torch.manual_seed(es)
         ddp.train()
         for qs in query_batches(goff, cfg["batch"], rng=rng):
-            mine = qs[qs % world_size == rank] // world_size  # local positions of the owned queries
+            local = qs - start
+            mine = local[(local >= 0) & (local < n_local)]  # this rank's queries of the batch, batch order
             optimizer.zero_grad(set_to_none=True)
             if len(mine):
                 Xb, yb, wb, where, _ = gather_padded(Z, y, off, mine, w)
@@ -156,42 +401,46 @@ def train_rank(model, cfg: dict, shard: dict, rank: int, world_size: int):
                 loss = ddp(dummy_x, dummy_where).sum() * 0.0
             if penalty is not None:
                 loss = loss + penalty()
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"rank {rank}: training loss became {float(loss)} at epoch {epoch}; "
+            loss.backward()  # DDP averages the gradients over the ranks here
+            # checked on the averaged gradients, which every rank holds alike: all ranks stop together
+            # (a check of this rank's loss alone would leave the others waiting in the next allreduce)
+            if not all(bool(torch.isfinite(p.grad).all()) for p in module.parameters() if p.grad is not None):
+                raise FloatingPointError(f"rank {rank}: the gradient became non-finite at epoch {epoch}; "
                                          "lower the learning rate or standardise the features")
-            loss.backward()
             optimizer.step()
         if cfg["averaged"]:
             optimizer.swap_average()
-        total = torch.tensor([train_loss_sum(module, loss_fn, Z, y, off, w) if len(off) > 1 else 0.0],
-                             dtype=torch.float64)
-        dist.all_reduce(total)
+        total = torch.tensor([train_loss_sum(module, loss_fn, Z, y, off, w)], dtype=torch.float64)
+        dist.all_reduce(total, group=group)
         if cfg["averaged"]:
             optimizer.swap_average()
-        history.append({"epoch": epoch, "loss": float(total[0]) / n_q})
+        losses.append(float(total[0]) / n_q)
     if cfg["averaged"]:
-        optimizer.swap_average()
+        optimizer.swap_average()  # predict with the online-to-batch average
     module.eval()
-    return module, history
+    return module, losses
 
 
-def _rank_main(rank, world_size, port, tmp, model, cfg, threads):
+# ----------------------------------------------------------------------------- local processes
+
+def _rank_main(rank, world_size, port, tmp, model, threads, timeout):
+    from datetime import timedelta
+
     import torch
     import torch.distributed as dist
 
     torch.set_num_threads(threads)
-    from datetime import timedelta
-
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
-                            timeout=timedelta(seconds=cfg.get("timeout", 600)))
+                            timeout=timedelta(seconds=timeout))
     try:
-        with np.load(Path(tmp) / f"shard{rank}.npz") as f:
-            shard = {k: f[k] for k in f.files}
-        module, history = train_rank(model, cfg, shard, rank, world_size)
+        with open(Path(tmp) / f"shard{rank}.pkl", "rb") as f:  # this rank's queries only
+            shard = pickle.load(f)
+        with warnings.catch_warnings():  # fit_ddp has already warned about single-document queries
+            warnings.filterwarnings("ignore", message=r".*single document")
+            fit_shard(model, shard["X"], shard["y"], qid=shard["qid"], sample_weight=shard["w"])
         if rank == 0:
-            state = {k: v.detach().cpu().numpy() for k, v in module.state_dict().items()}
-            np.savez(Path(tmp) / "state.npz", **state)
-            np.save(Path(tmp) / "history.npy", np.array([h["loss"] for h in history], dtype=np.float64))
+            with open(Path(tmp) / "model.pkl", "wb") as f:
+                pickle.dump(model._get_state(), f, protocol=pickle.HIGHEST_PROTOCOL)
         dist.barrier()
     finally:
         dist.destroy_process_group()
@@ -208,7 +457,8 @@ def fit_ddp(model, X, y=None, *, qid=None, sample_weight=None, world_size: int =
     X, y, qid, sample_weight
         As for ``model.fit`` (arrays with a per-row qid, or a RankingDataset as ``X``).
     world_size : int
-        Number of processes (ranks); queries are sharded whole, ``q mod world_size``.
+        Number of processes (ranks); each gets a contiguous block of whole queries
+        (:func:`shard_bounds`).
     threads_per_rank : int
         torch intra-op threads of each rank.
     timeout : float
@@ -225,42 +475,158 @@ def fit_ddp(model, X, y=None, *, qid=None, sample_weight=None, world_size: int =
     -----
     Processes are started with ``torch.multiprocessing.spawn`` and rendezvous on
     ``tcp://127.0.0.1:<free port>``; each loads only its shard (written to a temporary
-    directory as ``.npz``). On a cluster, call :func:`train_rank` under ``torchrun`` instead
-    (docs/distributed.md). Preprocessing (standardisation, feature map) is fitted on the
-    full data first, as in ``model.fit``. No eval_set / early stopping / checkpoints.
+    directory) and runs :func:`fit_shard`. On several machines run :func:`fit_shard` (or
+    ``python -m rankwise.distributed.ddp train``) under ``torchrun`` instead. No eval_set /
+    early stopping / checkpoints.
     """
     import torch
     import torch.multiprocessing as mp
 
-    if not isinstance(world_size, (int, np.integer)) or world_size < 1:
+    if isinstance(world_size, bool) or not isinstance(world_size, (int, np.integer)) or world_size < 1:
         raise InputError(f"world_size must be a positive integer; got {world_size!r}")
-    if not isinstance(threads_per_rank, (int, np.integer)) or threads_per_rank < 1:
+    if isinstance(threads_per_rank, bool) or not isinstance(threads_per_rank, (int, np.integer)) or threads_per_rank < 1:
         raise InputError(f"threads_per_rank must be a positive integer; got {threads_per_rank!r}")
     if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
         raise InputError("this torch build has no gloo backend; fit_ddp needs torch.distributed with gloo")
-    cfg, Z, yy, offsets, w = _plan(model, X, y, qid, sample_weight)
-    cfg["timeout"] = float(timeout)
+    kind = _check_model(model)
+    train, _ = model._validate_fit(X, y, qid, sample_weight=sample_weight)
+    cuts = shard_bounds(train.offsets, int(world_size))
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rankwise-ddp-") as tmp:
-        _write_shards(Path(tmp), Z, yy, offsets, w, int(world_size))
-        port = free_port()
-        mp.spawn(_rank_main, args=(int(world_size), port, tmp, model, cfg, int(threads_per_rank)),
+        for r in range(int(world_size)):
+            qa, qb = int(cuts[r]), int(cuts[r + 1])
+            a, b = int(train.offsets[qa]), int(train.offsets[qb])
+            shard = dict(X=train.X[a:b], y=train.y[a:b],
+                         qid=np.repeat(np.arange(qa, qb, dtype=np.int64), np.diff(train.offsets[qa:qb + 1])),
+                         w=None if train.sample_weight is None else train.sample_weight[a:b])
+            with open(Path(tmp) / f"shard{r}.pkl", "wb") as f:
+                pickle.dump(shard, f, protocol=pickle.HIGHEST_PROTOCOL)
+        mp.spawn(_rank_main, args=(int(world_size), free_port(), tmp, model, int(threads_per_rank), float(timeout)),
                  nprocs=int(world_size), join=True)
-        with np.load(Path(tmp) / "state.npz") as f:
-            state = {k: torch.from_numpy(np.array(f[k])) for k in f.files}
-        losses = np.load(Path(tmp) / "history.npy")
-    torch.manual_seed(cfg["seed"])
-    module = model._build_module(Z.shape[1])
-    module.load_state_dict(state)
-    module.eval()
-    from rankwise.train.history import History
-
-    model.history_ = History()
-    for e, v in enumerate(losses.tolist()):
-        model.history_.record(epoch=e, loss=v)
-    model.module_ = module
+        with open(Path(tmp) / "model.pkl", "rb") as f:
+            state, arrays = pickle.load(f)
+    model._set_state(state, arrays)
+    model.__dict__.pop("_resumed_history", None)
+    if kind == "linear":  # model.fit leaves the torch module too
+        model.module_ = model._module_from_state()
     model.fit_time_ = time.perf_counter() - t0
-    if cfg["kind"] == "linear":
-        model._sync_from_module()
-        del model.module_
     return model
+
+
+# ----------------------------------------------------------------------------- torchrun script
+
+_EXAMPLE = """example (2 processes on this machine; on several machines add --nnodes, --node-rank and
+--rdzv-endpoint, see the torchrun docs):
+
+  torchrun --standalone --nproc_per_node=2 -m rankwise.distributed.ddp train \\
+      --data 'train_{rank}.txt' --model linear --loss listnet \\
+      --params '{"solver": "adam", "max_iter": 20}' --random-state 0 --out model.rw
+"""
+
+
+def _read_shard(path: str, *, sparse: bool, n_features: int | None = None):
+    from rankwise import data
+
+    if not Path(path).is_file():
+        raise InputError(f"--data: no file {path!r}")
+    if path.endswith((".parquet", ".pq")):
+        return data.read_parquet(path)
+    return data.read_svmlight(path, dense=not sparse, n_features=n_features)
+
+
+def main(argv=None) -> int:
+    """``python -m rankwise.distributed.ddp train ...``: per-rank script for ``torchrun`` (see ``--help``)."""
+    import argparse
+    import json
+    from datetime import timedelta
+
+    p = argparse.ArgumentParser(
+        prog="python -m rankwise.distributed.ddp",
+        description="Data-parallel training of a rankwise LinearRanker or NeuralRanker with torch.distributed: run "
+                    "one process per rank under torchrun; each rank reads only its own shard file.",
+        epilog=_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("train", help="fit on the shards and save the model (rank 0)", epilog=_EXAMPLE,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    t.add_argument("--data", required=True,
+                   help="this rank's shard, a path with {rank} (and optionally {world_size}) in it, e.g. "
+                        "'train_{rank}.txt': LETOR/SVMlight (.gz too) or Parquet (.parquet, columns qid, label, "
+                        "features). Query ids must be unique across shards.")
+    t.add_argument("--model", choices=("linear", "neural"), default="linear")
+    t.add_argument("--loss", default="listnet", help="a name in rankwise.losses.REGISTRY (default listnet)")
+    t.add_argument("--params", default="{}",
+                   help="JSON object of further constructor parameters, e.g. '{\"solver\": \"adam\", \"max_iter\": 20}'")
+    t.add_argument("--random-state", type=int, default=0)
+    t.add_argument("--out", required=True, help="where rank 0 saves the fitted model (read it with rankwise.load)")
+    t.add_argument("--sparse", action="store_true", help="keep SVMlight features sparse (default: dense)")
+    t.add_argument("--backend", default="gloo", help="torch.distributed backend (default gloo, CPU)")
+    t.add_argument("--timeout", type=float, default=600.0, help="seconds a collective may wait (default 600)")
+    t.add_argument("--threads", type=int, default=None, help="torch intra-op threads per rank")
+    args = p.parse_args(argv)
+
+    import torch
+    import torch.distributed as dist
+
+    from rankwise.models import LinearRanker, NeuralRanker
+
+    if not dist.is_initialized():
+        if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+            print("error: RANK and WORLD_SIZE are not set; start this script with torchrun "
+                  "(torchrun --nproc_per_node=N -m rankwise.distributed.ddp train ...)", file=sys.stderr)
+            return 2
+        dist.init_process_group(args.backend, timeout=timedelta(seconds=args.timeout))
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    try:
+        if args.threads is not None:
+            torch.set_num_threads(args.threads)
+        error = shard = model = None
+        try:
+            if world_size > 1 and "{rank}" not in args.data:
+                raise InputError(f"--data {args.data!r} has no '{{rank}}': every rank would read the same file; "
+                                 "name the shards e.g. 'train_{rank}.txt'")
+            params = json.loads(args.params)
+            if not isinstance(params, dict):
+                raise InputError(f"--params must be a JSON object; got {args.params!r}")
+            cls = LinearRanker if args.model == "linear" else NeuralRanker
+            model = cls(args.loss, **{"random_state": args.random_state, "verbose": False, **params})
+            if rank == 0 and not Path(args.out).resolve().parent.is_dir():
+                raise InputError(f"--out {args.out!r}: the directory {str(Path(args.out).resolve().parent)!r} "
+                                 "does not exist")
+            path = args.data.format(rank=rank, world_size=world_size)
+            shard = _read_shard(path, sparse=args.sparse)
+        except json.JSONDecodeError as exc:
+            error = InputError(f"--params is not valid JSON ({exc}): {args.params!r}")
+        except TypeError as exc:  # unknown constructor parameter
+            error = InputError(f"--params: {exc}")
+        except Exception as exc:  # noqa: BLE001 - shared with every rank by _agree
+            error = exc
+        _agree(error)
+        # SVMlight omits trailing zero features: every rank reads up to the largest index of any rank
+        widths = _gather(int(shard.n_features))
+        if max(widths) != shard.n_features and not args.data.endswith((".parquet", ".pq")):
+            shard = _read_shard(path, sparse=args.sparse, n_features=max(widths))
+        fit_shard(model, shard)
+        n_queries = sum(_gather(int(shard.n_queries)))
+        error = None
+        if rank == 0:
+            try:
+                model.save(args.out)
+            except Exception as exc:  # noqa: BLE001 - shared with every rank by _agree
+                error = exc
+        _agree(error)
+        if rank == 0:
+            print(f"rank 0: fitted {type(model).__name__}({args.loss!r}) on {world_size} ranks, {n_queries} "
+                  f"queries; final training loss {model.history_['loss'][-1]:.6g}; saved to {args.out}", flush=True)
+    except RankwiseError as exc:
+        print(f"rank {rank}: error: {exc}", file=sys.stderr, flush=True)
+        return 2
+    finally:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    # run the function of the imported module (not of this ``__main__`` copy)
+    from rankwise.distributed.ddp import main as _main
+
+    sys.exit(_main())

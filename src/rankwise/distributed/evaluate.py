@@ -18,13 +18,14 @@ from __future__ import annotations
 import numpy as np
 
 from rankwise.distributed._deps import require_dask
-from rankwise.distributed.partition import ROW, _check_frame, whole_queries, with_row_key
+from rankwise.distributed.partition import ROW, _check_frame, _regroup_partition, whole_queries, with_row_key
 from rankwise.errors import InputError
 
 __all__ = ["evaluate"]
 
 _FIRST = "_rankwise_first_row"
 _SIZE = "_rankwise_list_size"
+_MAXL = "_rankwise_max_label"
 
 
 def _evaluate_partition(part, *, qid, score, label, doc_id, metrics, profile, conventions):
@@ -43,8 +44,14 @@ def _evaluate_partition(part, *, qid, score, label, doc_id, metrics, profile, co
     first = part.groupby(qid, sort=False)[ROW].min()
     table[_FIRST] = first.reindex(table.index).to_numpy()
     table[_SIZE] = part.groupby(qid, sort=False)[ROW].size().reindex(table.index).to_numpy()
+    table[_MAXL] = float(part[label].max())  # the partition's largest label (ERR's inferred max_grade)
     table.attrs = {}
     return pd.DataFrame(table)
+
+
+def _select_queries(part, qid, qids):
+    """The rows of ``part`` whose query id is in ``qids``."""
+    return part[part[qid].isin(qids)]
 
 
 def evaluate(frame, metrics=("ndcg@10", "err@10", "map"), profile=None, *, qid: str = "qid", score: str = "score",
@@ -71,10 +78,18 @@ def evaluate(frame, metrics=("ndcg@10", "err@10", "map"), profile=None, *, qid: 
 
     Notes
     -----
-    Cost: one pass over the four columns when the partitions already hold whole queries;
-    otherwise a first pass finds the split queries, then the rows are reshuffled by qid and
-    evaluated. The per-query table is gathered on the client (8 bytes per query and metric:
-    80 MB for 10M queries and one metric).
+    ERR's ``max_grade``, when not given, is the largest label of the whole frame, as on one
+    machine: partitions that lack it are evaluated again with it.
+
+    Cost: one pass over the four columns when the partitions already hold whole queries (the
+    frames of :func:`rankwise.distributed.read_parquet` / ``read_svmlight`` / ``from_pandas``,
+    and their scored versions). A query split across partitions is found in that same pass (its
+    id comes back from two partitions); then, when the split queries hold at most half of the
+    rows, only their rows are reshuffled by qid and evaluated again (a second pass over the input,
+    which moves and re-evaluates only those rows), otherwise every row is reshuffled and evaluated
+    again. There is no separate qid-only check first: on a scored frame it would compute the
+    scores twice in the usual, already whole-query case. The per-query table is gathered on the
+    client (8 bytes per query and metric: 80 MB for 10M queries and one metric).
 
     If a worker dies, Dask recomputes its tasks elsewhere; if that keeps failing the
     computation raises (``distributed.scheduler.KilledWorker``). A result is never assembled
@@ -89,7 +104,7 @@ def evaluate(frame, metrics=("ndcg@10", "err@10", "map"), profile=None, *, qid: 
     """
     import pandas as pd
 
-    from rankwise.metrics import EvaluationResult
+    from rankwise.metrics import EvaluationResult, get_profile
     from rankwise.metrics import evaluate as _evaluate
 
     dask, _ = require_dask()
@@ -103,37 +118,72 @@ def evaluate(frame, metrics=("ndcg@10", "err@10", "map"), profile=None, *, qid: 
                       profile=profile, doc_ids=None if doc_id is None else np.array(["a", "b"]), **conventions)
     spec_columns = list(probe.per_query.columns)
     empty_drop = probe.conventions.get("empty", 0.0) == "drop"
+    # ERR without max_grade takes the largest label of the *whole input* as the scale's maximum
+    # (not per query): a partition must not infer it from its own rows alone.
+    given = dict(get_profile(profile)) if profile is not None else {}
+    given.update(conventions)
+    infer_grade = "max_grade" in probe.conventions and given.get("max_grade") is None
 
     cols = [c for c in (qid, score, label, doc_id) if c is not None]
     keyed = with_row_key(frame[cols])
     kwargs = dict(qid=qid, score=score, label=label, doc_id=doc_id, metrics=metrics, profile=profile,
                   conventions=conventions)
 
-    def run(collection):
+    def run(collection, only=None, max_grade=None):
+        """Per-query tables of the partitions (None for an empty one) and the number of rows."""
         parts = collection.to_delayed()
-        tasks = [dask.delayed(_evaluate_partition)(p, **kwargs) for p in parts]
+        if only is not None:
+            parts = [parts[i] for i in only]
+        kw = kwargs if max_grade is None else dict(kwargs, conventions={**conventions, "max_grade": max_grade})
+        tasks = [dask.delayed(_evaluate_partition)(p, **kw) for p in parts]
         counts = [dask.delayed(len)(p) for p in parts]
         out = dask.compute(*tasks, *counts)
-        return [t for t in out[:len(tasks)] if t is not None], int(sum(out[len(tasks):]))
+        return list(out[:len(tasks)]), int(sum(out[len(tasks):]))
 
+    # One pass over the partitions as they are: enough when they hold whole queries (the usual
+    # case: frames from the rankwise readers). A query split across partitions shows up as a
+    # repeated index in the per-query tables.
     tables, n_rows = run(keyed)
-    table = pd.concat(tables) if tables else None
-    if table is not None and table.index.duplicated().any():
-        # some query was split across partitions: reshuffle by qid and evaluate again
-        aligned = whole_queries(frame[cols], qid=qid, check=False, keep_row_key=True)
-        tables, n_rows2 = run(aligned)
-        if n_rows2 != n_rows:
-            raise RuntimeError(f"distributed evaluation lost rows in the reshuffle ({n_rows2} of {n_rows}); "
-                               "no result is returned")
-        table = pd.concat(tables)
+    present = [t for t in tables if t is not None]
+    if not present:
+        raise InputError("frame has no rows; distributed evaluation needs at least one query")
+    top = None
+    if infer_grade:
+        top = max(float(t[_MAXL].iloc[0]) for t in present)
+        redo = [i for i, t in enumerate(tables) if t is not None and float(t[_MAXL].iloc[0]) != top]
+        if redo:  # partitions without the top grade: ERR again with the input's max_grade
+            again, _ = run(keyed, only=redo, max_grade=top)
+            for i, t in zip(redo, again):
+                tables[i] = t
+    table = pd.concat([t for t in tables if t is not None])
+    split_mask = table.index.duplicated(keep=False)
+    if split_mask.any():
+        n_split_rows = int(table.loc[split_mask, _SIZE].sum())
+        if 2 * n_split_rows <= n_rows:
+            # few split queries (e.g. queries cut at block edges): reshuffle and re-evaluate only
+            # their rows; the values of the whole queries from the first pass are final
+            split = np.unique(table.index[split_mask].to_numpy())
+            sub = keyed.map_partitions(_select_queries, qid, dask.delayed(split, pure=True), meta=keyed._meta)
+            sub = sub.shuffle(on=qid, npartitions=max(1, min(frame.npartitions, len(split))))
+            sub = sub.map_partitions(_regroup_partition, qid, meta=sub._meta)
+            again, n_again = run(sub, max_grade=top)
+            if n_again != n_split_rows:
+                raise RuntimeError(f"distributed evaluation lost rows in the reshuffle ({n_again} of {n_split_rows}); "
+                                   "no result is returned")
+            table = pd.concat([table[~split_mask]] + [t for t in again if t is not None])
+        else:  # most rows are in split queries: reshuffle everything by qid and evaluate again
+            aligned = whole_queries(frame[cols], qid=qid, check=False, keep_row_key=True)
+            again, n_rows2 = run(aligned, max_grade=top)
+            if n_rows2 != n_rows:
+                raise RuntimeError(f"distributed evaluation lost rows in the reshuffle ({n_rows2} of {n_rows}); "
+                                   "no result is returned")
+            table = pd.concat([t for t in again if t is not None])
         if table.index.duplicated().any():  # pragma: no cover - the shuffle guarantees this
             raise RuntimeError("a query is still split across partitions after the reshuffle")
-    if table is None:
-        raise InputError("frame has no rows; distributed evaluation needs at least one query")
     if int(table[_SIZE].sum()) != n_rows:
         raise RuntimeError(f"distributed evaluation covered {int(table[_SIZE].sum())} of {n_rows} rows; "
                            "no partial result is returned")
-    table = table.sort_values(_FIRST, kind="stable").drop(columns=[_FIRST, _SIZE])
+    table = table.sort_values(_FIRST, kind="stable").drop(columns=[_FIRST, _SIZE, _MAXL])
     table.index.name = probe.per_query.index.name
     means = {}
     for col in spec_columns:
@@ -145,4 +195,7 @@ def evaluate(frame, metrics=("ndcg@10", "err@10", "map"), profile=None, *, qid: 
             values = table[col].to_numpy(dtype=np.float64)
             table[col] = values
             means[col] = float(values.mean()) if len(values) else 0.0
-    return EvaluationResult(means, table[spec_columns], probe.conventions)
+    conv = dict(probe.conventions)
+    if infer_grade:
+        conv["max_grade"] = top  # as the single-machine result reports the inferred value
+    return EvaluationResult(means, table[spec_columns], conv)

@@ -66,6 +66,10 @@ def _group_sizes(part, qid):
 def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label", features=None):
     """Fit a :class:`rankwise.models.GBDTRanker` on a Dask collection with the same loss and parameters.
 
+    The distributed counterpart of ``GBDTRanker.fit``: ``fit_gbdt(GBDTRanker("listnet",
+    backend="xgboost", ...), frame)``. (``GBDTRanker.fit`` itself does not accept a Dask
+    collection.)
+
     Parameters
     ----------
     model : rankwise.models.GBDTRanker
@@ -92,14 +96,19 @@ def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label
     ``eval_set``/``early_stopping_rounds``, sample weights, checkpoints and ``resume`` are not
     supported here (use the single-machine ``fit``). With ``backend="xgboost"`` and features of
     at most ``max_bin`` (256) distinct values the learned trees equal single-machine ones up to
-    the order of floating-point histogram sums; with continuous features XGBoost merges
-    per-worker quantile sketches, so split candidates (and trees) may differ slightly.
+    the order of floating-point histogram sums; with continuous features every worker sketches
+    the quantiles of its own rows and XGBoost merges the sketches, so the histogram bins (split
+    candidates), hence the trees, depend slightly on the number of workers (measured in
+    ``benchmarks/results/bench_distributed.md``).
     """
     from rankwise.models import GBDTRanker
     from rankwise.models._torch import fit_seed
 
     require_dask()
     distributed = require_distributed()
+    if isinstance(model, type):
+        raise InputError(f"model must be a configured instance, e.g. GBDTRanker('listnet', backend='xgboost'); "
+                         f"got the class {model.__name__}")
     if not isinstance(model, GBDTRanker):
         raise InputError(f"model must be a rankwise.models.GBDTRanker; got {type(model).__name__}")
     _check_frame(frame, [qid, label])
@@ -137,6 +146,7 @@ def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed):
     import xgboost.dask as dxgb
 
     dask, _ = require_dask()
+    distributed = require_distributed()
     frame = frame.persist()
     counts = dask.compute(*[dask.delayed(_n_groups)(p, qid) for p in frame.to_delayed()])
     starts = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
@@ -144,6 +154,10 @@ def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed):
         raise InputError(f"{int(starts[-1])} queries: XGBoost stores query ids as uint32 (at most 2**32 queries)")
     meta = frame._meta.assign(**{GROUP: np.zeros(0, dtype=np.int64)})
     framed = frame.map_partitions(_add_group_code, qid, starts, meta=meta).persist()
+    distributed.wait(framed)
+    # framed holds the same rows plus the group codes: release the first persisted copy now, so
+    # that the workers do not keep both for the whole training (one copy of the rows fewer)
+    del frame
     X = framed[feats].astype(np.float32)
     dtrain = dxgb.DaskDMatrix(client, X, framed[label], qid=framed[GROUP], missing=np.nan)
     params = model._xgb_params(native, seed)

@@ -9,14 +9,15 @@ group has size 1.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from rankwise.data.groups import group_by_qid
 from rankwise.errors import InputError
 
-from rankwise.metrics._kernels import sort_queries
+from rankwise.metrics import _kernels as K
+from rankwise.metrics._kernels import sort_gather, sort_queries
 
 TIES = ("average", "pessimistic", "optimistic", "input", "docid", "ranx")
 REDUCTIONS = ("mean", "none", "sum")
@@ -35,10 +36,29 @@ class Prepared:
     #: judged documents the run did not return) sit after every retrieved row of their query:
     #: they count in the ideal ranking and in the number of relevant items, never at a rank.
     retrieved: np.ndarray | None = None
+    #: True when every tie group has one item (any rule but "average", or no tied scores):
+    #: kernels may then take their loop without group bookkeeping.
+    singletons: bool = False
+    _label_range: tuple | None = field(default=None, repr=False)
 
     @property
     def n_queries(self) -> int:
         return len(self.offsets) - 1
+
+    @property
+    def label_range(self) -> tuple:
+        """``(min, max)`` of all labels (0, 0 when there are none), computed once per call."""
+        if self._label_range is None:
+            y = self.labels
+            self._label_range = (float(y.min()), float(y.max())) if y.size else (0.0, 0.0)
+        return self._label_range
+
+    def kernel_input(self, tf: int, thr: float = 0.0):
+        """``(values, tf, thr)`` for a kernel that ranks: the labels, the kernel applying gain ``tf``
+        itself; or, when some rows are unretrieved, their gains with those rows set to 0."""
+        if self.retrieved is None:
+            return self.labels, tf, float(thr)
+        return self.ranked(K.apply_gain(self.labels, tf, thr)), K.G_VALUE, 0.0
 
     def ranked(self, values: np.ndarray) -> np.ndarray:
         """``values`` (per sorted row) with unretrieved rows set to 0: what the ranking earns."""
@@ -59,7 +79,8 @@ class Prepared:
         offsets = np.concatenate(([0], np.cumsum(self.n_ranked()))).astype(np.int64)
         gstart = self.gstart[keep].copy()
         gstart[offsets[:-1][offsets[:-1] < len(gstart)]] = True
-        return Prepared(offsets, self.labels[keep], self.scores[keep], gstart, self.qids)
+        return Prepared(offsets, self.labels[keep], self.scores[keep], gstart, self.qids,
+                        singletons=self.singletons)
 
 
 def _as_float(x, name: str) -> np.ndarray:
@@ -70,14 +91,24 @@ def _as_float(x, name: str) -> np.ndarray:
     return arr
 
 
-def check_k(k) -> int:
-    """``k=None`` means the whole list (returned as 0); otherwise an integer >= 1."""
+K_MAX = 2**63 - 1  # the kernels index in int64; any k beyond a list's length cuts nothing
+
+
+def check_k(k, name: str = "k") -> int:
+    """``k=None`` means the whole list (returned as 0); otherwise an integer in ``[1, 2**63 - 1]``.
+
+    A ``k`` larger than a list is fine and cuts nothing from it; it still counts where the
+    measure divides by ``k`` (P@k) or compares with it (``short_list="zero"``, ``min_k``).
+    """
     if k is None:
         return 0
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-        raise InputError(f"k must be a positive integer or None (whole list); got {k!r}")
+        raise InputError(f"{name} must be a positive integer or None (whole list); got {k!r}")
     if k < 1:
-        raise InputError(f"k must be >= 1 (or None for the whole list); got {k}")
+        raise InputError(f"{name} must be >= 1 (or None for the whole list); got {k}")
+    if k > K_MAX:
+        raise InputError(f"{name} must be at most 2**63 - 1 (any value above a list's length keeps the whole "
+                         f"list); got {k}")
     return int(k)
 
 
@@ -142,7 +173,8 @@ def flatten(scores, labels, *, qid=None, where=None, doc_ids=None):
                 docs = None if docs is None else docs[mask]
                 offsets = np.array([0, len(s)], dtype=np.int64)
         else:
-            q = np.asarray(qid)
+            # a list such as [1, "1"] would silently become strings: group_by_qid checks its items
+            q = np.asarray(qid, dtype=object) if isinstance(qid, (list, tuple)) else np.asarray(qid)
             if q.shape != s.shape:
                 raise InputError(f"qid must have one entry per score: scores {s.shape}, qid {q.shape}")
             grouping = group_by_qid(q, name="qid")
@@ -198,35 +230,65 @@ def unrank(scores, retrieved):
 
 def prepare_flat(s, y, offsets, qids, *, ties, doc_ids=None, floor=None) -> Prepared:
     """Sort each query by descending score under ``ties``; rows at ``floor`` are unretrieved."""
+    average = ties == "average"
     if ties == "docid":
         if doc_ids is None:
             raise InputError("ties='docid' needs doc_ids= (one document id per row), as trec_eval "
                              "breaks score ties by document id")
-        # trec_eval compares docnos with strcmp and puts the larger one first among ties.
-        _, rank = np.unique(np.asarray(doc_ids).astype(str), return_inverse=True)
-        key = -rank.astype(np.float64)
-        mode = 1
-    elif ties == "pessimistic":  # lower labels first among ties
-        key, mode = y, 1
-    elif ties == "optimistic":
-        key, mode = -y, 1
-    elif ties == "ranx":  # ranx sorts each run with numba's quicksort: reproduce its tie order
-        key, mode = y, 2
-    else:  # "input" (stable) and "average" (order within a tie group is irrelevant)
-        key, mode = y, 0
-    perm = sort_queries(offsets, -s, key, mode)
-    ss = s[perm]
-    ys = y[perm]
-    n = len(ss)
-    if ties == "average":
-        gstart = np.ones(n, dtype=np.bool_)
-        if n > 1:
-            gstart[1:] = ss[1:] != ss[:-1]
-        gstart[offsets[:-1][offsets[:-1] < n]] = True
+        perm = _sort_docid(s, offsets, np.asarray(doc_ids), floor)
+        ss, ys, gstart = s[perm], y[perm], None
     else:
-        gstart = np.ones(n, dtype=np.bool_)
+        if ties == "pessimistic":  # lower labels first among ties
+            key, mode = y, 1
+        elif ties == "optimistic":
+            key, mode = -y, 1
+        elif ties == "ranx":  # ranx sorts each run with numba's quicksort: reproduce its tie order
+            key, mode = y, 2
+        else:  # "input" (stable) and "average" (order within a tie group is irrelevant)
+            key, mode = y, 0
+        _, ss, ys, gstart = sort_gather(offsets, s, y, key, mode, groups=average, want_perm=False)
+    if average:  # tie groups: runs of equal scores
+        singletons = bool(gstart.all())
+    else:  # every other rule orders the ties: each item is its own group
+        gstart = np.ones(len(ss), dtype=np.bool_)
+        singletons = True
     retrieved = None if floor is None else ss > floor
-    return Prepared(offsets, ys, ss, gstart, qids, retrieved)
+    return Prepared(offsets, ys, ss, gstart, qids, retrieved, singletons=singletons)
+
+
+def _sort_docid(s, offsets, doc_ids, floor=None):
+    """Per-query order by descending score, ties by document id descending (trec_eval).
+
+    trec_eval keeps a run's scores as C ``float`` (float32), so scores equal in float32 tie
+    there even when they differ as float64; it compares docnos with strcmp and puts the larger
+    one first among ties. Both are reproduced: the order is taken on the scores rounded to
+    float32 (unretrieved rows, at ``floor``, kept strictly below every retrieved one). Only
+    rows in runs of tied scores need the docno comparison, so the ids are turned into strings
+    and ranked for those rows alone (ranks taken over a subset keep the order inside every
+    run): with distinct scores no string is built at all.
+    """
+    with np.errstate(over="ignore"):  # beyond the float32 range: +-inf, still in order
+        s32 = s.astype(np.float32)
+    if floor is not None:
+        below = s <= floor
+        if below.any() and (~below).any():
+            s32[below] = np.nextafter(s32[~below].min(), np.float32(-np.inf))
+    perm, ss, _, _ = sort_gather(offsets, s32.astype(np.float64), s, s, 0)  # stable by score
+    n = len(ss)
+    tie = np.zeros(n, dtype=bool)
+    if n > 1:
+        tie[1:] = ss[1:] == ss[:-1]
+    tie[offsets[:-1][offsets[:-1] < n]] = False  # a query's first row never ties with the previous query
+    if not tie.any():
+        return perm
+    in_run = tie.copy()
+    in_run[:-1] |= tie[1:]
+    rows = np.flatnonzero(in_run)
+    _, rank = np.unique(doc_ids[perm[rows]].astype(str), return_inverse=True)
+    key = np.zeros(n)
+    key[rows] = -rank.astype(np.float64)
+    # re-sort the score-sorted rows: equal scores keep their (input) order unless the key differs
+    return perm[sort_queries(offsets, -ss, key, 1)]
 
 
 def reduce(values: np.ndarray, empty_mask: np.ndarray, *, empty, reduction: str):

@@ -6,43 +6,50 @@ import numpy as np
 from rankwise.errors import InputError
 from rankwise.metrics import _kernels as K
 from rankwise.metrics._common import check_threshold, run_metric
-from rankwise.metrics.cascade import _per_query_count
 
 AP_DENOMINATORS = {"relevant": 0, "min_k": 1}
 
 
-def _rel(prep, threshold):
-    return (prep.labels >= check_threshold(threshold)).astype(np.float64)
+def _n_relevant(prep, thr):
+    """Relevant rows per query (``label >= thr``), retrieved or not."""
+    return K.map_queries(K.count_kernel, prep.offsets, prep.labels, K.G_ABOVE, thr)
 
 
 def ap_values(prep, *, k=0, threshold=1.0, ap_denominator="relevant"):
     if ap_denominator not in AP_DENOMINATORS:
         raise InputError(f"ap_denominator must be 'relevant' or 'min_k'; got {ap_denominator!r}")
-    rel = _rel(prep, threshold)
+    thr = check_threshold(threshold)
     kind = AP_DENOMINATORS[ap_denominator]
-    vals, nrel = K.ap_kernel(prep.offsets, prep.ranked(rel), prep.gstart, k, kind)
+    v, tf, t = prep.kernel_input(K.G_ABOVE, thr)
+    vals, nrel = K.map_queries(K.ap_kernel, prep.offsets, v, prep.gstart, prep.singletons, k, kind, tf, t)
     if prep.retrieved is None:
         return vals, nrel == 0
     # the kernel divides by the retrieved relevant count; AP divides by all relevant (R)
-    R = _per_query_count(prep.offsets, rel > 0).astype(np.float64)
+    R = _n_relevant(prep, thr).astype(np.float64)
     d_ranked, d_all = (nrel, R) if kind == 0 or k <= 0 else (np.minimum(nrel, k), np.minimum(R, k))
     vals = np.divide(vals * d_ranked, d_all, out=np.zeros_like(vals), where=d_all > 0)
     return vals, R == 0
 
 
+def _hits(prep, k, thr):
+    """Expected number of relevant rows in the top ``k`` (DCG with gain 0/1 and no discount)."""
+    v, tf, t = prep.kernel_input(K.G_ABOVE, thr)
+    return K.map_queries(K.dcg_kernel, prep.offsets, v, prep.gstart, k, K.DISC_ONE, tf, t)
+
+
 def precision_values(prep, *, k=0, threshold=1.0):
-    rel = _rel(prep, threshold)
-    hits = K.dcg_kernel(prep.offsets, prep.ranked(rel), prep.gstart, k, K.DISC_ONE)
+    thr = check_threshold(threshold)
+    hits = _hits(prep, k, thr)
     n = prep.n_ranked()
     denom = n.astype(np.float64) if k <= 0 else np.full(len(n), float(k))
     vals = np.divide(hits, denom, out=np.zeros_like(hits), where=denom > 0)
-    return vals, _per_query_count(prep.offsets, rel > 0) == 0
+    return vals, _n_relevant(prep, thr) == 0
 
 
 def recall_values(prep, *, k=0, threshold=1.0):
-    rel = _rel(prep, threshold)
-    hits = K.dcg_kernel(prep.offsets, prep.ranked(rel), prep.gstart, k, K.DISC_ONE)
-    R = _per_query_count(prep.offsets, rel > 0)
+    thr = check_threshold(threshold)
+    hits = _hits(prep, k, thr)
+    R = _n_relevant(prep, thr)
     vals = np.divide(hits, R, out=np.zeros_like(hits), where=R > 0)
     return vals, R == 0
 

@@ -9,10 +9,9 @@ from rankwise.metrics._common import check_threshold, run_metric
 
 
 def err_values(prep, *, k=0, max_grade=None):
-    y = prep.labels
-    if y.size and y.min() < 0:
-        raise InputError(f"labels must be non-negative grades for err; got minimum label {y.min():g}")
-    top = float(y.max()) if y.size else 0.0
+    lo, top = prep.label_range
+    if prep.labels.size and lo < 0:
+        raise InputError(f"labels must be non-negative grades for err; got minimum label {lo:g}")
     if max_grade is None:
         gmax = top
     else:
@@ -25,21 +24,17 @@ def err_values(prep, *, k=0, max_grade=None):
                              "it must be the maximum grade of the label scale")
     if gmax > 1000:
         raise InputError(f"grades too large for err (2^grade overflows); got maximum {gmax:g}")
-    R = (np.exp2(y) - 1.0) / np.exp2(gmax)
-    vals = K.err_kernel(prep.offsets, prep.ranked(R), prep.gstart, k)
-    empty = _per_query_count(prep.offsets, R > 0) == 0
+    v, tf, thr = prep.kernel_input(K.G_EXP2)
+    vals = K.map_queries(K.err_kernel, prep.offsets, v, prep.gstart, k, tf, thr, float(np.exp2(gmax)))
+    empty = K.map_queries(K.count_kernel, prep.offsets, prep.labels, K.G_VALUE, 0.0) == 0  # no label > 0
     return vals, empty
 
 
-def _per_query_count(offsets, flags) -> np.ndarray:
-    c = np.concatenate(([0], np.cumsum(flags, dtype=np.int64)))
-    return c[offsets[1:]] - c[offsets[:-1]]
-
-
 def rr_values(prep, *, k=0, threshold=1.0):
-    rel = (prep.labels >= check_threshold(threshold)).astype(np.float64)
-    vals = K.rr_kernel(prep.offsets, prep.ranked(rel), prep.gstart, k)
-    return vals, _per_query_count(prep.offsets, rel > 0) == 0
+    thr = check_threshold(threshold)
+    v, tf, t = prep.kernel_input(K.G_ABOVE, thr)
+    vals = K.map_queries(K.rr_kernel, prep.offsets, v, prep.gstart, k, tf, t)
+    return vals, K.map_queries(K.count_kernel, prep.offsets, prep.labels, K.G_ABOVE, thr) == 0
 
 
 def err(scores, labels, *, qid=None, where=None, k=None, ties="average", empty=0.0, reduction="mean",
@@ -52,8 +47,11 @@ def err(scores, labels, *, qid=None, where=None, k=None, ties="average", empty=0
         \qquad R_i = \frac{2^{y_i} - 1}{2^{y_{\max}}}
 
     with items in decreasing score order and :math:`y_{\max}` the maximum grade of the label
-    scale (``max_grade``; default: the largest label in ``labels`` — pass it explicitly, e.g. 4
-    for MSLR, when a batch may miss the top grade).
+    scale (``max_grade``). ERR is defined with the scale's maximum, which the labels cannot
+    always show: with ``max_grade=None`` it is taken as the largest label of the whole input
+    (every query of the call, never per query), so the value of a query depends on what else
+    is in the call. Pass it explicitly — 4 for MSLR-WEB10K/30K, 2 for MQ2007/MQ2008 — whenever
+    a subset (a fold, a batch, one query) may miss the top grade.
 
     Parameters as :func:`rankwise.metrics.ndcg` (``gain`` does not apply). A query with no
     label above 0 is *empty* (its ERR would be 0).

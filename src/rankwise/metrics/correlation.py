@@ -24,14 +24,25 @@ def pairwise_accuracy_values(prep):
     return vals, c[:, 2] == 0
 
 
+def ideal_positions(y: np.ndarray) -> np.ndarray:
+    """1-based position of every item in the ideal order (labels descending).
+
+    Items of equal label can be ordered either way, so they share the mean of the positions
+    their group occupies: ``#{larger labels} + (#{equal labels} + 1) / 2``.
+    """
+    greater = (y[None, :] > y[:, None]).sum(axis=1)
+    equal = (y[None, :] == y[:, None]).sum(axis=1)
+    return greater + (equal + 1) / 2.0
+
+
 def pairwise_cost_values(prep, *, omega="kemeny"):
     if isinstance(omega, str):
         if omega != "kemeny":
-            raise InputError(f"omega must be 'kemeny' or a callable omega(y_u, y_v) -> weights; got {omega!r}")
+            raise InputError(f"omega must be 'kemeny' or a callable omega(sigma_u, sigma_v) -> weights; got {omega!r}")
         c = K.pair_kernel(prep.offsets, prep.labels, prep.gstart, np.inf)
         return c[:, 1], c[:, 2] == 0
     if not callable(omega):
-        raise InputError(f"omega must be 'kemeny' or a callable omega(y_u, y_v) -> weights; got {omega!r}")
+        raise InputError(f"omega must be 'kemeny' or a callable omega(sigma_u, sigma_v) -> weights; got {omega!r}")
     gid = np.cumsum(prep.gstart)
     out = np.zeros(prep.n_queries)
     emp = np.zeros(prep.n_queries, dtype=bool)
@@ -45,9 +56,10 @@ def pairwise_cost_values(prep, *, omega="kemeny"):
             emp[q] = True
             continue
         u, v = np.nonzero(better)
-        w = np.asarray(omega(y[u], y[v]), dtype=np.float64)
+        sigma = ideal_positions(y)
+        w = np.asarray(omega(sigma[u], sigma[v]), dtype=np.float64)
         if w.shape != u.shape or not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise InputError("omega(y_u, y_v) must return one finite non-negative weight per pair "
+            raise InputError("omega(sigma_u, sigma_v) must return one finite non-negative weight per pair "
                              f"(arrays of {len(u)} pairs in, got shape {w.shape})")
         wrong = np.where(g[u] == g[v], 0.5, (pos[v] < pos[u]).astype(np.float64))
         out[q] = float(np.sum(w * wrong))
@@ -170,12 +182,22 @@ def pairwise_cost(scores, labels, *, qid=None, where=None, ties="average", empty
 
         \sum_{u \ne v} [\sigma_u < \sigma_v] [\hat\sigma_v < \hat\sigma_u] \, \omega(\sigma_u, \sigma_v)
 
-    :math:`\sigma_u < \sigma_v` means ``u`` should precede ``v``: here ``y_u > y_v`` (pairs of
-    equal labels never count). ``omega="kemeny"`` is :math:`\omega = 1` (the number of
-    discordant pairs); a callable ``omega(y_u, y_v)`` gets the label arrays of the pairs and
-    returns one non-negative weight per pair (graded labels tie, so ω is a function of the
-    grades rather than of positions in one true permutation). A tied predicted pair costs
-    ω/2 under ``ties="average"``. A query with one distinct label is *empty* (its cost is 0).
+    with :math:`\sigma` the ideal (true) positions and :math:`\hat\sigma` the predicted ones.
+    :math:`\sigma_u < \sigma_v` means ``u`` should precede ``v``: here ``y_u > y_v``; pairs of
+    equal labels never count. ``omega="kemeny"`` is :math:`\omega = 1` (the number of
+    discordant pairs). A callable ``omega(sigma_u, sigma_v)`` receives, for every pair with
+    ``y_u > y_v``, the 1-based ideal positions of ``u`` and ``v`` (two float arrays, one entry
+    per pair) and returns one non-negative weight per pair, e.g.
+    ``lambda su, sv: 1 / np.log2(1 + su) - 1 / np.log2(1 + sv)`` (a DCG-style weight).
+
+    Notes
+    -----
+    The ideal order is the order of decreasing labels, which does not fix the order among
+    equal labels: items of equal label all get the mean of the positions their group
+    occupies (``#{larger labels} + (#{equal labels} + 1) / 2``). So :math:`\sigma_u < \sigma_v`
+    exactly when ``y_u > y_v``, and ω depends on the labels only through the ideal ranking.
+    A tied predicted pair costs ω/2 under ``ties="average"``. A query with one distinct label
+    is *empty* (its cost is 0).
 
     References
     ----------

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rankwise.errors import InputError
-from rankwise.metrics._prepare import TIES, check_choice, check_empty, flatten, prepare_flat, unrank
+from rankwise.metrics._prepare import TIES, check_choice, check_empty, check_k, flatten, prepare_flat, unrank
 from rankwise.metrics.profiles import get_profile
 from rankwise.metrics.registry import CONVENTIONS, get_metric
 
@@ -25,7 +25,9 @@ class EvaluationResult:
         One row per query (index: query id, order of first appearance), one column per metric;
         with ``empty="drop"`` the dropped queries hold ``<NA>``.
     conventions : dict
-        The conventions in force (profile merged with explicit ones).
+        The conventions in force (profile merged with explicit ones). When ERR was computed
+        without ``max_grade``, it holds the value inferred from the labels (their maximum over
+        the whole input).
     """
 
     mean: dict
@@ -87,6 +89,8 @@ def evaluate(scores, labels, qid=None, metrics=("ndcg@10", "err@10", "map"), pro
     ties = check_choice(conv.get("ties", "average"), "ties", TIES)
     empty = check_empty(conv.get("empty", 0.0))
     default_k = conv.get("default_k")
+    if default_k is not None:
+        default_k = check_k(default_k, "default_k")
     floor = None
     if retrieved is not None:
         scores, floor = unrank(scores, retrieved)
@@ -111,4 +115,8 @@ def evaluate(scores, labels, qid=None, metrics=("ndcg@10", "err@10", "map"), pro
             means[key] = float(col.mean()) if len(col) else 0.0
         columns[key] = col
     frame = pd.DataFrame(columns, index=index)
+    conv = dict(conv)
+    if conv.get("max_grade") is None and any(m.name == "err" for m in resolved):
+        # ERR's y_max was inferred: the largest label of the whole input (not per query); say so
+        conv["max_grade"] = prep.label_range[1]
     return EvaluationResult(means, frame, conv)

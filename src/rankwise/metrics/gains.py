@@ -17,27 +17,43 @@ def gain_values(labels: np.ndarray, gain) -> np.ndarray:
     table for a table.
     """
     y = np.asarray(labels, dtype=np.float64)
+    values, tf = gain_input(y, gain, (float(y.min()), float(y.max())) if y.size else (0.0, 0.0))
+    out = K.apply_gain(values, tf)
+    return out.copy() if out is y else out
+
+
+def gain_input(y: np.ndarray, gain, label_range) -> tuple:
+    """``(values, tf)`` that give a kernel each row's gain (``_kernels._g``), after validation.
+
+    ``"exp2"`` and ``"linear"`` hand over the labels themselves (the kernel applies the gain on
+    the rows it visits); a table is looked up here. ``label_range`` is ``(min, max)`` of ``y``.
+    """
+    lo, hi = label_range
     if isinstance(gain, str):
         if gain not in GAINS:
             raise InputError(f"gain must be 'exp2', 'linear' or a table of gains per grade; got {gain!r}")
-        if y.size and y.min() < 0:
-            raise InputError(f"labels must be non-negative for gain={gain!r}; got minimum label {y.min():g} "
+        if y.size and lo < 0:
+            raise InputError(f"labels must be non-negative for gain={gain!r}; got minimum label {lo:g} "
                              "(shift the labels or pass a gain table)")
         if gain == "exp2":
-            if y.size and y.max() > 1000:
-                raise InputError(f"labels too large for gain='exp2' (2^label overflows); got maximum {y.max():g}")
-            return np.exp2(y) - 1.0
-        return y.copy()
+            if y.size and hi > 1000:
+                raise InputError(f"labels too large for gain='exp2' (2^label overflows); got maximum {hi:g}")
+            return y, K.G_EXP2
+        return y, K.G_VALUE
     try:
         table = np.asarray(gain, dtype=np.float64)
     except (TypeError, ValueError):
         raise InputError(f"gain must be 'exp2', 'linear' or a table of gains per grade; got {gain!r:.60}") from None
     if table.ndim != 1 or table.size == 0 or not np.all(np.isfinite(table)):
         raise InputError(f"a gain table must be a non-empty 1-d sequence of finite numbers; got {gain!r:.60}")
-    if y.size and (np.any(y != np.round(y)) or y.min() < 0 or y.max() >= len(table)):
+    if np.any(table < 0):
+        bad = int(np.flatnonzero(table < 0)[0])
+        raise InputError(f"a gain table must hold non-negative gains (DCG and its ideal assume them); "
+                         f"got gain[{bad}] = {table[bad]:g}")
+    if y.size and (np.any(y != np.round(y)) or lo < 0 or hi >= len(table)):
         raise InputError(f"with a gain table of {len(table)} grades, labels must be integers in 0..{len(table) - 1}; "
-                         f"got labels in [{y.min():g}, {y.max():g}]")
-    return table[y.astype(np.int64)]
+                         f"got labels in [{lo:g}, {hi:g}]")
+    return table[y.astype(np.int64)], K.G_VALUE
 
 
 def discount_kind(discount) -> int:

@@ -6,16 +6,21 @@ import numpy as np
 from rankwise.errors import InputError
 from rankwise.metrics import _kernels as K
 from rankwise.metrics._common import run_metric
-from rankwise.metrics.gains import discount_kind, gain_values
+from rankwise.metrics.gains import discount_kind, gain_input
 
 SHORT_LIST = ("truncate", "zero")
 
 
 def _dcg_values(prep, *, k=0, gain="exp2", discount="log2"):
-    g = gain_values(prep.labels, gain)
+    g, tf = gain_input(prep.labels, gain, prep.label_range)
     kind = discount_kind(discount)
-    vals = K.dcg_kernel(prep.offsets, prep.ranked(g), prep.gstart, k, kind)
-    ideal = K.ideal_dcg_kernel(prep.offsets, g, k, kind)  # unretrieved rows count in the ideal
+    if prep.retrieved is None:
+        vals = K.map_queries(K.dcg_kernel, prep.offsets, g, prep.gstart, k, kind, tf, 0.0)
+    else:
+        ranked = prep.ranked(K.apply_gain(g, tf))
+        vals = K.map_queries(K.dcg_kernel, prep.offsets, ranked, prep.gstart, k, kind, K.G_VALUE, 0.0)
+    # unretrieved rows count in the ideal
+    ideal = K.map_queries(K.ideal_dcg_kernel, prep.offsets, g, k, kind, tf, 0.0)
     return vals, ideal
 
 
@@ -69,7 +74,8 @@ def dcg(scores, labels, *, qid=None, where=None, k=None, gain="exp2", ties="aver
         ``"log2"`` is :math:`1/\log_2(i+1)`; ``"jarvelin"`` is :math:`1/\max(1, \log_2 i)`
         (first two positions undiscounted: trec_eval, the LETOR script).
     doc_ids : array-like, optional
-        Document ids for ``ties="docid"`` (larger id first among ties, as trec_eval).
+        Document ids for ``ties="docid"`` (larger id first among ties, as trec_eval; like
+        trec_eval, which stores scores as float32, scores equal in float32 count as tied).
 
     Notes
     -----

@@ -10,7 +10,8 @@ from __future__ import annotations
 from rankwise.errors import InputError
 
 PROFILES: dict[str, dict] = {
-    # trec_eval 9 (pytrec_eval): gain = grade, 1/log2(i+1), ties by docno descending,
+    # trec_eval 9 (pytrec_eval): gain = grade, 1/log2(i+1), ties by docno descending (on scores
+    # as float32, the type trec_eval stores them in),
     # relevant = grade >= 1 (-l 1), queries without relevant documents score 0.
     "trec_eval": {"gain": "linear", "discount": "log2", "ties": "docid", "empty": 0.0, "threshold": 1,
                   "ap_denominator": "relevant"},
