@@ -353,10 +353,6 @@ def test_fit_gbdt_does_not_keep_two_persisted_copies_of_the_rows(client, monkeyp
     assert held == [frame.npartitions]
 
 
-@pytest.mark.xfail(strict=True, raises=InputError,
-                   reason="GBDTRanker.fit does not yet route a Dask collection to rankwise.distributed.fit_gbdt "
-                          "(a change in src/rankwise/models/gbdt.py, see docs/distributed.md); remove this marker "
-                          "once it does")
 def test_gbdtranker_fit_on_a_dask_frame_equals_fit_gbdt(client):
     from rankwise.models import GBDTRanker
 
@@ -364,7 +360,9 @@ def test_gbdtranker_fit_on_a_dask_frame_equals_fit_gbdt(client):
     frame = rd.from_pandas(pdf, npartitions=2)
     kw = dict(backend="xgboost", n_estimators=3, max_depth=3, random_state=0, verbose=False)
     want = rd.fit_gbdt(GBDTRanker("ranknet", **kw), frame, client=client)
-    got = GBDTRanker("ranknet", **kw).fit(frame)  # today: InputError "y is required"
+    got = GBDTRanker("ranknet", **kw).fit(frame)
+    with pytest.raises(InputError, match="column names"):
+        GBDTRanker("ranknet", **kw).fit(frame, np.zeros(3))
     np.testing.assert_allclose(got.predict(Xq), want.predict(Xq), rtol=0, atol=0)
 
 

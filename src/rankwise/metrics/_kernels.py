@@ -312,6 +312,19 @@ def count_kernel(offsets, v, tf, thr):
 
 
 @njit(cache=True, nogil=True)
+def any_kernel(offsets, v, tf, thr):
+    """Per query: does some row have a positive gain ``_g(v)``? (Stops at the first one.)"""
+    nq = offsets.shape[0] - 1
+    out = np.zeros(nq, dtype=np.bool_)
+    for q in range(nq):
+        for t in range(offsets[q], offsets[q + 1]):
+            if _g(v[t], tf, thr) > 0.0:
+                out[q] = True
+                break
+    return out
+
+
+@njit(cache=True, nogil=True)
 def _disc(p, kind):
     if kind == 0:
         return 1.0 / np.log2(p + 1.0)

@@ -287,8 +287,14 @@ def _sort_docid(s, offsets, doc_ids, floor=None):
     _, rank = np.unique(doc_ids[perm[rows]].astype(str), return_inverse=True)
     key = np.zeros(n)
     key[rows] = -rank.astype(np.float64)
-    # re-sort the score-sorted rows: equal scores keep their (input) order unless the key differs
-    return perm[sort_queries(offsets, -ss, key, 1)]
+    # re-sort the queries holding ties (only those) by score, then key: equal scores keep their
+    # (input) order unless the key differs
+    qs = np.unique(np.searchsorted(offsets, rows, side="right") - 1)
+    sizes = offsets[qs + 1] - offsets[qs]
+    sub_off = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    sub = np.repeat(offsets[qs] - sub_off[:-1], sizes) + np.arange(sub_off[-1])  # their rows
+    perm[sub] = perm[sub][sort_queries(sub_off, -ss[sub], key[sub], 1)]
+    return perm
 
 
 def reduce(values: np.ndarray, empty_mask: np.ndarray, *, empty, reduction: str):

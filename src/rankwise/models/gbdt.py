@@ -178,6 +178,17 @@ class GBDTRanker(BaseRanker):
         return p
 
     # -- fit ----------------------------------------------------------------------------------
+    def _fit_dask(self, frame, y, qid, sample_weight, eval_set, checkpoint, resume):
+        if sample_weight is not None or eval_set is not None or checkpoint is not None or resume is not None:
+            raise InputError("fit on a Dask collection takes no sample_weight, eval_set, checkpoint or resume; "
+                             "use in-memory arrays for those")
+        if not (y is None or isinstance(y, str)) or not (qid is None or isinstance(qid, str)):
+            raise InputError("with a Dask DataFrame X, y and qid are column names (default 'label' and 'qid'); "
+                             f"got {type(y).__name__} and {type(qid).__name__}")
+        from rankwise.distributed import fit_gbdt
+
+        return fit_gbdt(self, frame, label=y or "label", qid=qid or "qid")
+
     def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, checkpoint=None, checkpoint_every=10,
             resume=None):
         """Boost ``n_estimators`` rounds on rows ``X`` grouped by ``qid`` (or a RankingDataset).
@@ -188,7 +199,13 @@ class GBDTRanker(BaseRanker):
         ``checkpoint=path`` saves the booster every ``checkpoint_every`` rounds and ``resume=path``
         continues boosting from such a file (up to ``n_estimators`` rounds in all; a checkpoint
         that already has them is loaded as it is).
+
+        A Dask DataFrame ``X`` (``rankwise[dask]``) is boosted on its cluster by
+        :func:`rankwise.distributed.fit_gbdt`; ``y`` and ``qid`` are then column names (default
+        ``"label"`` and ``"qid"``).
         """
+        if hasattr(X, "__dask_graph__"):
+            return self._fit_dask(X, y, qid, sample_weight, eval_set, checkpoint, resume)
         self._check_params()
         checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
         train, val = self._validate_fit(X, y, qid, sample_weight=sample_weight, eval_set=eval_set, allow_nan=True)
