@@ -294,7 +294,7 @@ def main(argv=None) -> int:
     threadpool_limits(1)  # BLAS / OpenMP pools of numpy, LightGBM's Dataset construction
     warnings.filterwarnings("ignore", message=".*single document.*")  # MSLR-like data has a few 1-doc queries
     n_q = args.queries or (200 if args.quick else 1800)
-    r1, r2 = args.rounds or ((2, 6) if args.quick else (5, 25))
+    r1, r2 = args.rounds or ((2, 6) if args.quick else (5, 45))
     t_start = time.perf_counter()
     load0 = os.getloadavg()[0]
     ds = make_data(n_q)
