@@ -1,12 +1,14 @@
-"""Validation at the public boundary: arrays in, clear messages out (never a numpy traceback)."""
-from __future__ import annotations
+"""Validation at the public boundary: arrays in, clear messages out (never a numpy traceback).
 
-from dataclasses import dataclass
+The bottom layer with :mod:`rankwise.errors`: every package may import it, and it imports
+nothing from rankwise but the errors. Checks that need the query grouping live one layer up, in
+:mod:`rankwise.data.ranking_input`.
+"""
+from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
-from rankwise.data.groups import group_by_qid
 from rankwise.errors import InputError
 
 
@@ -47,59 +49,56 @@ def check_vector(v, n: int, *, name: str, dtype=np.float64, allow_nan: bool = Fa
     return arr
 
 
-def _check_sample_weight(sample_weight, n: int, prefix: str) -> np.ndarray:
-    """One finite, non-negative weight per row (the same check for arrays and RankingDatasets)."""
-    sw = check_vector(sample_weight, n, name=f"{prefix}sample_weight")
-    if np.any(sw < 0):
-        raise InputError(f"{prefix}sample_weight must be non-negative; got {int(np.sum(sw < 0))} negative "
-                         f"entries (min {float(sw.min()):g})")
-    return sw
+K_MAX = 2**63 - 1  # the metric kernels index in int64; any k beyond a list's length cuts nothing
 
 
-@dataclass
-class RankingInput:
-    """Validated training input, rows regrouped so every query is contiguous."""
+def check_k(k, name: str = "k", *, allow_none: bool = True, whole: int | None = 0) -> int | None:
+    """The one check of a cut-off ``k`` (metrics, losses, structured hinges, GPPMs).
 
-    X: object  # ndarray float32 or csr_matrix
-    y: np.ndarray  # float64
-    offsets: np.ndarray  # int64, n_queries + 1
-    qids: np.ndarray
-    sample_weight: np.ndarray | None  # per row, or None
-    order: np.ndarray | None  # permutation applied to the caller's rows (None = unchanged)
+    ``k=None`` means the whole list and returns ``whole`` (``0`` by default, the metric kernels'
+    "no cut-off"; callers that need the list length pass it); with ``allow_none=False`` a ``k``
+    is required. Otherwise ``k`` is an integer in ``[1, 2**63 - 1]``, returned as a Python int.
+    A ``k`` larger than a list is fine and cuts nothing from it.
+    """
+    if k is None:
+        if not allow_none:
+            raise InputError(f"{name} must be a positive integer; got None")
+        return whole
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+        tail = " or None (whole list)" if allow_none else ""
+        raise InputError(f"{name} must be a positive integer{tail}; got {k!r}")
+    if k < 1:
+        if not allow_none:
+            raise InputError(f"{name} must be a positive integer; got {k}")
+        raise InputError(f"{name} must be >= 1 (or None for the whole list); got {k}")
+    if k > K_MAX:
+        raise InputError(f"{name} must be at most 2**63 - 1 (any value above a list's length keeps the whole "
+                         f"list); got {k}")
+    return int(k)
 
-    @property
-    def n_queries(self) -> int:
-        return len(self.offsets) - 1
+
+def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
+    """An integer hyper-parameter ``>= minimum`` (bools refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise InputError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
 
 
-def check_ranking_input(X, y=None, qid=None, *, sample_weight=None, prefix: str = "",
-                        allow_nan_features: bool = False) -> RankingInput:
-    """Validate ``(X, y, qid)`` or a RankingDataset (passed as ``X``) and group the rows by query."""
-    if hasattr(X, "query_offsets") and hasattr(X, "labels"):  # a RankingDataset
-        ds = X
-        if y is not None or qid is not None:
-            raise InputError(f"{prefix}y and qid must be None when a RankingDataset is given")
-        Xv = check_features(ds.X, name=f"{prefix}X", allow_nan=allow_nan_features)
-        yv = check_vector(ds.labels, Xv.shape[0], name=f"{prefix}labels")
-        offsets = np.asarray(ds.query_offsets, dtype=np.int64)
-        qids = np.asarray(ds.query_ids) if hasattr(ds, "query_ids") else np.arange(len(offsets) - 1)
-        sw = None if sample_weight is None else _check_sample_weight(sample_weight, Xv.shape[0], prefix)
-        return RankingInput(Xv, yv, offsets, qids, sw, None)
-    Xv = check_features(X, name=f"{prefix}X", allow_nan=allow_nan_features)
-    n = Xv.shape[0]
-    if y is None:
-        raise InputError(f"{prefix}y is required: one relevance label per row")
-    if qid is None:
-        raise InputError(f"{prefix}qid is required: one query id per row, e.g. fit(X, y, qid=qid)")
-    yv = check_vector(y, n, name=f"{prefix}y")
-    qarr = np.asarray(qid)
-    if qarr.ndim != 1 or len(qarr) != n:
-        raise InputError(f"{prefix}qid has shape {qarr.shape} but X has {n} rows; one query id per row is expected")
-    grouping = group_by_qid(qarr, name=f"{prefix}qid")
-    sw = None if sample_weight is None else _check_sample_weight(sample_weight, n, prefix)
-    if grouping.order is not None:
-        o = grouping.order
-        Xv = Xv[o]
-        yv = yv[o]
-        sw = None if sw is None else sw[o]
-    return RankingInput(Xv, yv, grouping.offsets, grouping.qids, sw, grouping.order)
+def check_nonneg_float(value, name: str, *, positive: bool = False) -> float:
+    """A finite non-negative (or, with ``positive=True``, positive) real hyper-parameter."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number; got {value!r}") from None
+    if not np.isfinite(v) or v < 0 or (positive and v == 0):
+        raise InputError(f"{name} must be a finite {'positive' if positive else 'non-negative'} number; got {value!r}")
+    return v
+
+
+def fit_seed(random_state) -> int:
+    """The integer seed of one ``fit``: ``random_state`` itself, or a fresh one for ``None``."""
+    if random_state is None:
+        return int(np.random.SeedSequence().generate_state(1)[0])
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        return int(random_state)
+    raise InputError(f"random_state must be an int or None; got {random_state!r}")

@@ -28,5 +28,9 @@ class NotFittedError(RankwiseError, AttributeError):
     """A model was used before ``fit``."""
 
 
+class TrainingDivergedError(RankwiseError, FloatingPointError):
+    """Training produced a non-finite loss or gradient (lower the learning rate, standardise X)."""
+
+
 class DataNotFoundError(RankwiseError, FileNotFoundError):
     """A data set is neither in the cache nor downloadable (offline)."""

@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from rankwise.errors import InputError, RankwiseError
+from rankwise.errors import InputError, RankwiseError, TrainingDivergedError
 
 __all__ = ["fit_shard", "fit_ddp", "shard_bounds", "main"]
 
@@ -252,8 +252,8 @@ def fit_shard(model, X, y=None, *, qid=None, sample_weight=None, group=None):
     """
     import torch.distributed as dist
 
-    from rankwise._validation import check_ranking_input
-    from rankwise.models._torch import fit_seed
+    from rankwise._validation import fit_seed
+    from rankwise.data.ranking_input import check_ranking_input
 
     if not (dist.is_available() and dist.is_initialized()):
         raise InputError("fit_shard runs on every rank of an initialised torch.distributed process group: call "
@@ -405,8 +405,8 @@ def _train(model, cfg: dict, Z, y, off, w, global_sizes, start: int, rank: int, 
             # checked on the averaged gradients, which every rank holds alike: all ranks stop together
             # (a check of this rank's loss alone would leave the others waiting in the next allreduce)
             if not all(bool(torch.isfinite(p.grad).all()) for p in module.parameters() if p.grad is not None):
-                raise FloatingPointError(f"rank {rank}: the gradient became non-finite at epoch {epoch}; "
-                                         "lower the learning rate or standardise the features")
+                raise TrainingDivergedError(f"rank {rank}: the gradient became non-finite at epoch {epoch}; "
+                                            "lower the learning rate or standardise the features")
             optimizer.step()
         if cfg["averaged"]:
             optimizer.swap_average()

@@ -28,6 +28,7 @@ import numpy as np
 from rankwise.distributed._deps import require_dask, require_distributed
 from rankwise.distributed.partition import _check_frame, feature_columns, whole_queries
 from rankwise.errors import InputError
+from rankwise.models.gbdt import register_collection_fit
 
 __all__ = ["fit_gbdt"]
 
@@ -102,7 +103,7 @@ def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label
     ``benchmarks/results/bench_distributed.md``).
     """
     from rankwise.models import GBDTRanker
-    from rankwise.models._torch import fit_seed
+    from rankwise._validation import fit_seed
 
     require_dask()
     distributed = require_distributed()
@@ -192,3 +193,7 @@ def _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed):
     est.fit(frame[feats].astype(np.float32), frame[label], group=group)
     text = est.booster_.model_to_string()
     return lgb.Booster(model_str=text)
+
+
+# GBDTRanker.fit(dask_frame) comes here (the model layer cannot import this package).
+register_collection_fit("dask", fit_gbdt)

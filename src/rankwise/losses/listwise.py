@@ -12,6 +12,7 @@ import math
 
 import torch
 
+from rankwise._validation import check_k
 from rankwise.errors import InputError
 from rankwise.losses._utils import (
     check_choice,
@@ -117,7 +118,7 @@ def smooth_dcg_loss(scores, labels, *, where=None, weights=None, reduction="mean
     name = "smooth_dcg"
     b = prepare(scores, labels, where, weights, loss=name)
     sigma = check_positive(sigma, "sigma", name)
-    k = _check_k(k, name)
+    k = check_k(k, f"{name}: k", allow_none=False)
     s, mask = b.scores, b.mask
     g0 = scaled_gains(gains(b.labels, gain, loss=name), mask)
     g = g0 * _iw(b)
@@ -259,9 +260,3 @@ def bregman_loss(scores, labels, *, where=None, weights=None, reduction="mean", 
 def _u(b, u, name):
     v = utility(b.labels, u, loss=name)
     return torch.where(b.mask, v, torch.zeros_like(v))
-
-
-def _check_k(k, name):
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InputError(f"{name}: k must be a positive integer; got {k!r}")
-    return k

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rankwise._validation import check_k  # noqa: F401 (the metrics modules import it from here)
 from rankwise.data.groups import group_by_qid
 from rankwise.errors import InputError
 
@@ -89,27 +90,6 @@ def _as_float(x, name: str) -> np.ndarray:
     except (TypeError, ValueError) as exc:
         raise InputError(f"{name} must be numeric; {exc}") from None
     return arr
-
-
-K_MAX = 2**63 - 1  # the kernels index in int64; any k beyond a list's length cuts nothing
-
-
-def check_k(k, name: str = "k") -> int:
-    """``k=None`` means the whole list (returned as 0); otherwise an integer in ``[1, 2**63 - 1]``.
-
-    A ``k`` larger than a list is fine and cuts nothing from it; it still counts where the
-    measure divides by ``k`` (P@k) or compares with it (``short_list="zero"``, ``min_k``).
-    """
-    if k is None:
-        return 0
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
-        raise InputError(f"{name} must be a positive integer or None (whole list); got {k!r}")
-    if k < 1:
-        raise InputError(f"{name} must be >= 1 (or None for the whole list); got {k}")
-    if k > K_MAX:
-        raise InputError(f"{name} must be at most 2**63 - 1 (any value above a list's length keeps the whole "
-                         f"list); got {k}")
-    return int(k)
 
 
 def check_choice(value, name: str, choices) -> str:

@@ -6,6 +6,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from rankwise._validation import check_nonneg_float, check_positive_int, fit_seed  # noqa: F401 (re-exported)
 from rankwise.errors import InputError
 from rankwise.models import persistence
 from rankwise.models.base import BaseRanker
@@ -14,30 +15,6 @@ from rankwise.train.checkpoint import (arrays_to_module_state, load_optimizer_st
 from rankwise.train.early_stopping import EarlyStopping, resolve_metric
 from rankwise.train.history import History
 from rankwise.train.loop import resolve_loss, run_epochs
-
-
-def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
-
-
-def check_nonneg_float(value, name: str, *, positive: bool = False) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number; got {value!r}") from None
-    if not np.isfinite(v) or v < 0 or (positive and v == 0):
-        raise InputError(f"{name} must be a finite {'positive' if positive else 'non-negative'} number; got {value!r}")
-    return v
-
-
-def fit_seed(random_state) -> int:
-    if random_state is None:
-        return int(np.random.SeedSequence().generate_state(1)[0])
-    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        return int(random_state)
-    raise InputError(f"random_state must be an int or None; got {random_state!r}")
 
 
 class Standardizer:

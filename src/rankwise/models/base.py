@@ -3,7 +3,7 @@
 Estimator contract
 ------------------
 Subclasses store their constructor arguments untouched, validate in ``fit`` (through
-:meth:`BaseRanker._validate_fit`, which wraps :func:`rankwise._validation.check_ranking_input`),
+:meth:`BaseRanker._validate_fit`, which wraps :func:`rankwise.data.ranking_input.check_ranking_input`),
 set fitted attributes ending in ``_`` (at least ``n_features_in_``) and return ``self``.
 ``predict(X)`` returns one score per row (the one deviation: the listwise attention
 ``NeuralRanker`` needs ``predict(X, qid=qid)``, since a document's score depends on its query's
@@ -36,7 +36,8 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from rankwise._validation import RankingInput, check_features, check_ranking_input
+from rankwise._validation import check_features
+from rankwise.data.ranking_input import RankingInput, check_ranking_input
 from rankwise.errors import InputError, NotFittedError
 from rankwise.models import persistence
 

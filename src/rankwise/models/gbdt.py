@@ -6,9 +6,9 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
+from rankwise._validation import check_nonneg_float, check_positive_int, fit_seed
 from rankwise.errors import InputError
 from rankwise.models import persistence
-from rankwise.models._torch import check_nonneg_float, check_positive_int, fit_seed
 from rankwise.models.base import BaseRanker
 from rankwise.train.early_stopping import EarlyStopping, resolve_metric
 from rankwise.train.history import History
@@ -23,6 +23,16 @@ def _check_no_inf(X, name: str = "X"):
     if np.isinf(data).any():
         raise InputError(f"{name} contains inf values ({int(np.isinf(data).sum())} entries); GBDTRanker treats NaN "
                          "as a missing value but inf is not allowed: replace it by NaN or a finite value")
+
+
+# Fitters for out-of-core collections, registered by the layers above (``rankwise.distributed``
+# registers ``"dask"`` when imported), so that this module never imports upwards.
+_COLLECTION_FIT: dict = {}
+
+
+def register_collection_fit(kind: str, fit) -> None:
+    """Let ``GBDTRanker.fit`` hand a ``kind`` collection (``"dask"``) to ``fit(model, frame, *, label, qid)``."""
+    _COLLECTION_FIT[kind] = fit
 
 
 class GBDTRanker(BaseRanker):
@@ -185,9 +195,11 @@ class GBDTRanker(BaseRanker):
         if not (y is None or isinstance(y, str)) or not (qid is None or isinstance(qid, str)):
             raise InputError("with a Dask DataFrame X, y and qid are column names (default 'label' and 'qid'); "
                              f"got {type(y).__name__} and {type(qid).__name__}")
-        from rankwise.distributed import fit_gbdt
-
-        return fit_gbdt(self, frame, label=y or "label", qid=qid or "qid")
+        fit_collection = _COLLECTION_FIT.get("dask")
+        if fit_collection is None:
+            raise InputError("fitting on a Dask collection needs rankwise.distributed: `import rankwise.distributed` "
+                             "first (pip install 'rankwise[dask]'), or call rankwise.distributed.fit_gbdt")
+        return fit_collection(self, frame, label=y or "label", qid=qid or "qid")
 
     def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, checkpoint=None, checkpoint_every=10,
             resume=None):
@@ -200,9 +212,9 @@ class GBDTRanker(BaseRanker):
         continues boosting from such a file (up to ``n_estimators`` rounds in all; a checkpoint
         that already has them is loaded as it is).
 
-        A Dask DataFrame ``X`` (``rankwise[dask]``) is boosted on its cluster by
-        :func:`rankwise.distributed.fit_gbdt`; ``y`` and ``qid`` are then column names (default
-        ``"label"`` and ``"qid"``).
+        A Dask DataFrame ``X`` (``rankwise[dask]``, after ``import rankwise.distributed``) is
+        boosted on its cluster by :func:`rankwise.distributed.fit_gbdt`; ``y`` and ``qid`` are then
+        column names (default ``"label"`` and ``"qid"``).
         """
         if hasattr(X, "__dask_graph__"):
             return self._fit_dask(X, y, qid, sample_weight, eval_set, checkpoint, resume)

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from sklearn.exceptions import ConvergenceWarning
 
-from rankwise.errors import InputError
+from rankwise.errors import InputError, TrainingDivergedError
 from rankwise.models._torch import (Standardizer, _TorchRanker, check_nonneg_float, check_positive_int, fit_seed)
 from rankwise.train.batching import gather_padded, query_batches
 from rankwise.train.early_stopping import EarlyStopping
@@ -287,7 +287,7 @@ class LinearRanker(_TorchRanker):
                 g = np.append(g, b.grad.item() if b.grad is not None else 0.0)
             f = float(total.detach())
             if not np.isfinite(f) or not np.all(np.isfinite(g)):
-                raise FloatingPointError("the training objective became non-finite; standardise the features")
+                raise TrainingDivergedError("the training objective became non-finite; standardise the features")
             return f, g
 
         from rankwise.models import persistence

@@ -36,6 +36,7 @@ from typing import Callable
 
 import numpy as np
 
+from rankwise._validation import check_k
 from rankwise.errors import InputError
 
 __all__ = [
@@ -215,11 +216,6 @@ def _log_discount(ranks: np.ndarray) -> np.ndarray:
     return 1.0 / np.log2(1.0 + ranks)
 
 
-def _check_k(k):
-    if k is not None and (not isinstance(k, (int, np.integer)) or k < 1):
-        raise InputError(f"k must be a positive integer or None; got {k!r}")
-
-
 def dcg(k: int | None = None, *, gain: str = "exp2") -> GPPM:
     """DCG@k as a GPPM: ``u_i(y) = 2^{y_i} − 1`` (or ``y_i``), ``φ(i) = 1[i ≤ k] / log2(1 + i)``.
 
@@ -227,7 +223,7 @@ def dcg(k: int | None = None, *, gain: str = "exp2") -> GPPM:
 
     References: Järvelin & Kekäläinen (2002); Calauzènes et al. (2013), Table 1.
     """
-    _check_k(k)
+    check_k(k)
     _gain(np.zeros(1), gain)
     return GPPM(f"dcg@{k}" if k else "dcg", lambda y: _gain(y, gain), _cut_discount(k, _log_discount))
 
@@ -241,7 +237,7 @@ def ndcg(k: int | None = None, *, gain: str = "exp2") -> GPPM:
     A label vector with no relevant item has ``u = 0`` (NDCG 0, the trec_eval convention).
     References: Calauzènes et al. (2013), Table 1.
     """
-    _check_k(k)
+    check_k(k)
     _gain(np.zeros(1), gain)
     phi = _cut_discount(k, _log_discount)
 
@@ -255,7 +251,7 @@ def ndcg(k: int | None = None, *, gain: str = "exp2") -> GPPM:
 
 def precision(k: int) -> GPPM:
     """P@k: ``u_i(y) = y_i`` (binary), ``φ(i) = 1[i ≤ k] / k``. Calauzènes et al. (2013), Table 1."""
-    _check_k(k)
+    check_k(k)
     if k is None:
         raise InputError("precision needs a cutoff k, e.g. 'p@3'")
     return GPPM(f"p@{k}", lambda y: (y > 0).astype(np.float64), _cut_discount(k, lambda r: np.full_like(r, 1.0 / k)))
@@ -263,7 +259,7 @@ def precision(k: int) -> GPPM:
 
 def recall(k: int) -> GPPM:
     """R@k: ``u_i(y) = y_i / ‖y‖_1`` (binary; 0 when no item is relevant), ``φ(i) = 1[i ≤ k]``."""
-    _check_k(k)
+    check_k(k)
     if k is None:
         raise InputError("recall needs a cutoff k, e.g. 'r@3'")
 

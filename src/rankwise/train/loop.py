@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankwise.errors import InputError
+from rankwise.errors import InputError, TrainingDivergedError
 from rankwise.train.batching import gather_padded, query_batches
 from rankwise.train.progress import Progress
 
@@ -108,8 +108,8 @@ def run_epochs(*, module, optimizer, loss_fn, train, val, metric, epochs: int, b
                 if penalty is not None:
                     loss = loss + penalty()
                 if not torch.isfinite(loss):
-                    raise FloatingPointError(f"training loss became {float(loss)} at epoch {epoch}; "
-                                             "lower the learning rate or standardise the features")
+                    raise TrainingDivergedError(f"training loss became {float(loss)} at epoch {epoch}; "
+                                                "lower the learning rate or standardise the features")
                 loss.backward()
                 optimizer.step()
             if before_eval is not None:

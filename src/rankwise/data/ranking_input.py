@@ -1,0 +1,73 @@
+"""Validated training input: ``(X, y, qid)`` or a RankingDataset, rows grouped by query.
+
+One layer above :mod:`rankwise._validation` because grouping by ``qid`` is
+:func:`rankwise.data.groups.group_by_qid`'s job; every model's ``fit`` goes through
+:func:`check_ranking_input` (via :meth:`rankwise.models.base.BaseRanker._validate_fit`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from rankwise._validation import check_features, check_vector
+from rankwise.data.groups import group_by_qid
+from rankwise.errors import InputError
+
+
+def _check_sample_weight(sample_weight, n: int, prefix: str) -> np.ndarray:
+    """One finite, non-negative weight per row (the same check for arrays and RankingDatasets)."""
+    sw = check_vector(sample_weight, n, name=f"{prefix}sample_weight")
+    if np.any(sw < 0):
+        raise InputError(f"{prefix}sample_weight must be non-negative; got {int(np.sum(sw < 0))} negative "
+                         f"entries (min {float(sw.min()):g})")
+    return sw
+
+
+@dataclass
+class RankingInput:
+    """Validated training input, rows regrouped so every query is contiguous."""
+
+    X: object  # ndarray float32 or csr_matrix
+    y: np.ndarray  # float64
+    offsets: np.ndarray  # int64, n_queries + 1
+    qids: np.ndarray
+    sample_weight: np.ndarray | None  # per row, or None
+    order: np.ndarray | None  # permutation applied to the caller's rows (None = unchanged)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.offsets) - 1
+
+
+def check_ranking_input(X, y=None, qid=None, *, sample_weight=None, prefix: str = "",
+                        allow_nan_features: bool = False) -> RankingInput:
+    """Validate ``(X, y, qid)`` or a RankingDataset (passed as ``X``) and group the rows by query."""
+    if hasattr(X, "query_offsets") and hasattr(X, "labels"):  # a RankingDataset
+        ds = X
+        if y is not None or qid is not None:
+            raise InputError(f"{prefix}y and qid must be None when a RankingDataset is given")
+        Xv = check_features(ds.X, name=f"{prefix}X", allow_nan=allow_nan_features)
+        yv = check_vector(ds.labels, Xv.shape[0], name=f"{prefix}labels")
+        offsets = np.asarray(ds.query_offsets, dtype=np.int64)
+        qids = np.asarray(ds.query_ids) if hasattr(ds, "query_ids") else np.arange(len(offsets) - 1)
+        sw = None if sample_weight is None else _check_sample_weight(sample_weight, Xv.shape[0], prefix)
+        return RankingInput(Xv, yv, offsets, qids, sw, None)
+    Xv = check_features(X, name=f"{prefix}X", allow_nan=allow_nan_features)
+    n = Xv.shape[0]
+    if y is None:
+        raise InputError(f"{prefix}y is required: one relevance label per row")
+    if qid is None:
+        raise InputError(f"{prefix}qid is required: one query id per row, e.g. fit(X, y, qid=qid)")
+    yv = check_vector(y, n, name=f"{prefix}y")
+    qarr = np.asarray(qid)
+    if qarr.ndim != 1 or len(qarr) != n:
+        raise InputError(f"{prefix}qid has shape {qarr.shape} but X has {n} rows; one query id per row is expected")
+    grouping = group_by_qid(qarr, name=f"{prefix}qid")
+    sw = None if sample_weight is None else _check_sample_weight(sample_weight, n, prefix)
+    if grouping.order is not None:
+        o = grouping.order
+        Xv = Xv[o]
+        yv = yv[o]
+        sw = None if sw is None else sw[o]
+    return RankingInput(Xv, yv, grouping.offsets, grouping.qids, sw, grouping.order)
