@@ -1,0 +1,158 @@
+"""The layering of docs/architecture.md, enforced.
+
+* ``lint-imports`` (import-linter, contract in ``pyproject.toml``) passes: every import, at module
+  level or inside a function, goes down the layers. A second run on a copy of ``src/`` with one
+  upward import planted inside a function shows that the contract catches lazy imports.
+* Dynamic imports (``importlib.import_module``/``__import__``), which import-linter cannot see,
+  only reach modules of their own subpackage.
+* Every module imports in a fresh interpreter, whichever is imported first (no import cycle held
+  together by import order), and all of them import together in any order.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+PKG = SRC / "rankwise"
+
+_LINT = "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())"
+
+
+def _env(src: Path) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(src)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+                                                     if p and Path(p).resolve() != SRC.resolve()])
+    return env
+
+
+def _lint(cwd: Path, src: Path) -> subprocess.CompletedProcess:
+    pytest.importorskip("importlinter", reason="import-linter is in the [test] extra: pip install -e '.[test]'")
+    return subprocess.run([sys.executable, "-c", _LINT, "--no-cache"], cwd=cwd, env=_env(src),
+                          capture_output=True, text=True, timeout=300)
+
+
+def _modules() -> list[str]:
+    """Every module of the package, from the files (``rankwise.__main__`` included)."""
+    mods = []
+    for path in sorted(PKG.rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        mods.append(".".join(parts))
+    return mods
+
+
+def _has(module: str) -> bool:
+    try:
+        import importlib.util
+
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _importable() -> list[str]:
+    """All modules, less ``rankwise.distributed`` where its optional extra is not installed."""
+    dask = _has("dask") and _has("distributed")
+    return [m for m in _modules() if dask or not m.startswith("rankwise.distributed")]
+
+
+def test_layers_contract_passes():
+    out = _lint(ROOT, SRC)
+    assert out.returncode == 0, f"lint-imports failed (an import goes up the layers):\n{out.stdout}\n{out.stderr}"
+    assert "1 kept, 0 broken" in out.stdout, out.stdout
+
+
+def test_layers_contract_catches_a_lazy_upward_import(tmp_path):
+    """metrics (low) importing models (high) inside a function breaks the contract."""
+    shutil.copytree(PKG, tmp_path / "src" / "rankwise", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    target = tmp_path / "src" / "rankwise" / "metrics" / "gains.py"
+    target.write_text(target.read_text() + "\n\ndef _planted():\n    from rankwise.models import base  # noqa\n")
+    out = _lint(tmp_path, tmp_path / "src")
+    assert out.returncode != 0, out.stdout
+    assert "rankwise.metrics is not allowed to import rankwise.models" in out.stdout, out.stdout
+    assert "rankwise.metrics.gains -> rankwise.models.base" in out.stdout, out.stdout
+
+
+def _dynamic_targets(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+            if name in ("import_module", "__import__"):
+                return True
+    return False
+
+
+def test_dynamic_imports_stay_inside_their_subpackage():
+    """import-linter cannot follow ``import_module(name)``: such a module may only name its own subpackage."""
+    bad = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG)
+        tree = ast.parse(path.read_text(), filename=str(path))
+        if rel == Path("__init__.py") or not _dynamic_targets(tree):
+            continue  # the root package's lazy attributes may name every subpackage
+        own = rel.parts[0].removesuffix(".py")
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("rankwise."):
+                sub = node.value.split(".")[1]
+                if sub and sub != own:
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r} (from {own})")
+    assert not bad, "dynamic imports across subpackages (invisible to import-linter):\n" + "\n".join(bad)
+
+
+_EACH_FIRST = """
+import importlib, sys, traceback
+failed = []
+for name in sys.argv[1:]:
+    for key in [k for k in sys.modules if k == "rankwise" or k.startswith("rankwise.")]:
+        del sys.modules[key]  # rankwise is imported afresh; torch & co. stay loaded (speed only)
+    try:
+        importlib.import_module(name)
+    except Exception:
+        failed.append(name + ":\\n" + traceback.format_exc(limit=-3))
+print("\\n".join(failed))
+sys.exit(1 if failed else 0)
+"""
+
+
+def test_every_module_imports_first_in_a_fresh_interpreter():
+    """Each module is the first rankwise module imported (sys.modules purged of rankwise before each)."""
+    mods = _importable()
+    assert "rankwise._validation" in mods and len(mods) > 50
+    out = subprocess.run([sys.executable, "-c", _EACH_FIRST, *mods], env=_env(SRC), capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, f"modules that fail when imported first:\n{out.stdout}\n{out.stderr[-3000:]}"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_all_modules_import_in_a_random_order(seed):
+    mods = _importable()
+    random.Random(seed).shuffle(mods)
+    code = "import importlib, sys\nfor m in sys.argv[1:]:\n    importlib.import_module(m)\n"
+    out = subprocess.run([sys.executable, "-c", code, *mods], env=_env(SRC), capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, f"import order (seed {seed}) {mods}:\n{out.stderr[-3000:]}"
+
+
+def test_a_cycle_would_be_caught(tmp_path):
+    """The each-first check is able to fail: a planted cycle a <-> b fails when b is imported first."""
+    pkg = tmp_path / "cyc"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from cyc.b import g\n\ndef f():\n    return 1\n")
+    (pkg / "b.py").write_text("from cyc.a import f\n\ndef g():\n    return 2\n")
+    code = _EACH_FIRST.replace('"rankwise"', '"cyc"').replace('"rankwise."', '"cyc."')
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", code, "cyc.b"], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "cyc.b" in out.stdout, out.stdout + out.stderr
