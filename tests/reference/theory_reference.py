@@ -118,3 +118,25 @@ def op_pairwise_logistic(s, v):
 
 def pointwise_squared(s, v):
     return sum((a - b) ** 2 for a, b in zip(v, s))
+
+
+def listnet_ct(s, y):
+    """Chaudhuri & Tewari (2015, Sect. 3.1): −Σ_j P_j(y) log P_j(s), P_j(v) = e^{v_j}/Σ_i e^{v_i};
+    returns (value, gradient P(s) − P(y))."""
+    zy = sum(math.exp(v) for v in y)
+    zs = sum(math.exp(v) for v in s)
+    py = [math.exp(v) / zy for v in y]
+    ps = [math.exp(v) / zs for v in s]
+    return -sum(p * math.log(q) for p, q in zip(py, ps)), [q - p for p, q in zip(py, ps)]
+
+
+def ranksvm_ct(s, y):
+    """C&T (2015, appendix C): Σ_{y_i>y_j} max(0, 1 + s_j − s_i); returns (value, subgradient)."""
+    value, grad = 0.0, [0.0] * len(s)
+    for i in range(len(s)):
+        for j in range(len(s)):
+            if y[i] > y[j] and 1.0 + s[j] - s[i] > 0:
+                value += 1.0 + s[j] - s[i]
+                grad[j] += 1.0
+                grad[i] -= 1.0
+    return value, grad

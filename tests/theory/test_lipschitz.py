@@ -151,3 +151,24 @@ def test_ranksvm_l2_constant_is_the_transitive_tournament(m):
     assert est.estimate == pytest.approx(sup, rel=1e-12)
     few = lipschitz("ranksvm", "2", m, n_levels=2, n_restarts=32, n_steps=10)
     assert few.estimate <= sup * (1 + 1e-12) and few.closed_form["exact"] is None
+
+
+def test_paper_forms_are_the_registered_losses_and_honour_where_and_weights():
+    """listnet_ct / ranksvm equal C&T's formulas (loops); padding and list weights act as for any loss."""
+    from rankwise.theory.lipschitz import ranksvm_loss
+
+    from _ref import ref
+
+    rng = np.random.default_rng(1)
+    s = rng.normal(size=(3, 6))
+    y = rng.integers(0, 4, (3, 6)).astype(float)
+    where = np.ones((3, 6), dtype=bool)
+    where[1, 4:] = False
+    for fn, paper in ((listnet_ct_loss, ref.listnet_ct), (ranksvm_loss, ref.ranksvm_ct)):
+        out = fn(torch.tensor(s), torch.tensor(y), where=torch.tensor(where), reduction="none")
+        for q in range(3):
+            n = int(where[q].sum())
+            assert float(out[q]) == pytest.approx(paper(list(s[q, :n]), list(y[q, :n]))[0], rel=1e-12)
+        w = torch.tensor([1.0, 0.5, 2.0], dtype=torch.float64)
+        weighted = fn(torch.tensor(s), torch.tensor(y), where=torch.tensor(where), weights=w, reduction="none")
+        np.testing.assert_allclose(weighted.numpy(), (out * w).numpy(), rtol=1e-12)

@@ -7,8 +7,9 @@ A loss ``φ(s, y)`` is ``G``-Lipschitz w.r.t. a norm ``‖·‖`` on scores if
 
 with the dual norm ``‖·‖_⋆`` (ℓ1 for ℓ∞, ℓ2 for ℓ2). Chaudhuri & Tewari (2015) show that the
 ℓ∞ constant is the one that enters generalisation bounds for linear rankers without an explicit
-dependence on the list length m (their Sect. 5-7), and compute it for three losses, each written
-here in the paper's form for the closed-form comparison:
+dependence on the list length m (their Sect. 5-7), and compute it for three losses (here under
+the paper's names, each being a registered rankwise loss: ``listnet``, ``smooth_dcg1``,
+``pairwise_hinge``), for the closed-form comparison:
 
 - ListNet (top-1 cross entropy, ``P_j(v) = e^{v_j} / Σ_i e^{v_i}``):
   ``φ = −Σ_j P_j(y) log P_j(s)``; ``∇ = P(s) − P(y)``, so ``G_∞ ≤ 2`` for every m
@@ -60,59 +61,41 @@ __all__ = [
 
 
 # ---------------------------------------------------------------- the paper's three losses
+# Each is a registered rankwise loss under the paper's name (same value and gradient; ``where``
+# and ``weights`` are honoured as by every loss); the paper's names select the closed forms of
+# :func:`closed_form_lipschitz` in :func:`lipschitz`.
+def _registered(name: str):
+    from rankwise.losses import get
+
+    return get(name)
+
+
 def listnet_ct_loss(scores, labels, *, where=None, weights=None, reduction="mean"):
-    """ListNet top-1 cross entropy as in Chaudhuri & Tewari (2015, Sect. 3.1).
+    """ListNet top-1 cross entropy as in Chaudhuri & Tewari (2015, Sect. 3.1): the registered
+    ``"listnet"`` loss at temperature 1.
 
     .. math:: \\phi(s, y) = -\\sum_j P_j(y) \\log P_j(s), \\quad P_j(v) = e^{v_j} / \\sum_i e^{v_i}
     """
-    import torch
-
-    s, y = _tensors(scores, labels)
-    val = -(torch.softmax(y, -1) * torch.log_softmax(s, -1)).sum(-1)
-    return _reduce(val, reduction)
+    return _registered("listnet")(scores, labels, where=where, weights=weights, reduction=reduction)
 
 
 def smoothed_dcg1_loss(scores, labels, *, where=None, weights=None, reduction="mean", sigma=1.0):
-    """Negative smoothed DCG@1 (Chapelle & Wu 2010; Chaudhuri & Tewari 2015, Sect. 3.2).
+    """Negative smoothed DCG@1 (Chapelle & Wu 2010; Chaudhuri & Tewari 2015, Sect. 3.2): the
+    registered ``"smooth_dcg1"`` loss with the exp2 gain.
 
     .. math:: \\phi(s, y) = -\\sum_i G(y_i) \\frac{e^{s_i/\\sigma}}{\\sum_j e^{s_j/\\sigma}}, \\quad G(r) = 2^r - 1
     """
-    import torch
-
-    s, y = _tensors(scores, labels)
-    val = -(torch.exp2(y) - 1.0).mul(torch.softmax(s / sigma, -1)).sum(-1)
-    return _reduce(val, reduction)
+    return _registered("smooth_dcg1")(scores, labels, where=where, weights=weights, reduction=reduction,
+                                      sigma=sigma, gain="exp2")
 
 
 def ranksvm_loss(scores, labels, *, where=None, weights=None, reduction="mean"):
-    """RankSVM surrogate (Joachims 2002; Chaudhuri & Tewari 2015, appendix C).
+    """RankSVM surrogate (Joachims 2002; Chaudhuri & Tewari 2015, appendix C): the registered
+    ``"pairwise_hinge"`` loss without pair weights.
 
     .. math:: \\phi(s, y) = \\sum_{i,j:\\, y_i > y_j} \\max(0, 1 + s_j - s_i)
     """
-    import torch
-
-    s, y = _tensors(scores, labels)
-    ind = (y[..., :, None] > y[..., None, :]).to(s.dtype)
-    val = (ind * torch.relu(1.0 + s[..., None, :] - s[..., :, None])).sum((-1, -2))
-    return _reduce(val, reduction)
-
-
-def _tensors(scores, labels):
-    import torch
-
-    s = torch.as_tensor(scores, dtype=torch.float64) if not isinstance(scores, torch.Tensor) else scores
-    y = torch.as_tensor(labels, dtype=s.dtype) if not isinstance(labels, torch.Tensor) else labels.to(s.dtype)
-    if s.dim() == 1:
-        s, y = s[None], y[None]
-    return s, y
-
-
-def _reduce(val, reduction):
-    if reduction == "none":
-        return val
-    if reduction == "sum":
-        return val.sum()
-    return val.mean()
+    return _registered("pairwise_hinge")(scores, labels, where=where, weights=weights, reduction=reduction)
 
 
 PAPER_LOSSES = {"listnet_ct": listnet_ct_loss, "smoothed_dcg1": smoothed_dcg1_loss, "ranksvm": ranksvm_loss}

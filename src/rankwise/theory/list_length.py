@@ -10,8 +10,8 @@ itself grows like m²/2. :func:`run_list_length_experiment` measures this on syn
 - graded labels 0..4 from a noisy linear model, cut at fixed quantiles (the label
   distribution does not depend on m);
 - for each m ∈ {10, 30, 100, 300, 1000}: ℓ2-regularised ERM (Theorem 6's algorithm) of a linear
-  ranker with the ListNet loss and with the RankSVM loss (the paper's forms,
-  :mod:`rankwise.theory.lipschitz`), by L-BFGS on analytic gradients;
+  ranker with the ListNet loss and with the RankSVM loss (the registered ``listnet`` and
+  ``pairwise_hinge`` losses, which are the paper's forms), by L-BFGS on their float64 gradients;
 - reported: per-query surrogate train/test gap, NDCG@10 train/test gap, and the complexity terms
   of Theorem 6 (``√8 G_∞ R W / √n``) and of the older bound (``G_2 R W √(m/n)``), with
   ``W = ‖ŵ‖₂`` of the fitted ranker (a data-dependent plug-in) and the closed-form constants
@@ -57,50 +57,36 @@ def make_synthetic_lists(n_queries: int, m: int, d: int, rng: np.random.Generato
     return X, y
 
 
-def _softmax(a):
-    a = a - a.max(-1, keepdims=True)
-    e = np.exp(a)
-    return e / e.sum(-1, keepdims=True)
+# The experiment's losses: the registered rankwise losses in the paper's per-list sum form.
+# "listnet" (temperature 1) is −Σ_j P_j(y) log P_j(s); "pairwise_hinge" (RankSVM) is
+# Σ_{y_i>y_j} max(0, 1 + s_j − s_i) (C&T 2015, Sect. 3.1 and appendix C).
+_LOSSES = {"listnet": "listnet", "ranksvm": "pairwise_hinge"}
 
 
-def _log_softmax(a):
-    a = a - a.max(-1, keepdims=True)
-    return a - np.log(np.exp(a).sum(-1, keepdims=True))
+def _value_grad(loss: str, S: np.ndarray, Y: np.ndarray):
+    """Per-list values and score gradients of a registered loss, in float64 numpy.
 
+    The losses are the torch ones of :mod:`rankwise.losses` (:func:`rankwise.losses.get`), run
+    in float64; a sum over independent lists has the per-list gradients as its gradient.
+    """
+    import torch
 
-def _listnet(S, Y):
-    """Per-list value and gradient in s of ``−Σ_j P_j(y) log P_j(s)``."""
-    P = _softmax(Y)
-    return -(P * _log_softmax(S)).sum(-1), _softmax(S) - P
+    from rankwise.losses import get
 
-
-def _ranksvm(S, Y, chunk: int = 8):
-    """Per-list value and gradient of ``Σ_{y_i>y_j} max(0, 1 + s_j − s_i)`` (chunked over lists)."""
-    vals = np.empty(S.shape[0])
-    grads = np.empty_like(S)
-    for a in range(0, S.shape[0], chunk):
-        s, y = S[a:a + chunk], Y[a:a + chunk]
-        ind = y[:, :, None] > y[:, None, :]
-        marg = 1.0 + s[:, None, :] - s[:, :, None]  # [b, i, j] = 1 + s_j - s_i
-        act = ind & (marg > 0)
-        vals[a:a + chunk] = np.where(act, marg, 0.0).sum((-1, -2))
-        A = act.astype(np.float64)
-        grads[a:a + chunk] = A.sum(1) - A.sum(2)  # + for j (column), − for i (row)
-    return vals, grads
-
-
-_LOSSES = {"listnet": _listnet, "ranksvm": _ranksvm}
+    s = torch.tensor(S, dtype=torch.float64, requires_grad=True)
+    per = get(_LOSSES[loss])(s, torch.as_tensor(Y, dtype=torch.float64), reduction="none")
+    (g,) = torch.autograd.grad(per.sum(), s)
+    return per.detach().numpy(), g.numpy()
 
 
 def _fit(loss, X, Y, lam, maxiter):
     from scipy.optimize import minimize
 
-    f = _LOSSES[loss]
     n = X.shape[0]
 
     def obj(w):
         S = X @ w
-        v, g = f(S, Y)
+        v, g = _value_grad(loss, S, Y)
         grad = np.einsum("qm,qmd->d", g, X) / n + lam * w
         return float(v.mean() + 0.5 * lam * w @ w), grad
 
@@ -110,16 +96,11 @@ def _fit(loss, X, Y, lam, maxiter):
 
 
 def _ndcg10(S, Y):
-    """Mean NDCG@10 (exp2 gain; exact under ties is not needed for continuous scores)."""
-    k = min(10, S.shape[1])
-    disc = 1.0 / np.log2(np.arange(2, k + 2))
-    gains = np.exp2(Y) - 1.0
-    order = np.argsort(-S, axis=1, kind="stable")[:, :k]
-    dcg = (np.take_along_axis(gains, order, 1) * disc).sum(1)
-    ideal = (-np.sort(-gains, axis=1)[:, :k] * disc).sum(1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        nd = np.where(ideal > 0, dcg / ideal, 0.0)
-    return float(nd.mean())
+    """Mean NDCG@10 over the lists (:func:`rankwise.metrics.ndcg`, exp2 gain, a list without a
+    relevant item counts 0)."""
+    from rankwise.metrics import ndcg
+
+    return float(ndcg(S, Y, k=10))
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -270,9 +251,8 @@ def run_list_length_experiment(list_lengths=(10, 30, 100, 300, 1000), *, n_train
             Xte, yte = make_synthetic_lists(n_test, m, n_features, rng, w_true)
             for loss in losses:
                 w = _fit(loss, Xtr, ytr, lam, maxiter)
-                f = _LOSSES[loss]
-                tr = float(f(Xtr @ w, ytr)[0].mean())
-                te = float(f(Xte @ w, yte)[0].mean())
+                tr = float(_value_grad(loss, Xtr @ w, ytr)[0].mean())
+                te = float(_value_grad(loss, Xte @ w, yte)[0].mean())
                 acc[loss].append((tr, te, _ndcg10(Xtr @ w, ytr), _ndcg10(Xte @ w, yte), float(np.linalg.norm(w))))
         for loss in losses:
             a = np.array(acc[loss]).mean(0)
