@@ -11,14 +11,17 @@ import losses_reference as ref  # noqa: E402
 
 from rankwise.losses import REGISTRY, spec  # noqa: E402
 
-# hyperparameters that make every loss valid for labels in {0, 1, 2}
-BASE_HYPER = {
-    "pointwise_logistic": {"eta": 2.0},
-    "pointwise_exponential": {"eta": 2.0},
-    "pointwise_squared_hinge": {"eta": 2.0},
-    "pointwise_smooth_hinge": {"eta": 2.0, "alpha": 0.5},
-    "smooth_dcg": {"k": 3},
-}
+
+
+class _ExampleHyper(dict):
+    """Hyperparameters that make every loss valid for labels in {0, 1, 2}: each spec's
+    ``example_hyper`` (read at lookup time, so a loss registered later is covered too)."""
+
+    def get(self, name, default=None):
+        return dict(spec(name).example_hyper) if name in REGISTRY else default
+
+
+BASE_HYPER = _ExampleHyper()
 
 # extra variants checked against the reference
 VARIANTS = [(name, BASE_HYPER.get(name, {})) for name in REGISTRY] + [
@@ -57,7 +60,7 @@ def vid(v):
 
 
 def labels_for(name, shape, gen, *, dtype=torch.float64):
-    hi = 2 if name != "sigmoid_ce" else 1
+    hi = 1 if spec(name).binary_labels else 2
     return torch.randint(0, hi + 1, shape, generator=gen).to(dtype)
 
 
@@ -85,18 +88,27 @@ def reference_values(name, hyper, s, y, m, w=None):
 
 def is_pair_based(name):
     """Losses that are 0 and left out of the mean on lists without an ordered pair (y_i > y_j)."""
-    return name in ("pairwise_hinge", "ranknet", "rankboost", "lambdaloss")
+    return "ordered_pair" in spec(name).valid_when
 
 
 def needs_positive_gain(name):
     """Losses normalised by the ideal DCG: a list whose ideal DCG is 0 (no positive gain) has
     nothing to rank, gives 0 and is left out of the mean."""
-    return name in ("smooth_dcg", "approx_ndcg", "lambdaloss")
+    return "positive_gain" in spec(name).valid_when
 
 
 def needs_two_items(name):
-    return name in ("pairwise_squared", "op_pairwise", "kendall_hinge")
+    return "two_items" in spec(name).valid_when
 
 
 ALL = sorted(REGISTRY)
-SPECS = {n: spec(n) for n in ALL}
+
+
+class _Specs(dict):
+    """``SPECS[name]``: the registry's spec, looked up at call time."""
+
+    def __getitem__(self, name):
+        return spec(name)
+
+
+SPECS = _Specs()

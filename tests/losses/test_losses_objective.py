@@ -53,7 +53,7 @@ def _dense_reference_hyper(name, hyper):
 @pytest.mark.parametrize("name", ALL)
 def test_grad_hess_matches_autograd_on_the_padded_form(name):
     hyper = BASE_HYPER.get(name, {})
-    s, y, off = _ragged(41, binary=name == "sigmoid_ce")
+    s, y, off = _ragged(41, binary=SPECS[name].binary_labels)
     w = np.random.default_rng(1).uniform(0.5, 1.5, len(s))
     g, h = grad_hess(name, s, y, off, weights=w, **hyper)
     g_ref, h_ref = _per_query_autograd(name, s, y, off, w, **_dense_reference_hyper(name, hyper))

@@ -147,11 +147,6 @@ def reduce(per_list: torch.Tensor, valid: torch.Tensor, batch: Batch, reduction:
     return total / n.clamp(min=1).to(total.dtype)
 
 
-def check_reduction(reduction: str, loss: str) -> None:
-    if reduction not in REDUCTIONS:
-        raise InputError(f"{loss}: reduction must be one of {REDUCTIONS}; got {reduction!r}")
-
-
 def exp2_gain(labels: torch.Tensor, *, loss: str) -> torch.Tensor:
     """The DCG gain ``2^y - 1``; a label whose gain overflows the dtype is refused, naming it
     (2^y is finite for y < 1024 in float64 and y < 128 in float32)."""

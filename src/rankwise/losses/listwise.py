@@ -14,19 +14,22 @@ import torch
 
 from rankwise._validation import check_k
 from rankwise.errors import InputError
+from rankwise.losses._spec import CT, LossSpec, RegretRule, positive_param, u_inf
 from rankwise.losses._utils import (
     check_choice,
     check_positive,
+    exp2_gain,
     gains,
     ideal_dcg,
     log2p1,
     prepare,
+    ranks_from_scores,
     reduce,
     safe_exp,
     scaled_gains,
     utility,
 )
-from rankwise.losses.pairwise import _dense, pair_form
+from rankwise.losses.pairwise import _dense, _item_product, _ordered_pairs, _phi_logistic
 
 
 def _masked_log_softmax(x, mask):
@@ -211,8 +214,33 @@ def lambdaloss_loss(scores, labels, *, where=None, weights=None, reduction="mean
     """
     name = "lambdaloss"
     b = prepare(scores, labels, where, weights, loss=name)
-    W, phi, valid = pair_form(name, b, sigma=sigma)
+    W, phi, valid = _lambdaloss_pairs(b, sigma=sigma)
     return reduce(_dense(b, W, phi), valid, b, reduction, loss=name)
+
+
+def _lambdaloss_weights(b):
+    """NDCG-Loss2 weights of Wang et al. (2018): δ_ij |G_i - G_j| / maxDCG on pairs y_i > y_j,
+    δ_ij = |1/D(|r_i - r_j|) - 1/D(|r_i - r_j| + 1)|, D(k) = log2(1 + k), r = current ranks."""
+    P = _ordered_pairs(b.labels, b.mask)
+    g = scaled_gains(exp2_gain(b.labels, loss="lambdaloss"), b.mask)
+    r = ranks_from_scores(b.scores, b.mask)
+    k = (r.unsqueeze(-1) - r.unsqueeze(-2)).abs().clamp(min=1)
+    delta = (1.0 / log2p1(k) - 1.0 / log2p1(k + 1)).abs()
+    idcg = ideal_dcg(g, b.mask)
+    safe = torch.where(idcg > 0, idcg, torch.ones_like(idcg))
+    W = P.to(g.dtype) * delta * (g.unsqueeze(-1) - g.unsqueeze(-2)).abs() / safe[:, None, None]
+    W = torch.where((idcg > 0)[:, None, None], W, torch.zeros_like(W))
+    ip = _item_product(b)
+    if ip is not None:
+        W = W * ip
+    return W.detach(), P.flatten(1).any(-1)
+
+
+
+def _lambdaloss_pairs(b, *, sigma=1.0, **_):
+    sigma = check_positive(sigma, "sigma", "lambdaloss")
+    W, valid = _lambdaloss_weights(b)
+    return W, _phi_logistic(sigma, 1.0 / math.log(2.0)), valid
 
 
 PSI = ("squared", "kl")
@@ -260,3 +288,115 @@ def bregman_loss(scores, labels, *, where=None, weights=None, reduction="mean", 
 def _u(b, u, name):
     v = utility(b.labels, u, loss=name)
     return torch.where(b.mask, v, torch.zeros_like(v))
+
+
+# ------------------------------------------------------------------------------------ registry
+
+
+def _listnet_hessian(b, *, temperature=1.0, **_):
+    """(Σ_i w_i P_y(i)) p_k (1 - p_k) / τ²: the exact diagonal of ListNet's Hessian."""
+    tau = float(temperature)
+    s, y, mask = b.scores.detach(), b.labels, b.mask
+    py = torch.softmax(torch.where(mask, y, torch.full_like(y, -math.inf)), -1)
+    py = torch.where(mask, py, torch.zeros_like(py))
+    c = (_iw(b) * py).sum(-1, keepdim=True)
+    p = torch.softmax(torch.where(mask, s / tau, torch.full_like(s, -math.inf)), -1)
+    p = torch.where(mask, p, torch.zeros_like(p))
+    return c * p * (1 - p) / tau ** 2
+
+
+def _listmle_hessian(b, **_):
+    """Σ over the suffix sets containing k of w p (1 - p): the exact diagonal of ListMLE's Hessian."""
+    s, y, mask = b.scores.detach(), b.labels, b.mask
+    ykey = torch.where(mask, y, torch.full_like(y, -math.inf))
+    order = torch.sort(ykey, dim=-1, descending=True, stable=True).indices
+    ss = torch.gather(s, -1, order)
+    ms = torch.gather(mask, -1, order)
+    ws = torch.gather(_iw(b), -1, order)
+    low = torch.where(ms, ss, torch.full_like(ss, math.inf)).min(-1, keepdim=True).values - 1000.0
+    z = torch.where(ms, ss, low.expand_as(ss))
+    lse = torch.logcumsumexp(z.flip(-1), -1).flip(-1)  # lse over suffix k
+    L = s.shape[-1]
+    tri = torch.tril(torch.ones(L, L, dtype=torch.bool, device=s.device))  # [pos i, k]: k <= i
+    p = torch.exp(z.unsqueeze(-1) - lse.unsqueeze(-2))  # [B, i, k]
+    keep = tri & ms.unsqueeze(-1) & ms.unsqueeze(-2)
+    hs = (torch.where(keep, p * (1 - p), torch.zeros_like(p)) * ws.unsqueeze(-2)).sum(-1)
+    return torch.zeros_like(hs).scatter(-1, order, hs)
+
+
+def bregman_modulus(psi: str = "squared", link: str = "identity", U=None) -> float:
+    """Strong-convexity modulus μ of ψ on the domain Theorem 5.3's proof needs.
+
+    ``psi="squared"``: 1. ``psi="kl"`` (``link="exp"`` only): ``1 / ‖U(Δ)‖_∞`` (``inf`` when U = 0):
+    on the segment between u and g(s*) every coordinate is at most ‖U(Δ)‖_∞, where ∇²ψ = diag(1/x)
+    is at least 1/‖U(Δ)‖_∞.
+    """
+    if psi not in PSI:
+        raise InputError(f"psi must be one of {PSI} (the ψ whose modulus is known); got {psi!r}")
+    if link not in LINKS:
+        raise InputError(f"link must be one of {LINKS}; got {link!r}")
+    if psi == "squared":
+        return 1.0
+    if link != "exp":
+        raise InputError(f"psi='kl' is defined on positive vectors and needs link='exp'; got link={link!r}")
+    top = u_inf(U, "bregman with psi='kl'")
+    return math.inf if top == 0.0 else 1.0 / top
+
+
+def _bregman_constant(h, U):
+    mu_psi = bregman_modulus(h.get("psi", "squared"), h.get("link", "identity"),
+                             U if h.get("psi", "squared") == "kl" else None)
+    mu = h.get("mu")
+    if mu is None:
+        mu = mu_psi
+    else:
+        mu = positive_param(h, "mu")
+        if mu > mu_psi * (1.0 + 1e-12):
+            raise InputError(f"mu must not exceed the strong-convexity modulus of psi={h.get('psi', 'squared')!r} "
+                             f"on the relevant domain ({mu_psi:.6g}); got mu={mu!r}: a larger mu would make "
+                             "the bound invalid")
+    return 0.0 if math.isinf(mu) else 2.0 / math.sqrt(mu)
+
+
+def _bregman_check(h, bound):
+    bregman_modulus(h.get("psi", "squared"), h.get("link", "identity"), U=[1.0])
+    if "mu" in bound:
+        positive_param(bound, "mu")
+
+
+SPECS = [
+    LossSpec("listnet", listnet_loss, "listwise", True, None,
+             lambda m, temperature=1.0: 2.0 / temperature, lambda m, temperature=1.0: math.sqrt(2.0) / temperature,
+             {"temperature": 1.0}, "Cao et al. ICML 2007; Chaudhuri & Tewari 2015, Prop. 1",
+             "constants independent of m (tight as m grows); NDCG-consistency depends on the target "
+             "distribution (Ravikumar et al. 2011)", hessian_diag=_listnet_hessian),
+    LossSpec("listmle", listmle_loss, "listwise", True, None,
+             lambda m: 2.0 * max(m - 1, 0), lambda m: math.sqrt(2.0) * max(m - 1, 0), {},
+             "Xia et al. ICML 2008", "label ties broken by input order; the gradient ℓ1 norm is < 2 per suffix term",
+             hessian_diag=_listmle_hessian, quadratic=lambda h: True),
+    LossSpec("smooth_dcg", smooth_dcg_loss, "listwise", False, None, None, None,
+             {"k": 10, "sigma": 1.0, "gain": "exp2"}, "Chapelle & Wu, Information Retrieval 13, 2010",
+             "d(j) from the current ranking: kinks where scores tie", smooth_at_ties=False, hessian="abs_grad",
+             valid_when=("positive_gain",), example_hyper={"k": 3}, quadratic=lambda h: True),
+    LossSpec("smooth_dcg1", smooth_dcg1_loss, "listwise", False, None,
+             lambda m, sigma=1.0, y_max=4: (2.0 ** y_max - 1) / (2 * sigma),
+             lambda m, sigma=1.0, y_max=4: (2.0 ** y_max - 1) / (2 * sigma),
+             {"sigma": 1.0, "gain": "exp2"}, "Chaudhuri & Tewari ICML 2015, Prop. 2",
+             "constants for labels in [0, y_max] (default 4), independent of m", hessian="abs_grad"),
+    LossSpec("lambdaloss", lambdaloss_loss, "listwise", False, None, None, None,
+             {"sigma": 1.0}, "Wang et al. CIKM 2018 (NDCG-Loss2)",
+             "rank-dependent weights jump where scores cross", smooth_at_ties=False,
+             valid_when=("ordered_pair", "positive_gain"), pair_form=_lambdaloss_pairs, quadratic=lambda h: True),
+    LossSpec("approx_ndcg", approx_ndcg_loss, "listwise", False, None, None, None,
+             {"alpha": 10.0, "gain": "exp2"}, "Qin, Liu & Li, Information Retrieval 13, 2010", "",
+             hessian="abs_grad", valid_when=("positive_gain",), quadratic=lambda h: True),
+    LossSpec("bregman", bregman_loss, "listwise", True, True, None, None,
+             {"utility": "linear", "psi": "squared", "link": "identity"},
+             "Ravikumar, Tewari & Yang AISTATS 2011; " + CT + ", eq. (5)",
+             "convex for (squared, identity) and (kl, exp)", separable=True,
+             regret=RegretRule("bregman", _bregman_constant,
+                               lambda h: ("2/√μ = 2√‖U(Δ)‖∞ (ψ = KL)" if h.get("psi", "squared") == "kl"
+                                          else "2/√μ = 2 (ψ = ½‖·‖²)"),
+                               needs_u=lambda h: h.get("psi", "squared") == "kl", bound_params=("mu",),
+                               check=_bregman_check)),
+]

@@ -7,18 +7,18 @@ queries. The gradient is that of the *sum* of per-query losses (what a booster a
 
 Hessian diagonal (``spec(loss).hessian``):
 
-- ``"exact"``: pointwise losses and ``bregman`` (separable: the diagonal is the second
-  derivative of each term, by double autograd); pair-form losses (``ranknet``, ``rankboost``,
-  ``op_pairwise``, ``pairwise_squared``, ``lambdaloss`` with its weights held fixed):
-  h_i = Σ_j W_ij φ''(s_i - s_j) + W_ji φ''(s_j - s_i); ``listnet``:
-  (Σ_i w_i P_y(i)) p_k (1 - p_k) / τ²; ``listmle``: Σ over the suffix sets containing k of
-  p (1 - p).
+- ``"exact"``: separable losses (``spec.separable``: the pointwise templates and ``bregman``;
+  the diagonal is the second derivative of each term, by double autograd); losses with a pair
+  form (``spec.pair_form``: ``ranknet``, ``rankboost``, ``op_pairwise``, ``pairwise_squared``,
+  ``lambdaloss`` with its weights held fixed): h_i = Σ_j W_ij φ''(s_i - s_j) + W_ji φ''(s_j - s_i);
+  losses that declare ``spec.hessian_diag`` (``listnet``: (Σ_i w_i P_y(i)) p_k (1 - p_k) / τ²;
+  ``listmle``: Σ over the suffix sets containing k of p (1 - p)).
 
-  Where a pair-form loss has a sort-based form (``rankboost`` with pair weights "none" or
-  "delta_label", ``op_pairwise`` with φ exponential or squared hinge, ``pairwise_squared``;
-  see :func:`rankwise.losses.pairwise.fast_terms`) the gradient and that same exact diagonal
-  come from it in O(n log n) (``pairwise_squared``: O(n), h_i = 2 w_i (Σ_j w_j - w_i)); the
-  others build the O(n²) pair matrices. ``method="dense"`` forces the pair matrices.
+  Where a pair-form loss has a sort-based form (``spec.fast_terms``: ``rankboost`` with pair
+  weights "none" or "delta_label", ``op_pairwise`` with φ exponential or squared hinge,
+  ``pairwise_squared``) the gradient and that same exact diagonal come from it in O(n log n)
+  (``pairwise_squared``: O(n), h_i = 2 w_i (Σ_j w_j - w_i)); the others build the O(n²) pair
+  matrices. ``method="dense"`` forces the pair matrices.
 - ``"abs_grad"`` (hinges, whose curvature is 0 almost everywhere, and the non-convex
   ``smooth_dcg``, ``smooth_dcg1``, ``approx_ndcg``): h_i = |g_i|, which makes each leaf's Newton
   step -Σg/Σ|g| ∈ [-1, 1], a normalised gradient step.
@@ -34,15 +34,10 @@ import torch
 
 from rankwise.errors import InputError
 from rankwise.losses._utils import prepare
-from rankwise.losses.pairwise import _dense, fast_terms, pair_form
+from rankwise.losses.pairwise import _dense
 from rankwise.losses.registry import check_hyper, get, spec
 
 BACKENDS = ("lightgbm", "lightgbm_sklearn", "xgboost")
-_PAIR_EXACT = ("ranknet", "rankboost", "op_pairwise", "pairwise_squared", "lambdaloss")
-_FAST = ("rankboost", "op_pairwise", "pairwise_squared")
-_SEPARABLE = ("pointwise_squared", "pointwise_utility_regression", "pointwise_logistic",
-              "pointwise_exponential", "pointwise_squared_hinge", "pointwise_smooth_hinge",
-              "sigmoid_ce", "bregman")
 # cells of a [B, L] bucket (times L for the O(L^2) losses) handled by one batched call
 _CELL_BUDGET = 1 << 22
 
@@ -52,18 +47,6 @@ def _resolve(loss):
         get(loss)
         return spec(loss)
     return spec(loss)
-
-
-def _quadratic(name: str, hyper: dict) -> bool:
-    """Whether one list of length L costs O(L^2) memory (sets the bucket size)."""
-    method = hyper.get("method", "auto")
-    if name in ("pairwise_squared", "kendall_hinge"):
-        return method == "dense"
-    if name in ("pairwise_hinge", "rankboost"):
-        return method == "dense" or hyper.get("pair_weights", "none") == "delta_ndcg"
-    if name == "op_pairwise":
-        return method == "dense" or hyper.get("phi", "logistic") == "logistic"
-    return name in ("ranknet", "lambdaloss", "listmle", "smooth_dcg", "approx_ndcg")
 
 
 def _buckets(lengths: np.ndarray, quadratic: bool):
@@ -85,40 +68,6 @@ def _buckets(lengths: np.ndarray, quadratic: bool):
             for s0 in range(start, e, per):
                 yield order[s0:min(e, s0 + per)]
             start = e
-
-
-def _hessian(sp, fn, s, y, mask, w, g, hyper):
-    name = sp.name
-    if name in _SEPARABLE:
-        return None  # computed by double autograd in the caller
-    b = prepare(s.detach(), y, mask, w, loss=name)
-    if name == "listnet":
-        tau = float(hyper.get("temperature", 1.0))
-        py = torch.softmax(torch.where(mask, y, torch.full_like(y, -math.inf)), -1)
-        py = torch.where(mask, py, torch.zeros_like(py))
-        ww = b.item_w if b.item_w is not None else mask.to(s.dtype)
-        c = (ww * py).sum(-1, keepdim=True)
-        p = torch.softmax(torch.where(mask, s.detach() / tau, torch.full_like(s, -math.inf)), -1)
-        p = torch.where(mask, p, torch.zeros_like(p))
-        return c * p * (1 - p) / tau ** 2
-    if name == "listmle":
-        ykey = torch.where(mask, y, torch.full_like(y, -math.inf))
-        order = torch.sort(ykey, dim=-1, descending=True, stable=True).indices
-        ss = torch.gather(s.detach(), -1, order)
-        ms = torch.gather(mask, -1, order)
-        ww = b.item_w if b.item_w is not None else mask.to(s.dtype)
-        ws = torch.gather(ww, -1, order)
-        low = torch.where(ms, ss, torch.full_like(ss, math.inf)).min(-1, keepdim=True).values - 1000.0
-        z = torch.where(ms, ss, low.expand_as(ss))
-        lse = torch.logcumsumexp(z.flip(-1), -1).flip(-1)  # lse over suffix k
-        L = s.shape[-1]
-        tri = torch.tril(torch.ones(L, L, dtype=torch.bool, device=s.device))  # [pos i, k]: k <= i
-        p = torch.exp(z.unsqueeze(-1) - lse.unsqueeze(-2))  # [B, i, k]
-        keep = tri & ms.unsqueeze(-1) & ms.unsqueeze(-2)
-        hs = (torch.where(keep, p * (1 - p), torch.zeros_like(p)) * ws.unsqueeze(-2)).sum(-1)
-        h = torch.zeros_like(hs)
-        return h.scatter(-1, order, hs)
-    return g.abs()
 
 
 def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_weights=None,
@@ -169,7 +118,7 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
     hess = np.zeros(n)
     total = 0.0
     lengths = np.diff(off)
-    for qs in _buckets(lengths, _quadratic(sp.name, hyper)):
+    for qs in _buckets(lengths, sp.quadratic(hyper)):
         L = int(lengths[qs].max())
         ar = np.arange(L)
         m_np = ar[None, :] < lengths[qs][:, None]
@@ -183,9 +132,9 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
         lw = None if gw is None else torch.from_numpy(gw[qs])
         with torch.enable_grad():
             terms = None
-            if sp.name in _FAST:
-                terms = fast_terms(sp.name, prepare(s, y, mask, w, loss=sp.name), **hyper)
-            if sp.name in _SEPARABLE:
+            if sp.fast_terms is not None:
+                terms = sp.fast_terms(prepare(s, y, mask, w, loss=sp.name), **hyper)
+            if sp.separable:
                 val = fn(s, y, where=mask, weights=w, reduction="none", **hyper)
                 if lw is not None:
                     val = val * lw
@@ -200,10 +149,10 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
                     g = None if g is None else g * lw[:, None]
                 if g is None:
                     g = torch.autograd.grad(val.sum(), s)[0]
-            elif sp.name in _PAIR_EXACT:
+            elif sp.pair_form is not None and sp.hessian == "exact":
                 # one pair form serves the value, the gradient and the exact Hessian diagonal
                 b = prepare(s.detach(), y, mask, w, loss=sp.name)
-                W, phi, _ = pair_form(sp.name, b, **hyper)
+                W, phi, _ = sp.pair_form(b, **hyper)
                 if lw is not None:
                     W = W * lw[:, None, None]
                 D = b.scores.unsqueeze(-1) - b.scores.unsqueeze(-2)
@@ -217,9 +166,12 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
                 if lw is not None:
                     val = val * lw
                 g = torch.autograd.grad(val.sum(), s)[0]
-                h = _hessian(sp, fn, s, y, mask, w, g, hyper)
-                if lw is not None and sp.hessian == "exact" and sp.name not in _PAIR_EXACT:
-                    h = h * lw[:, None]
+                if sp.hessian == "exact" and sp.hessian_diag is not None:
+                    h = sp.hessian_diag(prepare(s.detach(), y, mask, w, loss=sp.name), **hyper)
+                    if lw is not None:
+                        h = h * lw[:, None]
+                else:
+                    h = g.abs()
         if return_value:
             total += float(val.detach().sum())
         g_np = g.numpy()

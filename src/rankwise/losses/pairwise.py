@@ -5,8 +5,9 @@ Every dense pairwise loss here has the *pair form*
 .. math:: \\ell(\\mathbf y, \\mathbf s) = \\sum_{i, j} W_{ij}\\, \\varphi_{ij}(s_i - s_j)
 
 with a pair weight matrix ``W`` (zero outside the pairs the loss uses; never differentiated) and
-a scalar function of the score difference; :func:`pair_form` returns both, which is how the
-GBDT adapter gets an exact diagonal Hessian. Item weights multiply pair weights as
+a scalar function of the score difference; each loss's ``pair_form`` (declared in its
+:class:`~rankwise.losses.LossSpec`) returns both, which is how the GBDT adapter gets an exact
+diagonal Hessian. Item weights multiply pair weights as
 ``w_i w_j``; per-list weights multiply the list's sum.
 
 Pair weights (``pair_weights``): ``"none"`` (1), ``"delta_label"`` (|y_i - y_j|), or
@@ -18,8 +19,8 @@ hinge and the Kendall hinge (Fenwick sweep, ``_sorted_hinge``), RankBoost (Fenwi
 log-domain exponential sums, ``_sorted_exp``), the order-preserving template with the exponential
 or the squared hinge (one sort, cumulative sums), and the all-pairs squared loss (closed form,
 O(n)). The logistic (RankNet, the logistic template, LambdaLoss) has no exact sort-based form and
-stays O(n^2). :func:`fast_terms` gives the GBDT adapter the value, gradient and exact Hessian
-diagonal of the sort-based forms.
+stays O(n^2). Each spec's ``fast_terms`` gives the GBDT adapter the value, gradient and exact
+Hessian diagonal of the sort-based forms.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ import torch.nn.functional as F
 from rankwise.errors import InputError
 from rankwise.losses._sorted_exp import SortedExp, sorted_exp_terms
 from rankwise.losses._sorted_hinge import SortedHinge
+from rankwise.losses._spec import CT, LossSpec, RegretRule, u_inf
 from rankwise.losses._utils import (
     EXP_CLIP,
     check_choice,
@@ -49,6 +51,7 @@ from rankwise.losses._utils import (
 PAIR_WEIGHTS = ("none", "delta_label", "delta_ndcg")
 METHODS = ("auto", "dense", "sort")
 OP_PHIS = ("logistic", "exponential", "squared_hinge")
+_PW_SORT = "'none' and 'delta_label'"
 
 
 def _ordered_pairs(y, mask):
@@ -123,72 +126,60 @@ _phi_sq_hinge = PairPhi(lambda d: torch.relu(1 - d) ** 2, lambda d: -2 * torch.r
                         lambda d: 2 * (d < 1).to(d.dtype))
 
 
-def pair_form(name: str, b, **hyper):
-    """(W, phi, valid) such that the loss of each list is ``sum_ij W_ij phi(s_i - s_j)`` plus a
-    constant; ``valid`` marks lists that have at least one pair."""
-    if name == "pairwise_hinge":
-        W, valid = _weights(b, hyper.get("pair_weights", "none"), name)
-        return W, _phi_hinge, valid
-    if name == "ranknet":
-        sigma = check_positive(hyper.get("sigma", 1.0), "sigma", name)
-        W, valid = _weights(b, hyper.get("pair_weights", "none"), name)
-        return W, _phi_logistic(sigma), valid
-    if name == "rankboost":
-        W, valid = _weights(b, hyper.get("pair_weights", "none"), name)
-        return W, _phi_exp, valid
-    if name == "kendall_hinge":
-        W, valid = _weights(b, "none", name)
-        r = b.mask.sum(-1).to(b.scores.dtype)
-        norm = torch.where(r > 1, 2.0 / (r * (r - 1)).clamp(min=1), torch.zeros_like(r))
-        return W * norm[:, None, None], _phi_hinge, r > 1
-    if name == "op_pairwise":
-        v = _op_utility(b, hyper.get("utility", "linear"), name)
-        phi_name = check_choice(hyper.get("phi", "logistic"), "phi", OP_PHIS, name)
-        phi = {"logistic": _phi_logistic(1.0), "exponential": _phi_exp, "squared_hinge": _phi_sq_hinge}[phi_name]
-        both = b.mask.unsqueeze(-1) & b.mask.unsqueeze(-2)
-        eye = torch.eye(b.scores.shape[-1], dtype=torch.bool, device=b.scores.device)
-        both = both & ~eye
-        W = both.to(b.scores.dtype) * v.unsqueeze(-1)
-        ip = _item_product(b)
-        if ip is not None:
-            W = W * ip
-        return W.detach(), phi, both.flatten(1).any(-1)
-    if name == "lambdaloss":
-        sigma = check_positive(hyper.get("sigma", 1.0), "sigma", name)
-        W, valid = _lambdaloss_weights(b)
-        return W, _phi_logistic(sigma, 1.0 / math.log(2.0)), valid
-    if name == "pairwise_squared":
-        v = utility(b.labels, hyper.get("utility", "linear"), loss=name)
-        v = torch.where(b.mask, v, torch.zeros_like(v))
-        both = b.mask.unsqueeze(-1) & b.mask.unsqueeze(-2)
-        upper = torch.triu(torch.ones(both.shape[-2:], dtype=torch.bool, device=both.device), 1)
-        both = both & upper
-        W = both.to(b.scores.dtype)
-        ip = _item_product(b)
-        if ip is not None:
-            W = W * ip
-        dv = (v.unsqueeze(-1) - v.unsqueeze(-2)).detach()
-        return W.detach(), PairPhi(lambda d: (dv - d) ** 2, lambda d: -2 * (dv - d),
-                                   lambda d: torch.full_like(d, 2.0)), both.flatten(1).any(-1)
-    raise InputError(f"no pair form for loss {name!r}")
+# one pair form per loss: (W, phi, valid) such that the loss of each list is
+# ``sum_ij W_ij phi(s_i - s_j)`` plus a constant; ``valid`` marks lists that have at least one pair
 
 
-def _lambdaloss_weights(b):
-    """NDCG-Loss2 weights of Wang et al. (2018): δ_ij |G_i - G_j| / maxDCG on pairs y_i > y_j,
-    δ_ij = |1/D(|r_i - r_j|) - 1/D(|r_i - r_j| + 1)|, D(k) = log2(1 + k), r = current ranks."""
-    P = _ordered_pairs(b.labels, b.mask)
-    g = scaled_gains(exp2_gain(b.labels, loss="lambdaloss"), b.mask)
-    r = ranks_from_scores(b.scores, b.mask)
-    k = (r.unsqueeze(-1) - r.unsqueeze(-2)).abs().clamp(min=1)
-    delta = (1.0 / log2p1(k) - 1.0 / log2p1(k + 1)).abs()
-    idcg = ideal_dcg(g, b.mask)
-    safe = torch.where(idcg > 0, idcg, torch.ones_like(idcg))
-    W = P.to(g.dtype) * delta * (g.unsqueeze(-1) - g.unsqueeze(-2)).abs() / safe[:, None, None]
-    W = torch.where((idcg > 0)[:, None, None], W, torch.zeros_like(W))
+def _hinge_pairs(b, *, pair_weights="none", **_):
+    W, valid = _weights(b, pair_weights, "pairwise_hinge")
+    return W, _phi_hinge, valid
+
+
+def _ranknet_pairs(b, *, sigma=1.0, pair_weights="none", **_):
+    sigma = check_positive(sigma, "sigma", "ranknet")
+    W, valid = _weights(b, pair_weights, "ranknet")
+    return W, _phi_logistic(sigma), valid
+
+
+def _rankboost_pairs(b, *, pair_weights="none", **_):
+    W, valid = _weights(b, pair_weights, "rankboost")
+    return W, _phi_exp, valid
+
+
+def _kendall_pairs(b, **_):
+    W, valid = _weights(b, "none", "kendall_hinge")
+    r = b.mask.sum(-1).to(b.scores.dtype)
+    norm = torch.where(r > 1, 2.0 / (r * (r - 1)).clamp(min=1), torch.zeros_like(r))
+    return W * norm[:, None, None], _phi_hinge, r > 1
+
+
+def _op_pairs(b, *, utility="linear", phi="logistic", **_):
+    name = "op_pairwise"
+    v = _op_utility(b, utility, name)
+    phi_name = check_choice(phi, "phi", OP_PHIS, name)
+    f = {"logistic": _phi_logistic(1.0), "exponential": _phi_exp, "squared_hinge": _phi_sq_hinge}[phi_name]
+    both = b.mask.unsqueeze(-1) & b.mask.unsqueeze(-2)
+    eye = torch.eye(b.scores.shape[-1], dtype=torch.bool, device=b.scores.device)
+    both = both & ~eye
+    W = both.to(b.scores.dtype) * v.unsqueeze(-1)
     ip = _item_product(b)
     if ip is not None:
         W = W * ip
-    return W.detach(), P.flatten(1).any(-1)
+    return W.detach(), f, both.flatten(1).any(-1)
+
+
+def _squared_pairs(b, *, utility="linear", **_):
+    v = _util(b, utility, "pairwise_squared")
+    both = b.mask.unsqueeze(-1) & b.mask.unsqueeze(-2)
+    upper = torch.triu(torch.ones(both.shape[-2:], dtype=torch.bool, device=both.device), 1)
+    both = both & upper
+    W = both.to(b.scores.dtype)
+    ip = _item_product(b)
+    if ip is not None:
+        W = W * ip
+    dv = (v.unsqueeze(-1) - v.unsqueeze(-2)).detach()
+    return W.detach(), PairPhi(lambda d: (dv - d) ** 2, lambda d: -2 * (dv - d),
+                               lambda d: torch.full_like(d, 2.0)), both.flatten(1).any(-1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,34 +280,30 @@ def _op_sorted(b, v, phi_name, *, hessian=False):
     return val, torch.zeros_like(hs).scatter(-1, order, hs).to(dt)
 
 
-def fast_terms(name: str, b, **hyper):
-    """``(value per list, gradient or None, Hessian diagonal)`` of a pairwise loss from its
-    sort-based or closed form, or None where the loss (with these hyperparameters) has none.
+def _rankboost_fast(b, *, pair_weights="none", method="auto", **_):
+    pw = check_choice(pair_weights, "pair_weights", PAIR_WEIGHTS, "rankboost")
+    if method == "dense" or pw == "delta_ndcg":
+        return None
+    w = b.item_w if b.item_w is not None else b.mask.to(b.scores.dtype)
+    c0, c1 = _rankboost_coefs(pw)
+    return sorted_exp_terms(b.scores.detach(), b.labels, w, b.mask, c0, c1, EXP_CLIP)
 
-    A None gradient means: differentiate ``value`` by autograd (it carries the graph). Used by
-    :func:`rankwise.losses.grad_hess` so GBDT objectives cost what the losses cost."""
-    method = hyper.get("method", "auto")
+
+def _squared_fast(b, *, utility="linear", method="auto", **_):
     if method == "dense":
         return None
-    if name == "rankboost":
-        pw = check_choice(hyper.get("pair_weights", "none"), "pair_weights", PAIR_WEIGHTS, name)
-        if pw == "delta_ndcg":
-            return None
-        w = b.item_w if b.item_w is not None else b.mask.to(b.scores.dtype)
-        c0, c1 = _rankboost_coefs(pw)
-        return sorted_exp_terms(b.scores.detach(), b.labels, w, b.mask, c0, c1, EXP_CLIP)
-    if name == "pairwise_squared":
-        val = _pairwise_squared_closed(b, hyper.get("utility", "linear"), name)
-        # all pairs i < j weighted w_i w_j, phi'' = 2: h_i = 2 w_i (sum_j w_j - w_i)
-        w = b.item_w if b.item_w is not None else b.mask.to(b.scores.dtype)
-        return val, None, 2 * w * (w.sum(-1, keepdim=True) - w)
-    if name == "op_pairwise":
-        phi = check_choice(hyper.get("phi", "logistic"), "phi", OP_PHIS, name)
-        if phi == "logistic":
-            return None
-        val, h = _op_sorted(b, _op_utility(b, hyper.get("utility", "linear"), name), phi, hessian=True)
-        return val, None, h
-    return None
+    val = _pairwise_squared_closed(b, utility, "pairwise_squared")
+    # all pairs i < j weighted w_i w_j, phi'' = 2: h_i = 2 w_i (sum_j w_j - w_i)
+    w = b.item_w if b.item_w is not None else b.mask.to(b.scores.dtype)
+    return val, None, 2 * w * (w.sum(-1, keepdim=True) - w)
+
+
+def _op_fast(b, *, utility="linear", phi="logistic", method="auto", **_):
+    phi = check_choice(phi, "phi", OP_PHIS, "op_pairwise")
+    if method == "dense" or phi == "logistic":
+        return None
+    val, h = _op_sorted(b, _op_utility(b, utility, "op_pairwise"), phi, hessian=True)
+    return val, None, h
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,6 +312,17 @@ def fast_terms(name: str, b, **hyper):
 
 def _method(method, name):
     return check_choice(method, "method", METHODS, name)
+
+
+def _use_sort(method, name, param, value, dense_only, supported, needs):
+    """Whether ``method`` ("auto", "sort", "dense") takes the sort-based form, given that
+    ``param=value`` has one unless ``value == dense_only``; ``method="sort"`` with that value is
+    refused, naming what it supports."""
+    method = _method(method, name)
+    if method == "sort" and value == dense_only:
+        raise InputError(f"{name}: method='sort' supports {param} {supported}; "
+                         f"{needs} needs method='dense' (or 'auto')")
+    return method != "dense" and value != dense_only
 
 
 def pairwise_hinge_loss(scores, labels, *, where=None, weights=None, reduction="mean",
@@ -345,16 +343,11 @@ def pairwise_hinge_loss(scores, labels, *, where=None, weights=None, reduction="
     """
     name = "pairwise_hinge"
     b = prepare(scores, labels, where, weights, loss=name)
-    method = _method(method, name)
     pw = check_choice(pair_weights, "pair_weights", PAIR_WEIGHTS, name)
-    if method == "sort" and pw == "delta_ndcg":
-        raise InputError(f"{name}: method='sort' supports pair_weights 'none' and 'delta_label'; "
-                         "delta_ndcg needs method='dense' (or 'auto')")
-    if method != "dense" and pw != "delta_ndcg":
-        c0, c1 = (1.0, 0.0) if pw == "none" else (0.0, 1.0)
-        val, _ = _sorted_hinge(b, c0, c1)
+    if _use_sort(method, name, "pair_weights", pw, "delta_ndcg", _PW_SORT, "delta_ndcg"):
+        val, _ = _sorted_hinge(b, *_rankboost_coefs(pw))
         return reduce(val, _has_ordered_pair(b), b, reduction, loss=name)
-    W, phi, valid = pair_form(name, b, pair_weights=pw)
+    W, phi, valid = _hinge_pairs(b, pair_weights=pw)
     return reduce(_dense(b, W, phi), valid, b, reduction, loss=name)
 
 
@@ -381,7 +374,7 @@ def kendall_hinge_loss(scores, labels, *, where=None, weights=None, reduction="m
     if method != "dense":
         val, tie = _sorted_hinge(b, 1.0, 0.0)
         return reduce(norm * (val + tie), r > 1, b, reduction, loss=name)
-    W, phi, valid = pair_form(name, b)
+    W, phi, valid = _kendall_pairs(b)
     # tied pairs: constant 1 each (weighted by w_i w_j)
     both = b.mask.unsqueeze(-1) & b.mask.unsqueeze(-2)
     tied = both & (b.labels.unsqueeze(-1) == b.labels.unsqueeze(-2))
@@ -408,7 +401,7 @@ def ranknet_loss(scores, labels, *, where=None, weights=None, reduction="mean", 
     """
     name = "ranknet"
     b = prepare(scores, labels, where, weights, loss=name)
-    W, phi, valid = pair_form(name, b, sigma=sigma, pair_weights=pair_weights)
+    W, phi, valid = _ranknet_pairs(b, sigma=sigma, pair_weights=pair_weights)
     return reduce(_dense(b, W, phi), valid, b, reduction, loss=name)
 
 
@@ -432,17 +425,13 @@ def rankboost_loss(scores, labels, *, where=None, weights=None, reduction="mean"
     """
     name = "rankboost"
     b = prepare(scores, labels, where, weights, loss=name)
-    method = _method(method, name)
     pw = check_choice(pair_weights, "pair_weights", PAIR_WEIGHTS, name)
-    if method == "sort" and pw == "delta_ndcg":
-        raise InputError(f"{name}: method='sort' supports pair_weights 'none' and 'delta_label'; "
-                         "delta_ndcg needs method='dense' (or 'auto')")
-    if method != "dense" and pw != "delta_ndcg":
+    if _use_sort(method, name, "pair_weights", pw, "delta_ndcg", _PW_SORT, "delta_ndcg"):
         w = b.item_w if b.item_w is not None else b.mask.to(b.scores.dtype)
         c0, c1 = _rankboost_coefs(pw)
         val = SortedExp.apply(b.scores, b.labels, w, b.mask, c0, c1, EXP_CLIP)
         return reduce(val, _has_ordered_pair(b), b, reduction, loss=name)
-    W, phi, valid = pair_form(name, b, pair_weights=pw)
+    W, phi, valid = _rankboost_pairs(b, pair_weights=pw)
     return reduce(_dense(b, W, phi), valid, b, reduction, loss=name)
 
 
@@ -474,7 +463,7 @@ def pairwise_squared_loss(scores, labels, *, where=None, weights=None, reduction
     b = prepare(scores, labels, where, weights, loss=name)
     method = _method(method, name)
     if method == "dense":
-        W, phi, valid = pair_form(name, b, utility=utility)
+        W, phi, valid = _squared_pairs(b, utility=utility)
         return reduce(_dense(b, W, phi), valid, b, reduction, loss=name)
     return reduce(_pairwise_squared_closed(b, utility, name), b.mask.sum(-1) > 1, b, reduction, loss=name)
 
@@ -520,13 +509,84 @@ def op_pairwise_loss(scores, labels, *, where=None, weights=None, reduction="mea
     """
     name = "op_pairwise"
     b = prepare(scores, labels, where, weights, loss=name)
-    method = _method(method, name)
     phi_name = check_choice(phi, "phi", OP_PHIS, name)
-    if method == "sort" and phi_name == "logistic":
-        raise InputError(f"{name}: method='sort' supports phi 'exponential' and 'squared_hinge'; "
-                         "the logistic needs method='dense' (or 'auto')")
-    if method != "dense" and phi_name != "logistic":
+    if _use_sort(method, name, "phi", phi_name, "logistic", "'exponential' and 'squared_hinge'", "the logistic"):
         val, _ = _op_sorted(b, _op_utility(b, utility, name), phi_name)
         return reduce(val, b.mask.sum(-1) > 1, b, reduction, loss=name)
-    W, f, valid = pair_form(name, b, utility=utility, phi=phi_name)
+    W, f, valid = _op_pairs(b, utility=utility, phi=phi_name)
     return reduce(_dense(b, W, f), valid, b, reduction, loss=name)
+
+
+# ------------------------------------------------------------------------------------ registry
+
+
+def _maxcut(m: int) -> float:
+    return 2.0 * (m * m // 4)
+
+
+def _hinge_l2(m: int) -> float:
+    # ‖g‖2 <= sqrt(‖g‖1 ‖g‖inf), ‖g‖1 <= 2⌊m²/4⌋, ‖g‖inf <= m - 1
+    return math.sqrt(_maxcut(m) * max(m - 1, 0))
+
+
+def _kendall_norm(m: int) -> float:
+    return 2.0 / (m * (m - 1)) if m > 1 else 0.0
+
+
+def _dense_if(param, dense_value, default):
+    """Quadratic memory rule: the dense form (``method="dense"``, or ``param=dense_value``)."""
+    return lambda h: h.get("method", "auto") == "dense" or h.get(param, default) == dense_value
+
+
+def _op_regret_check(h, bound):
+    phi = h.get("phi", "logistic")
+    if phi not in ("logistic", "exponential"):
+        raise InputError(f"op_pairwise with phi={phi!r} has no Table 2 constant; "
+                         "Table 2 covers phi='logistic' and phi='exponential'")
+
+
+def _op_constant(h, U):
+    _op_regret_check(h, {})
+    return 2.0 * math.sqrt(u_inf(U, "op_pairwise"))
+
+
+SPECS = [
+    LossSpec("pairwise_hinge", pairwise_hinge_loss, "pairwise", True, False,
+             _maxcut, _hinge_l2, {"pair_weights": "none", "method": "auto"},
+             "Joachims KDD 2002; Chaudhuri & Tewari ICML 2015 §3.3",
+             "ℓ∞ constant 2⌊m²/4⌋ is tight (two label levels, equal scores) and grows with m; "
+             "O(n log n) Fenwick sweep; Hessian 0 a.e., so the GBDT adapter uses |grad|",
+             hessian="abs_grad", valid_when=("ordered_pair",), pair_form=_hinge_pairs,
+             quadratic=_dense_if("pair_weights", "delta_ndcg", "none")),
+    LossSpec("ranknet", ranknet_loss, "pairwise", True, False,
+             lambda m, sigma=1.0: sigma * _maxcut(m), lambda m, sigma=1.0: sigma * _hinge_l2(m),
+             {"sigma": 1.0, "pair_weights": "none"}, "Burges et al. ICML 2005",
+             "not order-preserving in general (Duchi, Mackey & Jordan ICML 2010); O(n^2)",
+             valid_when=("ordered_pair",), pair_form=_ranknet_pairs, quadratic=lambda h: True),
+    LossSpec("rankboost", rankboost_loss, "pairwise", True, False, None, None,
+             {"pair_weights": "none", "method": "auto"}, "Freund et al. JMLR 2003",
+             "exp continued linearly above 50; O(n log n) log-domain Fenwick sweeps for any score range "
+             "(dense O(n^2) for delta_ndcg weights); exact Hessian diagonal from the same sweeps",
+             valid_when=("ordered_pair",), pair_form=_rankboost_pairs, fast_terms=_rankboost_fast,
+             quadratic=_dense_if("pair_weights", "delta_ndcg", "none")),
+    LossSpec("pairwise_squared", pairwise_squared_loss, "pairwise", True, True, None, None,
+             {"utility": "linear", "method": "auto"}, CT,
+             "all pairs; O(n) closed form; Hessian diagonal 2 w_i (Σ_j w_j - w_i)",
+             valid_when=("two_items",), pair_form=_squared_pairs, fast_terms=_squared_fast,
+             quadratic=lambda h: h.get("method", "auto") == "dense",
+             regret=RegretRule("pairwise", lambda h, U: 1.0, lambda h: "1")),
+    LossSpec("op_pairwise", op_pairwise_loss, "pairwise", True, True, None, None,
+             {"utility": "linear", "phi": "logistic", "method": "auto"}, CT + ", eq. (4)",
+             "Lipschitz constant depends on the utility range; O(n log n) for phi exponential and "
+             "squared_hinge, O(n^2) for the logistic",
+             valid_when=("two_items",), pair_form=_op_pairs, fast_terms=_op_fast,
+             quadratic=_dense_if("phi", "logistic", "logistic"),
+             regret=RegretRule("pairwise", _op_constant, lambda h: "2√‖U(Δ)‖∞", needs_u=lambda h: True,
+                              check=_op_regret_check)),
+    LossSpec("kendall_hinge", kendall_hinge_loss, "pairwise", True, False,
+             lambda m: _kendall_norm(m) * _maxcut(m), lambda m: _kendall_norm(m) * _hinge_l2(m),
+             {"method": "auto"}, "Shalev-Shwartz & Ben-David 2014, §17.4",
+             "averaged over r(r-1)/2 pairs: ℓ∞ constant <= 1 + 1/(m-1), bounded in m; tight",
+             hessian="abs_grad", valid_when=("two_items",), pair_form=_kendall_pairs,
+             quadratic=lambda h: h.get("method", "auto") == "dense"),
+]

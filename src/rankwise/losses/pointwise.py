@@ -15,10 +15,13 @@ Information Theory 54(11), 2008.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
 from rankwise.errors import InputError
+from rankwise.losses._spec import CT, LossSpec, pointwise_regret, positive_param
 from rankwise.losses._utils import check_positive, prepare, reduce, safe_exp, utility
 
 
@@ -192,3 +195,42 @@ def sigmoid_ce_loss(scores, labels, *, where=None, weights=None, reduction="mean
                          "pointwise_logistic with eta >= the largest label")
     s = b.scores
     return _finish(y * F.softplus(-s) + (1 - y) * F.softplus(s), b, reduction, name)
+
+
+# ------------------------------------------------------------------------------------ registry
+
+def _sqrt_eta(h):
+    return math.sqrt(positive_param(h, "eta"))
+
+
+SPECS = [
+    LossSpec("pointwise_squared", pointwise_squared_loss, "pointwise", True, True, None, None,
+             {"utility": "linear"}, CT + "; Cossock & Zhang 2008",
+             "unbounded gradient: no Lipschitz constant; Hessian 2 exactly", separable=True,
+             regret=pointwise_regret(lambda h: math.sqrt(2.0), "√2")),
+    LossSpec("pointwise_utility_regression", pointwise_utility_regression_loss, "pointwise",
+             True, True, None, None, {"utility": "exp2"}, "Cossock & Zhang 2008",
+             "regression on 2^y - 1: order-preserving w.r.t. the DCG utility", separable=True),
+    LossSpec("pointwise_logistic", pointwise_logistic_loss, "pointwise", True, True,
+             lambda m, eta=1.0: m * eta, lambda m, eta=1.0: math.sqrt(m) * eta,
+             {"utility": "linear", "eta": 1.0}, CT, "|∂ℓ/∂s_i| <= max(v, η - v) <= η: tight (v = 0, s -> ∞)",
+             separable=True, example_hyper={"eta": 2.0}, regret=pointwise_regret(_sqrt_eta, "√η")),
+    LossSpec("pointwise_exponential", pointwise_exponential_loss, "pointwise", True, True,
+             None, None, {"utility": "linear", "eta": 1.0}, CT, "exp continued linearly above 50",
+             separable=True, example_hyper={"eta": 2.0}, regret=pointwise_regret(_sqrt_eta, "√η")),
+    LossSpec("pointwise_squared_hinge", pointwise_squared_hinge_loss, "pointwise", True, True,
+             None, None, {"utility": "linear", "eta": 1.0, "t": 1.0}, CT, "unbounded gradient",
+             separable=True, example_hyper={"eta": 2.0},
+             regret=pointwise_regret(lambda h: math.sqrt(2.0 * positive_param(h, "eta")) / positive_param(h, "t", 1.0),
+                                     "√(2η)/t")),
+    LossSpec("pointwise_smooth_hinge", pointwise_smooth_hinge_loss, "pointwise", True, True,
+             lambda m, eta=1.0: m * eta, lambda m, eta=1.0: math.sqrt(m) * eta,
+             {"utility": "linear", "eta": 1.0, "alpha": 0.25}, CT, "φ_α' ∈ [0, 1]: tight",
+             separable=True, example_hyper={"eta": 2.0, "alpha": 0.5},
+             regret=pointwise_regret(lambda h: 4.0 * math.sqrt(positive_param(h, "eta") / positive_param(h, "alpha", 0.25)),
+                                     "4√(η/α)")),
+    LossSpec("sigmoid_ce", sigmoid_ce_loss, "pointwise", True, True,
+             lambda m: float(m), lambda m: math.sqrt(m), {},
+             "Kotłowski et al. ICML 2011; " + CT + " (η = 1)", "binary labels in [0, 1]; tight",
+             separable=True, binary_labels=True),
+]

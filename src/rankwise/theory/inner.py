@@ -211,13 +211,10 @@ def _resolve_loss_unchecked(loss):
         return loss, getattr(loss, "__name__", "loss"), None
     if not isinstance(loss, str):
         raise InputError(f"loss must be a registry name or a callable; got {type(loss).__name__}")
-    try:
-        from rankwise import losses as _losses
-    except ImportError as exc:  # pragma: no cover - depends on the tree state
-        raise InputError(f"loss {loss!r} given by name but rankwise.losses cannot be imported: {exc}") from None
-    names = sorted(getattr(_losses, "REGISTRY", {}))
-    if loss not in getattr(_losses, "REGISTRY", {}):
-        raise InputError(f"unknown loss {loss!r}; registered losses: {', '.join(names)}")
+    from rankwise import losses as _losses
+
+    if loss not in _losses.REGISTRY:
+        raise InputError(f"unknown loss {loss!r}; registered losses: {', '.join(sorted(_losses.REGISTRY))}")
     return _losses.get(loss), loss, _losses.spec(loss)
 
 

@@ -63,7 +63,9 @@ from rankwise.theory.inner import (
     Distribution, best_performance, expected_utility, make_inner_risk, minimize_inner_risk,
 )
 
-__all__ = ["c_phi", "regret_constant", "RegretBound", "regret_bound", "TABLE2", "BOUND_PARAMS", "bregman_modulus"]
+from rankwise.losses.listwise import bregman_modulus  # noqa: E402  (the Bregman loss's own rule)
+
+__all__ = ["c_phi", "regret_constant", "RegretBound", "regret_bound", "table2", "BOUND_PARAMS", "bregman_modulus"]
 
 
 def c_phi(phi, p: float = 2.0) -> float:
@@ -94,91 +96,29 @@ def c_phi(phi, p: float = 2.0) -> float:
 # Parameters of the *bound* (not of the loss): they never reach the loss function.
 BOUND_PARAMS = ("mu",)
 
-_PSI = ("squared", "kl")
-_LINKS = ("identity", "exp")
+def _rule(loss: str, hyper: dict):
+    """The loss's Table 2 :class:`~rankwise.losses.RegretRule` (declared in its spec), checked
+    against ``hyper`` (loss and bound parameters)."""
+    from rankwise import losses as _losses
+
+    sp = _losses.spec(loss) if isinstance(loss, str) and loss in _losses.REGISTRY else None
+    if sp is None or sp.regret is None:
+        known = sorted(n for n in _losses.REGISTRY if _losses.spec(n).regret is not None)
+        raise InputError(f"no Table 2 regret constant for loss {loss!r}; known: {', '.join(known)}")
+    rule = sp.regret
+    if rule.check is not None:
+        rule.check({k: v for k, v in hyper.items() if k not in rule.bound_params},
+                   {k: v for k, v in hyper.items() if k in rule.bound_params})
+    return rule
 
 
-def _positive(h, name, default=None):
-    v = h.get(name, default)
-    if v is None:
-        raise InputError(f"this regret constant needs the template's {name} (pass {name}=...)")
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(float(v)) or v <= 0:
-        raise InputError(f"{name} must be a positive finite number; got {v!r}")
-    return float(v)
+def table2() -> dict:
+    """``{loss name: (family, constant(hyper, U) -> c)}`` for every registered loss with a
+    Table 2 constant (read from the loss specs)."""
+    from rankwise import losses as _losses
 
-
-def _u_inf(U, loss):
-    if U is None:
-        raise InputError(f"the constant of {loss!r} depends on U(Δ): pass U=expected_utility(metric, Δ)")
-    U = np.asarray(U, dtype=np.float64)
-    if U.ndim != 1 or U.size == 0 or not np.all(np.isfinite(U)) or np.any(U < 0):
-        raise InputError(f"U must be a finite non-negative 1-d vector of expected utilities; got {U!r}")
-    return float(U.max())
-
-
-def bregman_modulus(psi: str = "squared", link: str = "identity", U=None) -> float:
-    """Strong-convexity modulus μ of ψ on the domain Theorem 5.3's proof needs (see module docstring).
-
-    ``psi="squared"``: 1. ``psi="kl"`` (``link="exp"`` only): ``1 / ‖U(Δ)‖_∞`` (``inf`` when U = 0).
-    """
-    if psi not in _PSI:
-        raise InputError(f"psi must be one of {_PSI} (the ψ whose modulus is known); got {psi!r}")
-    if link not in _LINKS:
-        raise InputError(f"link must be one of {_LINKS}; got {link!r}")
-    if psi == "squared":
-        return 1.0
-    if link != "exp":
-        raise InputError(f"psi='kl' is defined on positive vectors and needs link='exp'; got link={link!r}")
-    top = _u_inf(U, "bregman with psi='kl'")
-    return math.inf if top == 0.0 else 1.0 / top
-
-
-def _bregman_c(h, U):
-    mu_psi = bregman_modulus(h.get("psi", "squared"), h.get("link", "identity"),
-                             U if h.get("psi", "squared") == "kl" else None)
-    mu = h.get("mu")
-    if mu is None:
-        mu = mu_psi
-    else:
-        mu = _positive(h, "mu")
-        if mu > mu_psi * (1.0 + 1e-12):
-            raise InputError(f"mu must not exceed the strong-convexity modulus of psi={h.get('psi', 'squared')!r} "
-                             f"on the relevant domain ({mu_psi:.6g}); got mu={mu!r}: a larger mu would make "
-                             "the bound invalid")
-    return 0.0 if math.isinf(mu) else 2.0 / math.sqrt(mu)
-
-
-# name -> (family, constant(hyper, U) -> c, needs U(Δ))
-TABLE2 = {
-    "pointwise_squared": ("pointwise", lambda h, U: math.sqrt(2.0)),
-    "pointwise_logistic": ("pointwise", lambda h, U: math.sqrt(_positive(h, "eta"))),
-    "pointwise_exponential": ("pointwise", lambda h, U: math.sqrt(_positive(h, "eta"))),
-    "pointwise_squared_hinge": ("pointwise", lambda h, U: math.sqrt(2.0 * _positive(h, "eta")) / _positive(h, "t", 1.0)),
-    "pointwise_smooth_hinge": ("pointwise", lambda h, U: 4.0 * math.sqrt(_positive(h, "eta") / _positive(h, "alpha", 0.25))),
-    "pairwise_squared": ("pairwise", lambda h, U: 1.0),
-    "op_pairwise_logistic": ("pairwise", lambda h, U: 2.0 * math.sqrt(_u_inf(U, "op_pairwise"))),
-    "op_pairwise_exponential": ("pairwise", lambda h, U: 2.0 * math.sqrt(_u_inf(U, "op_pairwise"))),
-    "bregman": ("bregman", _bregman_c),
-}
-
-
-def _needs_u(key: str, hyper: dict) -> bool:
-    return key.startswith("op_pairwise_") or (key == "bregman" and hyper.get("psi", "squared") == "kl")
-
-
-def _table_key(loss: str, hyper: dict) -> str:
-    if loss == "op_pairwise":
-        phi = hyper.get("phi", "logistic")
-        key = f"op_pairwise_{phi}"
-        if key not in TABLE2:
-            raise InputError(f"op_pairwise with phi={phi!r} has no Table 2 constant; "
-                             "Table 2 covers phi='logistic' and phi='exponential'")
-        return key
-    if loss not in TABLE2:
-        raise InputError(f"no Table 2 regret constant for loss {loss!r}; known: "
-                         f"{', '.join(sorted(set(TABLE2) - {'op_pairwise_logistic', 'op_pairwise_exponential'}) + ['op_pairwise'])}")
-    return loss
+    return {n: (_losses.spec(n).regret.family, _losses.spec(n).regret.constant)
+            for n in sorted(_losses.REGISTRY) if _losses.spec(n).regret is not None}
 
 
 def regret_constant(loss: str, *, U=None, **hyper) -> float:
@@ -187,11 +127,10 @@ def regret_constant(loss: str, *, U=None, **hyper) -> float:
     ``U`` = U(Δ) is needed by the constants that depend on the distribution (pairwise logistic and
     exponential: ``2√‖U‖_∞``; Bregman with ``psi="kl"``: ``2/√μ`` with ``μ = 1/‖U‖_∞``).
     """
-    key = _table_key(loss, hyper)
-    _, fn = TABLE2[key]
-    if _needs_u(key, hyper) and U is None:
+    rule = _rule(loss, hyper)
+    if rule.needs_u(hyper) and U is None:
         raise InputError(f"the constant of {loss!r} depends on U(Δ): pass U=expected_utility(metric, Δ)")
-    return float(fn(hyper, U))
+    return float(rule.constant(hyper, U))
 
 
 def _split_hyper(loss: str, hyper: dict) -> tuple[dict, dict]:
@@ -213,12 +152,12 @@ def _split_hyper(loss: str, hyper: dict) -> tuple[dict, dict]:
     if unknown:
         raise InputError(f"regret_bound({loss!r}): unknown hyper-parameter(s) {unknown}; the loss takes "
                          f"{accepted} and the bound takes {list(BOUND_PARAMS)}")
-    if loss == "bregman":
-        bregman_modulus(lossh.get("psi", "squared"), lossh.get("link", "identity"), U=[1.0])
-        if "mu" in bound:
-            _positive(bound, "mu")
-    elif bound:
-        raise InputError(f"mu is the strong-convexity modulus of the Bregman bound; {loss!r} takes no mu")
+    rule = _rule(loss, lossh)
+    extra = sorted(set(bound) - set(rule.bound_params))
+    if extra:
+        raise InputError(f"mu is the strong-convexity modulus of the Bregman bound; {loss!r} takes no {extra[0]}")
+    if rule.check is not None:
+        rule.check(lossh, bound)
     return lossh, bound
 
 
@@ -305,11 +244,7 @@ class RegretBound:
                 "l_min": r["l_min"], "bound": float(r["bound"][0]), "U": r["U"]}
 
     def __str__(self) -> str:
-        c = {"pointwise_squared": "√2", "pointwise_logistic": "√η", "pointwise_exponential": "√η",
-             "pointwise_squared_hinge": "√(2η)/t", "pointwise_smooth_hinge": "4√(η/α)",
-             "pairwise_squared": "1", "op_pairwise": "2√‖U(Δ)‖∞"}.get(self.loss)
-        if self.loss == "bregman":
-            c = "2/√μ = 2√‖U(Δ)‖∞ (ψ = KL)" if self.hyper.get("psi", "squared") == "kl" else "2/√μ = 2 (ψ = ½‖·‖²)"
+        c = _rule(self.loss, self.hyper).symbol(self.hyper)
         return (f"R̄ − R ≤ c · C_φ({self.p:g}) · (L − L̲)^(1/{self.q:g})  for {self.loss} ({self.family}) "
                 f"vs {self.metric}" + (f", c = {c}" if c else ""))
 
@@ -354,6 +289,6 @@ def regret_bound(loss: str, metric, **hyper) -> RegretBound:
                          "no order-preserving loss is calibrated with ERR or AP, so no bound exists")
     if not isinstance(loss, str):
         raise InputError("regret_bound takes a registry loss name (the constant c depends on the family)")
-    key = _table_key(loss, hyper)
+    rule = _rule(loss, hyper)
     lossh, boundh = _split_hyper(loss, hyper)
-    return RegretBound(loss, m.name, TABLE2[key][0], 2.0, 2.0, lossh, m, boundh)
+    return RegretBound(loss, m.name, rule.family, 2.0, 2.0, lossh, m, boundh)
