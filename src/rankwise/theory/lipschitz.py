@@ -175,13 +175,12 @@ def _resolve(loss):
         return PAPER_LOSSES[loss], loss, None
     if not isinstance(loss, str):
         raise InputError(f"loss must be a registry name or a callable; got {type(loss).__name__}")
-    from rankwise import losses as _losses
+    from rankwise.losses import REGISTRY, get, spec
 
-    reg = getattr(_losses, "REGISTRY", {})
-    if loss not in reg:
-        raise InputError(f"unknown loss {loss!r}; registered: {', '.join(sorted(reg))}; "
+    if loss not in REGISTRY:
+        raise InputError(f"unknown loss {loss!r}; registered: {', '.join(sorted(REGISTRY))}; "
                          f"paper forms: {', '.join(PAPER_LOSSES)}")
-    return _losses.get(loss), loss, _losses.spec(loss)
+    return get(loss), loss, spec(loss)
 
 
 def lipschitz(loss, norm: str = "inf", list_length: int = 10, *, n_levels: int = 5,
