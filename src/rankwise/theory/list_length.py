@@ -37,6 +37,7 @@ import numpy as np
 
 from rankwise.errors import InputError
 from rankwise.theory.generalization import generalization_bound
+from rankwise.theory.lipschitz import closed_form_lipschitz
 
 __all__ = ["ListLengthResult", "run_list_length_experiment", "make_synthetic_lists"]
 
@@ -60,7 +61,9 @@ def make_synthetic_lists(n_queries: int, m: int, d: int, rng: np.random.Generato
 # The experiment's losses: the registered rankwise losses in the paper's per-list sum form.
 # "listnet" (temperature 1) is −Σ_j P_j(y) log P_j(s); "pairwise_hinge" (RankSVM) is
 # Σ_{y_i>y_j} max(0, 1 + s_j − s_i) (C&T 2015, Sect. 3.1 and appendix C).
-_LOSSES = {"listnet": "listnet", "ranksvm": "pairwise_hinge"}
+# Values: (registered loss, the paper form whose closed-form constants
+# :func:`rankwise.theory.lipschitz.closed_form_lipschitz` gives).
+_LOSSES = {"listnet": ("listnet", "listnet_ct"), "ranksvm": ("pairwise_hinge", "ranksvm")}
 
 
 def _value_grad(loss: str, S: np.ndarray, Y: np.ndarray):
@@ -74,7 +77,7 @@ def _value_grad(loss: str, S: np.ndarray, Y: np.ndarray):
     from rankwise.losses import get
 
     s = torch.tensor(S, dtype=torch.float64, requires_grad=True)
-    per = get(_LOSSES[loss])(s, torch.as_tensor(Y, dtype=torch.float64), reduction="none")
+    per = get(_LOSSES[loss][0])(s, torch.as_tensor(Y, dtype=torch.float64), reduction="none")
     (g,) = torch.autograd.grad(per.sum(), s)
     return per.detach().numpy(), g.numpy()
 
@@ -256,10 +259,8 @@ def run_list_length_experiment(list_lengths=(10, 30, 100, 300, 1000), *, n_train
                 acc[loss].append((tr, te, _ndcg10(Xtr @ w, ytr), _ndcg10(Xte @ w, yte), float(np.linalg.norm(w))))
         for loss in losses:
             a = np.array(acc[loss]).mean(0)
-            if loss == "listnet":
-                G_inf, G_2 = 2.0, math.sqrt(2.0)
-            else:
-                G_inf, G_2 = float(m * m // 2), math.sqrt(m * (m * m - 1) / 3.0)
+            paper = _LOSSES[loss][1]
+            G_inf, G_2 = (closed_form_lipschitz(paper, norm, int(m))["bound"] for norm in ("inf", "2"))
             terms = generalization_bound(n_queries=n_train, G_inf=G_inf, G_2=G_2, W=max(a[4], 1e-12),
                                          R=1.0, list_length=int(m))
             rows.append({"loss": loss, "m": int(m), "train_loss": a[0], "test_loss": a[1], "gap": a[1] - a[0],
