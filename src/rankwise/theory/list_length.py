@@ -157,10 +157,9 @@ class ListLengthResult:
         import matplotlib.pyplot as plt
 
         fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-        for loss, color in (("listnet", "tab:blue"), ("ranksvm", "tab:red")):
+        for ax, (loss, color) in zip(axes[:2], (("listnet", "tab:blue"), ("ranksvm", "tab:red"))):
             rs = [r for r in self.rows if r["loss"] == loss]
             ms = [r["m"] for r in rs]
-            ax = axes[0] if loss == "listnet" else axes[1]
             gaps = np.array([r["gap"] for r in rs])
             pos = gaps > 0
             floor = max(np.abs(gaps).min() * 0.5, 1e-9)
