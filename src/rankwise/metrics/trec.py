@@ -349,23 +349,17 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
     run_objs = _as_runs(runs)
     import pandas as pd
 
-    trec_mode = profile in TREC_PROFILES
+    # the trec_eval kernel computes the trec_eval profiles' measures; anything else (other
+    # profiles, or a measure trec_eval lacks such as err@10 or auc) goes through the array metrics
+    trec_mode = profile in TREC_PROFILES and all(m.trec is not None for m in resolved) and not conventions
     if trec_mode:
-        bad = [k for k, m in zip(keys, resolved) if m.trec is None]
-        if bad:
-            raise InputError(f"{', '.join(bad)}: not a trec_eval measure; evaluate it with an array profile "
-                             f"(profile=None, 'ranx', ...) or leave it out (trec_eval measures: "
-                             f"{', '.join(GROUPS['all_trec'][:6])}...)")
-        for key in conventions:
-            raise InputError(f"evaluate_runs(profile={profile!r}) takes no convention {key!r}: trec_eval's are fixed "
-                             "(use relevance_level, max_docs, judged_only, complete)")
         plan = _Plan(resolved)
     out = {}
     for name, run in run_objs.items():
         rel, qmap = pq.join(run)
         topics, run_of = _topics(pq, run, qmap, complete)
         if len(topics) == 0:
-            raise InputError(f"run {name}: no topic in common with the qrels (run: {run.n_queries} topics, e.g. "
+            raise InputError(f"run {name}: the run and the qrels have no query id in common (run: {run.n_queries} topics, e.g. "
                              f"{run.qids[:1]}; qrels: {pq.qrels.n_queries}, e.g. {pq.qrels.qids[:1]})")
         notes = dict(conv, topics=len(topics), run_topics_without_judgments=int((qmap < 0).sum()),
                      qrels_topics_missing_from_run=int((run_of < 0).sum()) if complete else
@@ -407,7 +401,8 @@ def _evaluate_arrays(pq, run, rel, topics, run_of, specs, profile, conventions, 
 
     q = pq.qrels
     if notes["max_docs"] is not None or notes["judged_only"]:
-        raise InputError("max_docs (-M) and judged_only (-J) apply to the trec_eval profiles only")
+        raise InputError("max_docs (-M) and judged_only (-J) apply to trec_eval's measures under the trec_eval "
+                         "profiles only")
     parts_s, parts_y, parts_q, parts_d, parts_r = [], [], [], [], []
     hord = run.hash_order()
     for t, r in zip(topics.tolist(), run_of.tolist()):
