@@ -22,16 +22,18 @@ TIES = ["average", "input", "pessimistic", "optimistic", "docid", "ranx"]
 
 
 def test_registry_covers_every_measure():
-    assert set(M.available_metrics()) == {
-        "ndcg", "dcg", "err", "map", "precision", "recall", "mrr", "auc", "kendall_tau", "spearman",
-        "pairwise_accuracy", "pairwise_cost"}
+    assert {"ndcg", "dcg", "err", "map", "precision", "recall", "mrr", "auc", "kendall_tau", "spearman",
+            "pairwise_accuracy", "pairwise_cost"} <= set(M.available_metrics())
+    # every trec_eval measure of all_trec resolves, and prints under its trec_eval name
+    for name in M.GROUPS["all_trec"]:
+        assert M.get_metric(name).trec_spec == name
     assert M.get_metric("NDCG@10").spec == "ndcg@10"
     assert M.get_metric("P@5").name == "precision"
     assert M.get_metric("recip_rank").name == "mrr"
     assert M.get_metric("pairwise_cost").higher_is_better is False
 
 
-@pytest.mark.parametrize("bad, match", [("ndgc@10", "unknown metric 'ndgc@10'; valid names: auc, dcg"),
+@pytest.mark.parametrize("bad, match", [("ndgc@10", "unknown metric 'ndgc@10'; valid names: 11pt_avg, auc"),
                                         ("ndcg@0", "cutoff in 'ndcg@0' must be an integer >= 1"),
                                         ("ndcg@x", "must be an integer >= 1"),
                                         ("auc@5", "takes no cutoff"), (3, "must be given as a string")])
@@ -354,7 +356,7 @@ def test_unretrieved_documents_match_pytrec_eval():
     measures = {"ndcg": "ndcg", "ndcg_cut_5": "ndcg@5", "map": "map", "P_5": "P@5", "recall_10": "recall@10",
                 "recip_rank": "mrr"}
     peer = pytrec_eval.RelevanceEvaluator(qrels, set(measures)).evaluate(run)
-    ours = M.evaluate(s.astype(float), y.astype(float), q, list(measures.values()), profile="trec_eval",
+    ours = M.evaluate(s.astype(float), y.astype(float), q, list(measures.values()), profile="trec_eval9",
                       doc_ids=d, retrieved=r.astype(bool)).per_query
     for te_name, spec in measures.items():
         expected = np.array([peer[qq][te_name] for qq in ours.index])
@@ -463,8 +465,8 @@ def test_threaded_query_ranges_equal_one_pass(monkeypatch, ties):
 
 
 def test_trec_eval_profile_ties_scores_equal_in_float32():
-    """trec_eval keeps run scores as float32: scores that differ only beyond float32 precision
-    are tied there (and ordered by docno), and the trec_eval profile must agree."""
+    """trec_eval <= 9 (pytrec_eval) keeps run scores as float32: scores that differ only beyond
+    float32 precision are tied there (and ordered by docno), and the trec_eval9 profile must agree."""
     rng = np.random.default_rng(4)
     qrels, run, rows = {}, {}, []
     for q in range(30):
@@ -481,7 +483,7 @@ def test_trec_eval_profile_ties_scores_equal_in_float32():
     assert len(np.unique(s)) == len(s) and len(np.unique(s.astype(np.float32))) < len(s)
     measures = {"ndcg_cut_5": "ndcg@5", "map": "map", "P_5": "P@5", "recip_rank": "mrr"}
     peer = pytrec_eval.RelevanceEvaluator(qrels, set(measures)).evaluate(run)
-    ours = M.evaluate(s.astype(float), y.astype(float), q, list(measures.values()), profile="trec_eval",
+    ours = M.evaluate(s.astype(float), y.astype(float), q, list(measures.values()), profile="trec_eval9",
                       doc_ids=d).per_query
     for te_name, spec in measures.items():
         expected = np.array([peer[qq][te_name] for qq in ours.index])

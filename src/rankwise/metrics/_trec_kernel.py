@@ -32,12 +32,15 @@ def _lround(x):
 
 
 @njit(cache=True)
-def _iprec(rels, a, n, num_rel, num_rel_ret, rl, frac, out, col):
-    """m_iprec_at_recall.c: interpolated precision at recall levels ``frac`` (into out[col+i])."""
+def _iprec(rels, a, n, num_rel, num_rel_ret, rl, frac, out, col, v9):
+    """m_iprec_at_recall.c: interpolated precision at recall levels ``frac`` (into out[col+i]).
+
+    The number of relevant documents of a level is ``lround(x R)`` in trec_eval 10 and
+    ``(long)(x R + 0.9)`` in trec_eval 9 (``v9``)."""
     m = frac.shape[0]
     cut = np.empty(m, dtype=np.int64)
     for i in range(m):
-        cut[i] = np.int64(_lround(frac[i] * num_rel))
+        cut[i] = np.int64(frac[i] * num_rel + 0.9) if v9 else np.int64(_lround(frac[i] * num_rel))
     for i in range(m):
         out[col + i] = 0.0
     if n == 0:
@@ -66,7 +69,7 @@ def _iprec(rels, a, n, num_rel, num_rel_ret, rl, frac, out, col):
 
 @njit(cache=True, nogil=True)
 def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_off, fcuts, fcut_off,
-                rbp_p, set_f_beta, util, n_docs_coll):
+                rbp_p, set_f_beta, util, n_docs_coll, v9):
     nq = off.shape[0] - 1
     n_i = icuts.shape[0]
     n_f = fcuts.shape[0]
@@ -259,9 +262,9 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
             a1 = fcut_off[fam + 1]
             col = N_SCALAR + n_i + a0
             if fam == F_IPREC:
-                _iprec(rels, a, n, num_rel, int(nrr), rl, fcuts[a0:a1], row, col)
+                _iprec(rels, a, n, num_rel, int(nrr), rl, fcuts[a0:a1], row, col, v9)
             elif fam == F_11PT:
-                _iprec(rels, a, n, num_rel, int(nrr), rl, fcuts[a0:a1], row, col)
+                _iprec(rels, a, n, num_rel, int(nrr), rl, fcuts[a0:a1], row, col, v9)
                 tot = 0.0
                 for c in range(a1 - a0):
                     tot += row[col + c]

@@ -118,11 +118,11 @@ class _Plan:
 
 
 def kernel_table(plan, off, rels, present, levels, *, relevance_level=1, rbp_p=0.9, set_f_beta=1.0,
-                 utility=(1.0, -1.0, 0.0, 0.0), n_docs_in_coll=0):
+                 utility=(1.0, -1.0, 0.0, 0.0), n_docs_in_coll=0, v9=False):
     lv_off, lv_grade, lv_count = levels
     return TK.trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, int(relevance_level), plan.icuts,
                           plan.icut_off, plan.fcuts, plan.fcut_off, float(rbp_p), float(set_f_beta),
-                          np.asarray(utility, dtype=np.float64), float(n_docs_in_coll))
+                          np.asarray(utility, dtype=np.float64), float(n_docs_in_coll), bool(v9))
 
 
 def trec_values(prep, *, metric, threshold=1.0):
@@ -371,7 +371,8 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
             lv_off, lv_grade = _gather(pq.levels[0], pq.levels[1], topics)
             _, lv_count = _gather(pq.levels[0], pq.levels[2], topics)
             table = kernel_table(plan, off, rels, run_of >= 0, (lv_off, lv_grade, lv_count),
-                                 relevance_level=relevance_level, rbp_p=rbp_p, n_docs_in_coll=n_docs_in_coll)
+                                 relevance_level=relevance_level, rbp_p=rbp_p, n_docs_in_coll=n_docs_in_coll,
+                                 v9=profile == "trec_eval9")
             cols = plan.columns(table)
             # trec_eval sums the topics one by one in the order of their ids (as strings): so do we,
             # so that a summary printed with 4 decimals rounds the same way
@@ -389,7 +390,7 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
                     means[key] = total / len(col)
                 columns[key] = col
             frame = pd.DataFrame(columns, index=index)
-            out[name] = EvaluationResult(means, frame, dict(notes, runid=run.tag))
+            out[name] = EvaluationResult(means, frame, dict(notes, runid=run.tag or name))
         else:
             out[name] = _evaluate_arrays(pq, run, rel, topics, run_of, specs, profile, conventions, notes, index)
     return out
