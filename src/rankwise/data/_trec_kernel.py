@@ -362,3 +362,94 @@ def rank_rows(offsets, scores, rel, buf, s, e, max_docs, judged_only, out_off):
             w += 1
         out_off[g + 1] = w
     return out[:w]
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+@nb.njit(cache=True, inline="always")
+def _slot(h, g, mask):
+    """Table slot of (group, hash): splitmix64's finaliser, so that every bit of both counts."""
+    x = h ^ (np.uint64(g + 1) * _MIX)
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return np.int64(x & mask)
+
+
+@nb.njit(cache=True)
+def build_table(offsets, h):
+    """Open-addressing table of the rows, keyed by (group, hash): row index or -1."""
+    n = h.shape[0]
+    size = 1
+    while size < 2 * n + 2:
+        size *= 2
+    mask = np.uint64(size - 1)
+    table = np.full(size, -1, dtype=np.int64)
+    keys = np.zeros(size, dtype=np.uint64)  # the hash of each slot's row, beside it: one memory access less
+    for g in range(offsets.shape[0] - 1):
+        for r in range(offsets[g], offsets[g + 1]):
+            i = _slot(h[r], g, mask)
+            while table[i] >= 0:
+                i = (i + 1) & (size - 1)
+            table[i] = r
+            keys[i] = h[r]
+    return table, keys
+
+
+@nb.njit(cache=True)
+def first_duplicate(offsets, h, buf, s, e):
+    """Per group, a hash set of the ids; returns (row of the first repeated id or -1, collision)."""
+    longest = 0
+    for g in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[g + 1] - offsets[g])
+    size = 1
+    while size < 2 * longest + 2:
+        size *= 2
+    table = np.full(size, -1, dtype=np.int64)
+    stamp = np.full(size, -1, dtype=np.int64)
+    mask = np.uint64(size - 1)
+    for g in range(offsets.shape[0] - 1):
+        for r in range(offsets[g], offsets[g + 1]):
+            i = _slot(h[r], 0, mask)
+            while stamp[i] == g:
+                o = table[i]
+                if h[o] == h[r]:
+                    if _cmp(buf, s[o], e[o], buf, s[r], e[r]) == 0:
+                        return r, False
+                    return r, True
+                i = (i + 1) & (size - 1)
+            stamp[i] = g
+            table[i] = r
+    return -1, False
+
+
+@nb.njit(cache=True)
+def join_table(r_off, r_h, r_buf, r_s, r_e, qmap, table, keys, j_off, j_rel, j_buf, j_s, j_e, nonpool, unjudged):
+    """Relevance of every run row by lookup in the qrels table (``build_table``); run query ``g``
+    is qrels query ``qmap[g]`` (-1: none). Every hash match is confirmed byte by byte.
+    Returns (rel, err) with err 2 on a hash collision."""
+    rel = np.full(r_h.shape[0], nonpool, dtype=np.int64)
+    size = table.shape[0]
+    mask = np.uint64(size - 1)
+    for g in range(r_off.shape[0] - 1):
+        j = qmap[g]
+        if j < 0:
+            continue
+        lo = j_off[j]
+        hi = j_off[j + 1]
+        for r in range(r_off[g], r_off[g + 1]):
+            x = r_h[r]
+            i = _slot(x, j, mask)
+            while table[i] >= 0:
+                p = table[i]
+                if keys[i] == x and lo <= p < hi:
+                    if _cmp(r_buf, r_s[r], r_e[r], j_buf, j_s[p], j_e[p]) != 0:
+                        return rel, 2
+                    v = j_rel[p]
+                    rel[r] = v if v >= 0 else unjudged
+                    break
+                i = (i + 1) & (size - 1)
+    return rel, 0

@@ -212,6 +212,21 @@ def _check_unique(what, path, offsets, qids, docs, lines, dup_message):
     return order
 
 
+def grade_levels(offsets, grades):
+    """``(offsets, grades, counts)``: per group, its distinct grades >= 0 (ascending) and their counts."""
+    from rankwise.data import _trec_kernel as TK
+
+    nq = len(offsets) - 1
+    grades = np.asarray(grades, dtype=np.int64)
+    q = np.repeat(np.arange(nq, dtype=np.int64), np.diff(offsets))
+    keep = grades >= 0
+    key = q[keep] * (TK.REL_MAX + 1) + grades[keep]  # grades are <= REL_MAX
+    uniq, counts = np.unique(key, return_counts=True)
+    lv_q, lv_g = np.divmod(uniq, TK.REL_MAX + 1)
+    off = np.searchsorted(lv_q, np.arange(nq + 1)).astype(np.int64)
+    return off, lv_g.astype(np.int64), counts.astype(np.int64)
+
+
 class Qrels:
     """Relevance judgments: per query, documents and integer grades.
 
@@ -308,14 +323,15 @@ class Qrels:
     def levels(self):
         """Per query, the judged grades (>= 0) and how many documents hold each: ``(offsets,
         grades, counts)`` flat, grades ascending within a query."""
-        q = np.repeat(np.arange(self.n_queries), np.diff(self.offsets))
-        keep = self.rel >= 0
-        key = np.stack([q[keep], self.rel[keep]])
-        if key.shape[1] == 0:
-            return np.zeros(self.n_queries + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-        uniq, counts = np.unique(key, axis=1, return_counts=True)
-        off = np.searchsorted(uniq[0], np.arange(self.n_queries + 1)).astype(np.int64)
-        return off, uniq[1].astype(np.int64), counts.astype(np.int64)
+        return grade_levels(self.offsets, self.rel)
+
+    def table(self):
+        """Hash table of the judgments by (query, document), built once."""
+        from rankwise.data import _trec_kernel as TK
+
+        if getattr(self, "_table", None) is None:
+            self._table = TK.build_table(self.offsets, self.docs.h)
+        return self._table
 
     def to_dict(self) -> dict:
         """``{qid: {docno: rel}}``."""
@@ -358,7 +374,7 @@ class Run:
         self.tag = tag
         self.path = path
         self._lines = lines
-        self._hash_order = None
+        self._checked = False
 
     @classmethod
     def read(cls, path, name: str | None = None) -> "Run":
@@ -420,12 +436,22 @@ class Run:
     def __len__(self) -> int:
         return len(self.scores)
 
-    def hash_order(self) -> np.ndarray:
-        """Row order by document hash within each query (checked free of duplicates)."""
-        if self._hash_order is None:
-            self._hash_order = _check_unique(self.name, self.path, self.offsets, self.qids, self.docs, self._lines,
-                                             "document {d!r} appears twice for query {q!r}")
-        return self._hash_order
+    def hash_order(self):
+        """Check that no document is listed twice for one query (a ParseError naming the line)."""
+        from rankwise.data import _trec_kernel as TK
+
+        if not self._checked:
+            row, collision = TK.first_duplicate(self.offsets, self.docs.h, self.docs.buf, self.docs.s, self.docs.e)
+            if row >= 0 and not collision:
+                q = self.qids[int(np.searchsorted(self.offsets, row, side="right") - 1)]
+                msg = f"document {self.docs.string(int(row))!r} appears twice for query {q!r}"
+                if self._lines is not None:
+                    raise ParseError(self.path, int(self._lines[row]), msg)
+                raise InputError(f"run {self.name}: {msg}")
+            if collision:  # pragma: no cover - two different ids with one 64-bit hash: exact check
+                _check_unique(self.name, self.path, self.offsets, self.qids, self.docs, self._lines,
+                              "document {d!r} appears twice for query {q!r}")
+            self._checked = True
 
     def to_dict(self) -> dict:
         """``{qid: {docno: score}}``."""

@@ -18,6 +18,7 @@ import os
 
 import numpy as np
 
+from rankwise.data.trec import grade_levels
 from rankwise.errors import InputError
 from rankwise.metrics import _trec_kernel as TK
 
@@ -146,23 +147,11 @@ def trec_values(prep, *, metric, threshold=1.0):
     else:
         ranked = rel[prep.retrieved]
         roff = np.concatenate(([0], np.cumsum(prep.n_ranked()))).astype(np.int64)
-    levels = _levels(off, y.astype(np.int64))
+    levels = grade_levels(off, np.where(y >= 0, y, -1).astype(np.int64))
     rl = int(np.ceil(threshold))
     table = kernel_table(_Plan([metric]), roff, ranked, np.ones(prep.n_queries, dtype=np.bool_), levels,
                          relevance_level=rl)
     return _Plan([metric]).columns(table)[0], table[:, TK.C_NUM_REL] == 0
-
-
-def _levels(off, grades):
-    """(offsets, grades ascending, counts) of the grades >= 0 of every query."""
-    nq = len(off) - 1
-    q = np.repeat(np.arange(nq), np.diff(off))
-    keep = grades >= 0
-    if not keep.any():
-        return np.zeros(nq + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    uniq, counts = np.unique(np.stack([q[keep], grades[keep]]), axis=1, return_counts=True)
-    lv_off = np.searchsorted(uniq[0], np.arange(nq + 1)).astype(np.int64)
-    return lv_off, np.ascontiguousarray(uniq[1], dtype=np.int64), counts.astype(np.int64)
 
 
 # ---------------------------------------------------------------------------- runs against qrels
@@ -223,8 +212,10 @@ class PreparedQrels:
 
         q = self.qrels
         qmap = np.array([q.index(x) for x in run.qids], dtype=np.int64)
-        rel, err = DK.join(run.offsets, run.docs.h, run.hash_order(), run.docs.buf, run.docs.s, run.docs.e, qmap,
-                           q.offsets, q.docs.h, q.rel, q.docs.buf, q.docs.s, q.docs.e, TK.NONPOOL, TK.UNJUDGED)
+        run.hash_order()  # no document twice in a topic
+        table, keys = q.table()
+        rel, err = DK.join_table(run.offsets, run.docs.h, run.docs.buf, run.docs.s, run.docs.e, qmap, table, keys,
+                                 q.offsets, q.rel, q.docs.buf, q.docs.s, q.docs.e, TK.NONPOOL, TK.UNJUDGED)
         if err:  # pragma: no cover - a 64-bit hash collision between different ids
             raise InputError(f"run {run.name}: a document id collides with another one's 64-bit hash")
         return rel, qmap
@@ -377,19 +368,19 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
             # trec_eval sums the topics one by one in the order of their ids (as strings): so do we,
             # so that a summary printed with 4 decimals rounds the same way
             order = np.argsort(np.array(index, dtype=str), kind="stable")
-            columns, means = {}, {}
-            for key, m, col in zip(keys, resolved, cols):
+            matrix = np.column_stack(cols)
+            totals = np.cumsum(matrix[order], axis=0)[-1]
+            means = {}
+            for c, (key, m) in enumerate(zip(keys, resolved)):
                 base = m.trec_base
-                total = float(np.cumsum(col[order])[-1])
                 if base in GEOMETRIC:
-                    means[key] = float(np.exp(total / len(col)))
-                    col = np.exp(col)
+                    means[key] = float(np.exp(totals[c] / len(matrix)))
+                    matrix[:, c] = np.exp(matrix[:, c])
                 elif base in SUMMED:
-                    means[key] = total
+                    means[key] = float(totals[c])
                 else:
-                    means[key] = total / len(col)
-                columns[key] = col
-            frame = pd.DataFrame(columns, index=index)
+                    means[key] = float(totals[c]) / len(matrix)
+            frame = pd.DataFrame(matrix, index=index, columns=keys)
             out[name] = EvaluationResult(means, frame, dict(notes, runid=run.tag or name))
         else:
             out[name] = _evaluate_arrays(pq, run, rel, topics, run_of, specs, profile, conventions, notes, index)
