@@ -396,7 +396,6 @@ def _evaluate_arrays(pq, run, rel, topics, run_of, specs, profile, conventions, 
         raise InputError("max_docs (-M) and judged_only (-J) apply to trec_eval's measures under the trec_eval "
                          "profiles only")
     parts_s, parts_y, parts_q, parts_d, parts_r = [], [], [], [], []
-    hord = run.hash_order()
     for t, r in zip(topics.tolist(), run_of.tolist()):
         a, b = int(q.offsets[t]), int(q.offsets[t + 1])
         qdocs = q.docs.h[a:b]
