@@ -404,7 +404,7 @@ def _evaluate_arrays(pq, run, rel, topics, run_of, specs, profile, conventions, 
             s = run.scores[ra:rb]
             y = np.maximum(rel[ra:rb], 0)
             ids = run.docs.strings(ra, rb)
-            seen = np.isin(qdocs, run.docs.h[hord[ra:rb]])
+            seen = np.isin(qdocs, run.docs.h[ra:rb])
         else:
             s, y, ids, seen = np.zeros(0), np.zeros(0, np.int64), [], np.zeros(b - a, dtype=bool)
         rest = np.flatnonzero(~seen) + a
