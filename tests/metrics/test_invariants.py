@@ -488,3 +488,18 @@ def test_trec_eval_profile_ties_scores_equal_in_float32():
     for te_name, spec in measures.items():
         expected = np.array([peer[qq][te_name] for qq in ours.index])
         np.testing.assert_allclose(ours[spec].to_numpy(float), expected, rtol=0, atol=1e-12, err_msg=te_name)
+
+
+def test_extreme_labels_give_finite_metrics():
+    """labels of 1e308 (linear gain) would overflow a DCG sum: NDCG is computed on scaled gains."""
+    s, y = np.array([0.2, 0.1]), np.array([1e308, 1e308])
+    res = M.evaluate(s, y, None, metrics=["ndcg", "ndcg@1", "map", "P@1"], profile="sklearn")
+    assert res.mean["ndcg"] == pytest.approx(1.0) and res.mean["ndcg@1"] == pytest.approx(1.0)
+    y2 = np.array([1e308, 0.5e308, 0.0])
+    got = M.ndcg(np.array([0.1, 0.2, 0.3]), y2, gain="linear")
+    want = M.ndcg(np.array([0.1, 0.2, 0.3]), y2 / 1e308, gain="linear")
+    assert got == pytest.approx(want, rel=1e-12)
+    with pytest.raises(InputError, match="DCG overflows"):
+        M.dcg(s, np.array([1.5e308, 1.5e308]), gain="linear")
+    for name in ("auc", "kendall_tau", "spearman", "pairwise_accuracy", "pairwise_cost", "mrr", "recall"):
+        assert np.isfinite(M.get_metric(name)(np.array([0.3, 0.2, 0.1]), np.array([0.0, 1e308, 1e308])))
