@@ -68,7 +68,7 @@ def _parse_int(buf, s, e):
     return True, -v if neg else v
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def scan(buf, kind, max_rows, pow10):
     """Scan a qrels (``kind`` 0: ``qid iter docno rel``) or run (1: ``qid Q0 docno rank score tag
     [more]``) buffer.
@@ -176,7 +176,7 @@ def scan(buf, kind, max_rows, pow10):
     return OK, 0, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def hashes(buf, s, e):
     out = np.empty(s.shape[0], dtype=np.uint64)
     for r in range(s.shape[0]):
@@ -184,7 +184,7 @@ def hashes(buf, s, e):
     return out
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def segments(qh):
     """Row indices where a run of equal query hashes starts (plus the end)."""
     n = qh.shape[0]
@@ -202,7 +202,7 @@ def segments(qh):
     return out
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def split_lines(buf):
     """Spans of the ``\\n``-separated items of ``buf`` (a join of ids)."""
     n = 1
@@ -238,7 +238,7 @@ def _cmp(buf1, s1, e1, buf2, s2, e2):
     return -1 if n1 < n2 else 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def sort_by_hash(offsets, h, buf, s, e):
     """Per group, row order by hash; returns (order, err, row) with err 1 = duplicate id
     (``row`` the later one), 2 = hash collision."""
@@ -399,7 +399,7 @@ def build_table(offsets, h):
     return table, keys
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def first_duplicate(offsets, h, buf, s, e):
     """Per group, a hash set of the ids; returns (row of the first repeated id or -1, collision)."""
     longest = 0
@@ -426,7 +426,7 @@ def first_duplicate(offsets, h, buf, s, e):
     return -1, False
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def join_table(r_off, r_h, r_buf, r_s, r_e, qmap, table, keys, j_off, j_rel, j_buf, j_s, j_e, nonpool, unjudged):
     """Relevance of every run row by lookup in the qrels table (``build_table``); run query ``g``
     is qrels query ``qmap[g]`` (-1: none). Every hash match is confirmed byte by byte.

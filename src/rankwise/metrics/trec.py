@@ -15,7 +15,9 @@ rankings with ``complete=True`` (``-c``).
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
+import numba
 import numpy as np
 
 from rankwise.data.trec import grade_levels
@@ -166,33 +168,40 @@ def _as_qrels(qrels):
     return Qrels.from_dict(qrels)
 
 
-def _as_runs(runs) -> dict:
+def _load_run(src, name=None):
     from rankwise.data.trec import Run
 
-    def one(r, name=None):
-        if isinstance(r, Run):
-            return r
-        if isinstance(r, (str, os.PathLike)):
-            return Run.read(r, name=name)
-        return Run.from_dict(r, name=name)
+    if isinstance(src, Run):
+        return src
+    if isinstance(src, (str, os.PathLike)):
+        return Run.read(src, name=name)
+    return Run.from_dict(src, name=name)
+
+
+def _as_runs(runs) -> dict:
+    """``{name: source}`` (a path, a Run or a dict, loaded later by ``_load_run``)."""
+    from rankwise.data.trec import Run
 
     if isinstance(runs, (str, os.PathLike, Run)):
         runs = [runs]
     if isinstance(runs, dict) and runs and all(isinstance(v, dict) for v in runs.values()) and \
-            all(isinstance(v2, dict) for v in runs.values() for v2 in list(v.values())[:1]):
-        runs = {k: one(v, name=str(k)) for k, v in runs.items()}  # {name: {qid: {doc: score}}}
-    elif isinstance(runs, dict) and runs and all(isinstance(v, dict) for v in runs.values()):
-        runs = [runs]  # one run in dict form
+            not all(isinstance(v2, dict) for v in runs.values() for v2 in list(v.values())[:1]):
+        runs = [runs]  # one run in dict form {qid: {doc: score}}
+    out = {}
     if isinstance(runs, dict):
-        out = {str(k): one(v, name=str(k)) for k, v in runs.items()}
+        for k, v in runs.items():
+            out[str(k)] = v
     else:
-        out = {}
-        for r in runs:
-            run = one(r)
-            name = run.name or f"run{len(out)}"
+        for i, r in enumerate(runs):
+            if isinstance(r, Run):
+                name = r.name or f"run{i}"
+            elif isinstance(r, (str, os.PathLike)):
+                name = os.path.basename(os.fspath(r))
+            else:
+                name = getattr(r, "name", None) or f"run{i}"
             if name in out:
                 raise InputError(f"two runs are named {name!r}; pass a dict {{name: run}} to name them")
-            out[name] = run
+            out[name] = r
     if not out:
         raise InputError("runs must name at least one run (paths, Run objects or dicts)")
     return out
@@ -345,46 +354,54 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
     trec_mode = profile in TREC_PROFILES and all(m.trec is not None for m in resolved) and not conventions
     if trec_mode:
         plan = _Plan(resolved)
-    out = {}
-    for name, run in run_objs.items():
+    def one(item):
+        name, src = item
+        run = _load_run(src, name=name)
         rel, qmap = pq.join(run)
         topics, run_of = _topics(pq, run, qmap, complete)
         if len(topics) == 0:
-            raise InputError(f"run {name}: the run and the qrels have no query id in common (run: {run.n_queries} topics, e.g. "
-                             f"{run.qids[:1]}; qrels: {pq.qrels.n_queries}, e.g. {pq.qrels.qids[:1]})")
+            raise InputError(f"run {name}: the run and the qrels have no query id in common (run: {run.n_queries} "
+                             f"topics, e.g. {run.qids[:1]}; qrels: {pq.qrels.n_queries}, e.g. {pq.qrels.qids[:1]})")
         notes = dict(conv, topics=len(topics), run_topics_without_judgments=int((qmap < 0).sum()),
                      qrels_topics_missing_from_run=int((run_of < 0).sum()) if complete else
                      pq.qrels.n_queries - len(topics))
         index = pd.Index([pq.qrels.qids[t] for t in topics], name="qid")
-        if trec_mode:
-            ranked, roff = _rank(run, rel, conv)
-            off, rels = _gather(roff, ranked, run_of)
-            lv_off, lv_grade = _gather(pq.levels[0], pq.levels[1], topics)
-            _, lv_count = _gather(pq.levels[0], pq.levels[2], topics)
-            table = kernel_table(plan, off, rels, run_of >= 0, (lv_off, lv_grade, lv_count),
-                                 relevance_level=relevance_level, rbp_p=rbp_p, n_docs_in_coll=n_docs_in_coll,
-                                 v9=profile == "trec_eval9")
-            cols = plan.columns(table)
-            # trec_eval sums the topics one by one in the order of their ids (as strings): so do we,
-            # so that a summary printed with 4 decimals rounds the same way
-            order = np.argsort(np.array(index, dtype=str), kind="stable")
-            matrix = np.column_stack(cols)
-            totals = np.cumsum(matrix[order], axis=0)[-1]
-            means = {}
-            for c, (key, m) in enumerate(zip(keys, resolved)):
-                base = m.trec_base
-                if base in GEOMETRIC:
-                    means[key] = float(np.exp(totals[c] / len(matrix)))
-                    matrix[:, c] = np.exp(matrix[:, c])
-                elif base in SUMMED:
-                    means[key] = float(totals[c])
-                else:
-                    means[key] = float(totals[c]) / len(matrix)
-            frame = pd.DataFrame(matrix, index=index, columns=keys)
-            out[name] = EvaluationResult(means, frame, dict(notes, runid=run.tag or name))
-        else:
-            out[name] = _evaluate_arrays(pq, run, rel, topics, run_of, specs, profile, conventions, notes, index)
-    return out
+        if not trec_mode:
+            return _evaluate_arrays(pq, run, rel, topics, run_of, specs, profile, conventions, notes, index)
+        ranked, roff = _rank(run, rel, conv)
+        off, rels = _gather(roff, ranked, run_of)
+        lv_off, lv_grade = _gather(pq.levels[0], pq.levels[1], topics)
+        _, lv_count = _gather(pq.levels[0], pq.levels[2], topics)
+        table = kernel_table(plan, off, rels, run_of >= 0, (lv_off, lv_grade, lv_count),
+                             relevance_level=relevance_level, rbp_p=rbp_p, n_docs_in_coll=n_docs_in_coll,
+                             v9=profile == "trec_eval9")
+        matrix = np.column_stack(plan.columns(table))
+        # trec_eval sums the topics one by one in the order of their ids (as strings): so do we,
+        # so that a summary printed with 4 decimals rounds the same way
+        order = np.argsort(np.array(index, dtype=str), kind="stable")
+        totals = np.cumsum(matrix[order], axis=0)[-1]
+        means = {}
+        for c, (key, m) in enumerate(zip(keys, resolved)):
+            base = m.trec_base
+            if base in GEOMETRIC:
+                means[key] = float(np.exp(totals[c] / len(matrix)))
+                matrix[:, c] = np.exp(matrix[:, c])
+            elif base in SUMMED:
+                means[key] = float(totals[c])
+            else:
+                means[key] = float(totals[c]) / len(matrix)
+        frame = pd.DataFrame(matrix, index=index, columns=keys)
+        return EvaluationResult(means, frame, dict(notes, runid=run.tag or name))
+
+    items = list(run_objs.items())
+    # runs are independent and the kernels release the GIL: a few threads over the runs
+    workers = min(len(items), max(1, int(numba.config.NUMBA_NUM_THREADS)), os.cpu_count() or 1)
+    if workers > 1:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(one, items))
+    else:
+        results = [one(item) for item in items]
+    return {name: res for (name, _), res in zip(items, results)}
 
 
 def _evaluate_arrays(pq, run, rel, topics, run_of, specs, profile, conventions, notes, index):
