@@ -22,16 +22,18 @@ TIES = ["average", "input", "pessimistic", "optimistic", "docid", "ranx"]
 
 
 def test_registry_covers_every_measure():
-    assert set(M.available_metrics()) == {
-        "ndcg", "dcg", "err", "map", "precision", "recall", "mrr", "auc", "kendall_tau", "spearman",
-        "pairwise_accuracy", "pairwise_cost"}
+    assert {"ndcg", "dcg", "err", "map", "precision", "recall", "mrr", "auc", "kendall_tau", "spearman",
+            "pairwise_accuracy", "pairwise_cost"} <= set(M.available_metrics())
+    # every trec_eval measure of all_trec resolves, and prints under its trec_eval name
+    for name in M.GROUPS["all_trec"]:
+        assert M.get_metric(name).trec_spec == name
     assert M.get_metric("NDCG@10").spec == "ndcg@10"
     assert M.get_metric("P@5").name == "precision"
     assert M.get_metric("recip_rank").name == "mrr"
     assert M.get_metric("pairwise_cost").higher_is_better is False
 
 
-@pytest.mark.parametrize("bad, match", [("ndgc@10", "unknown metric 'ndgc@10'; valid names: auc, dcg"),
+@pytest.mark.parametrize("bad, match", [("ndgc@10", "unknown metric 'ndgc@10'; valid names: 11pt_avg, auc"),
                                         ("ndcg@0", "cutoff in 'ndcg@0' must be an integer >= 1"),
                                         ("ndcg@x", "must be an integer >= 1"),
                                         ("auc@5", "takes no cutoff"), (3, "must be given as a string")])
@@ -354,7 +356,7 @@ def test_unretrieved_documents_match_pytrec_eval():
     measures = {"ndcg": "ndcg", "ndcg_cut_5": "ndcg@5", "map": "map", "P_5": "P@5", "recall_10": "recall@10",
                 "recip_rank": "mrr"}
     peer = pytrec_eval.RelevanceEvaluator(qrels, set(measures)).evaluate(run)
-    ours = M.evaluate(s.astype(float), y.astype(float), q, list(measures.values()), profile="trec_eval",
+    ours = M.evaluate(s.astype(float), y.astype(float), q, list(measures.values()), profile="trec_eval9",
                       doc_ids=d, retrieved=r.astype(bool)).per_query
     for te_name, spec in measures.items():
         expected = np.array([peer[qq][te_name] for qq in ours.index])
@@ -408,7 +410,7 @@ def test_err_max_grade_is_global_and_reported():
 
 def test_pairwise_cost_omega_gets_ideal_positions():
     """omega(sigma_u, sigma_v) receives 1-based positions in the ideal order; equal labels share
-    the mean of the positions they occupy."""
+    the mean of the positions they occupy, so omega is asked once per pair of distinct labels."""
     y = np.array([0.0, 2.0, 1.0, 1.0])  # ideal order: item 1 (pos 1), items 2, 3 (pos 2.5), item 0 (pos 4)
     s = np.array([4.0, 3.0, 2.0, 1.0])  # item 0 first: every pair with item 0 is discordant
     seen = []
@@ -418,7 +420,7 @@ def test_pairwise_cost_omega_gets_ideal_positions():
         return np.ones_like(su)
 
     cost = M.pairwise_cost(s, y, omega=omega, ties="input")
-    assert sorted(seen) == [(1.0, 2.5), (1.0, 2.5), (1.0, 4.0), (2.5, 4.0), (2.5, 4.0)]
+    assert sorted(seen) == [(1.0, 2.5), (1.0, 4.0), (2.5, 4.0)]
     assert cost == M.pairwise_cost(s, y, ties="input") == 3.0
     weighted = M.pairwise_cost(s, y, omega=lambda su, sv: sv - su, ties="input")
     assert weighted == pytest.approx((4.0 - 1.0) + 2 * (4.0 - 2.5))
@@ -463,8 +465,8 @@ def test_threaded_query_ranges_equal_one_pass(monkeypatch, ties):
 
 
 def test_trec_eval_profile_ties_scores_equal_in_float32():
-    """trec_eval keeps run scores as float32: scores that differ only beyond float32 precision
-    are tied there (and ordered by docno), and the trec_eval profile must agree."""
+    """trec_eval <= 9 (pytrec_eval) keeps run scores as float32: scores that differ only beyond
+    float32 precision are tied there (and ordered by docno), and the trec_eval9 profile must agree."""
     rng = np.random.default_rng(4)
     qrels, run, rows = {}, {}, []
     for q in range(30):
@@ -481,8 +483,23 @@ def test_trec_eval_profile_ties_scores_equal_in_float32():
     assert len(np.unique(s)) == len(s) and len(np.unique(s.astype(np.float32))) < len(s)
     measures = {"ndcg_cut_5": "ndcg@5", "map": "map", "P_5": "P@5", "recip_rank": "mrr"}
     peer = pytrec_eval.RelevanceEvaluator(qrels, set(measures)).evaluate(run)
-    ours = M.evaluate(s.astype(float), y.astype(float), q, list(measures.values()), profile="trec_eval",
+    ours = M.evaluate(s.astype(float), y.astype(float), q, list(measures.values()), profile="trec_eval9",
                       doc_ids=d).per_query
     for te_name, spec in measures.items():
         expected = np.array([peer[qq][te_name] for qq in ours.index])
         np.testing.assert_allclose(ours[spec].to_numpy(float), expected, rtol=0, atol=1e-12, err_msg=te_name)
+
+
+def test_extreme_labels_give_finite_metrics():
+    """labels of 1e308 (linear gain) would overflow a DCG sum: NDCG is computed on scaled gains."""
+    s, y = np.array([0.2, 0.1]), np.array([1e308, 1e308])
+    res = M.evaluate(s, y, None, metrics=["ndcg", "ndcg@1", "map", "P@1"], profile="sklearn")
+    assert res.mean["ndcg"] == pytest.approx(1.0) and res.mean["ndcg@1"] == pytest.approx(1.0)
+    y2 = np.array([1e308, 0.5e308, 0.0])
+    got = M.ndcg(np.array([0.1, 0.2, 0.3]), y2, gain="linear")
+    want = M.ndcg(np.array([0.1, 0.2, 0.3]), y2 / 1e308, gain="linear")
+    assert got == pytest.approx(want, rel=1e-12)
+    with pytest.raises(InputError, match="DCG overflows"):
+        M.dcg(s, np.array([1.5e308, 1.5e308]), gain="linear")
+    for name in ("auc", "kendall_tau", "spearman", "pairwise_accuracy", "pairwise_cost", "mrr", "recall"):
+        assert np.isfinite(M.get_metric(name)(np.array([0.3, 0.2, 0.1]), np.array([0.0, 1e308, 1e308])))

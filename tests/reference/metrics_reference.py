@@ -209,3 +209,33 @@ def reference(measure, scores, labels, ties="average", doc_ids=None, **kw):
             return None
         vals.append(v)
     return sum(vals) / len(vals)
+
+
+def pair_counts_quadratic(ranked_labels, group_ids, rel_thr=float("inf")):
+    """The O(n^2) definition of the pair counts of one sorted query, straight from the pairs.
+
+    ``ranked_labels`` in ranking order, ``group_ids`` the tie group of each position. Returns
+    (concordant, discordant, distinct-label pairs, equal-label pairs, relevant-above-irrelevant,
+    n_rel * n_irrel); a pair inside a tie group counts 1/2 each way.
+    """
+    y = list(ranked_labels)
+    g = list(group_ids)
+    n = len(y)
+    C = D = T = A = 0.0
+    nr = sum(1 for v in y if v >= rel_thr)
+    for u in range(n):
+        for v in range(u + 1, n):
+            if y[u] == y[v]:
+                T += 1
+                continue
+            w = 0.5 if g[u] == g[v] else 1.0
+            if y[u] > y[v]:
+                C, D = C + w, D + 1 - w
+            else:
+                C, D = C + 1 - w, D + w
+            ru, rv = y[u] >= rel_thr, y[v] >= rel_thr
+            if ru and not rv:
+                A += w
+            elif rv and not ru:
+                A += 1 - w
+    return C, D, n * (n - 1) / 2 - T, T, A, nr * (n - nr)

@@ -1,4 +1,5 @@
-"""Resolving the CLI's file arguments into data sets, score vectors and run/qrels arrays."""
+"""Resolving the CLI's file arguments into data sets and score vectors (TREC runs and qrels are read by
+``rankwise.data.Run`` / ``Qrels`` and evaluated by ``rankwise.metrics.evaluate_runs``)."""
 from __future__ import annotations
 
 import ast
@@ -87,41 +88,3 @@ def read_scores(path, n_rows: int) -> np.ndarray:
     if len(values) != n_rows:
         raise InputError(f"{p}: {len(values)} scores but the data set has {n_rows} rows; one score per row is expected")
     return np.asarray(values, dtype=np.float64)
-
-
-def run_arrays(run: dict, qrels: dict, *, queries=None):
-    """Flatten a TREC run against its qrels, the way trec_eval does.
-
-    Only queries present in both the run and the qrels are evaluated (trec_eval without ``-c``);
-    pass ``queries`` (e.g. all qrels queries) to evaluate exactly those, a query missing from the
-    run then scoring as an empty ranking. Retrieved documents without a judgment count as
-    non-relevant (label 0). Judged documents the run did not retrieve are appended with
-    ``retrieved=False``: they never occupy a rank but count in the ideal ranking and in the
-    number of relevant documents (NDCG's IDCG, recall's and AP's denominators).
-
-    Returns ``(scores, labels, qid, doc_ids, retrieved)`` as flat arrays.
-    """
-    if queries is None:
-        queries = [q for q in run if q in qrels]
-    if not queries:
-        raise InputError("the run and the qrels have no query in common; check the query ids")
-    scores, labels, qids, docs, retrieved = [], [], [], [], []
-    for q in queries:
-        ranked = run.get(q, {})
-        judged = qrels.get(q, {})
-        for d, s in ranked.items():
-            scores.append(s)
-            labels.append(judged.get(d, 0))
-            qids.append(q)
-            docs.append(d)
-            retrieved.append(True)
-        floor = min(ranked.values(), default=0.0) - 1.0
-        for d, rel in judged.items():
-            if d not in ranked:
-                scores.append(floor)
-                labels.append(rel)
-                qids.append(q)
-                docs.append(d)
-                retrieved.append(False)
-    return (np.asarray(scores, dtype=np.float64), np.asarray(labels, dtype=np.float64),
-            np.asarray(qids), np.asarray(docs), np.asarray(retrieved, dtype=bool))

@@ -156,79 +156,125 @@ def _conventions(args) -> dict:
     return parse_params(args.convention)
 
 
-def _evaluate_run(run_path, qrels, metrics, profile, conventions, complete=False, *, quiet=False):
-    """A TREC run against qrels, as trec_eval sees it.
+def _evaluate_runs(run_paths, qrels, metrics, profile, conventions, complete=False, *, names=None, quiet=False,
+                   trec_options=None):
+    """TREC runs against qrels, as trec_eval sees them (``rankwise.metrics.evaluate_runs``).
 
-    The queries evaluated are those in both the run and the qrels (trec_eval's default), or with
+    The queries evaluated are those in both the run and the qrels (trec_eval 9's default), or with
     ``complete`` every qrels query, a query the run lacks scoring as an empty ranking (trec_eval
     ``-c``). What is left out is said on stderr; no query in common is an error.
     """
-    from rankwise.cli.inputs import run_arrays
-    from rankwise.data import read_trec_run
-    from rankwise.errors import InputError
-    from rankwise.metrics import evaluate
+    from rankwise.data.trec import Run
+    from rankwise.metrics import evaluate_runs
+    from rankwise.metrics.trec import PreparedQrels
 
-    run = read_trec_run(run_path)
-    common = [q for q in qrels if q in run]
-    if not common:
-        raise InputError(f"{run_path}: the run and the qrels have no query id in common (run: {len(run)} queries, "
-                         f"e.g. {next(iter(run), None)!r}; qrels: {len(qrels)}, e.g. {next(iter(qrels), None)!r})")
-    unjudged = sum(q not in qrels for q in run)
-    absent = len(qrels) - len(common)
-    if not quiet and (unjudged or absent):
-        what = "scored as empty rankings (--complete)" if complete else "left out (use --complete to score them as 0)"
-        print(f"rankwise: {run_path}: {unjudged} run queries have no judgments and are left out; "
-              f"{absent} judged queries are not in the run and are {what}", file=sys.stderr)
-    scores, labels, qid, docs, retrieved = run_arrays(run, qrels, queries=list(qrels) if complete else common)
-    return evaluate(scores, labels, qid, metrics=metrics, profile=profile, doc_ids=docs,
-                    retrieved=retrieved, **conventions)
+    names = names or [os.path.basename(str(p)) for p in run_paths]
+    runs = {n: Run.read(p, name=n) for n, p in zip(names, run_paths)}
+    pq = qrels if isinstance(qrels, PreparedQrels) else PreparedQrels(qrels)
+    results = evaluate_runs(pq, runs, metrics=metrics, profile=profile, complete=complete,
+                            **(trec_options or {}), **conventions)
+    if not quiet:
+        for (name, res), path in zip(results.items(), run_paths):
+            c = res.conventions
+            unjudged, absent = c["run_topics_without_judgments"], c["qrels_topics_missing_from_run"]
+            if unjudged or absent:
+                what = "scored as empty rankings (--complete)" if complete else \
+                    "left out (use --complete to score them as 0)"
+                print(f"rankwise: {path}: {unjudged} run queries have no judgments and are left out; "
+                      f"{absent} judged queries are not in the run and are {what}", file=sys.stderr)
+    return results
+
+
+def _evaluate_run(run_path, qrels, metrics, profile, conventions, complete=False, *, quiet=False):
+    """One run against qrels (see :func:`_evaluate_runs`)."""
+    return next(iter(_evaluate_runs([run_path], qrels, metrics, profile, conventions, complete,
+                                    quiet=quiet).values()))
 
 
 def _cmd_evaluate(args) -> int:
     from rankwise.errors import InputError
     from rankwise.metrics import evaluate
 
-    metrics = _csv(args.metrics)
+    metrics = _csv(args.metrics) if args.metrics else None
     conventions = _conventions(args)
-    if args.run is not None or args.qrels is not None:
-        if args.run is None or args.qrels is None or args.data is not None:
-            raise InputError("give either --run RUN --qrels QRELS, or DATA --scores FILE")
-        from rankwise.data import read_trec_qrels
+    out_format = args.format if args.format in ("trec_eval", "table") else "table"
+    data_format = args.format if args.format not in ("trec_eval", "table") else "auto"
+    runs = list(args.run or []) + (list(args.inputs) if args.qrels is not None else [])
+    if args.run or args.qrels is not None:
+        if not runs or args.qrels is None or args.scores is not None:
+            raise InputError("give either --qrels QRELS RUN [RUN ...] (or --run RUN --qrels QRELS), "
+                             "or DATA --scores FILE")
+        from rankwise.metrics.trec import PreparedQrels, describe_conventions, format_trec_eval
 
-        result = _evaluate_run(args.run, read_trec_qrels(args.qrels), metrics, args.profile, conventions,
-                               args.complete)
-    else:
-        if args.data is None or args.scores is None:
-            raise InputError("give either --run RUN --qrels QRELS, or DATA --scores FILE")
-        from rankwise.cli.inputs import load_dataset, read_scores
+        profile = args.profile or "trec_eval"  # TREC files: trec_eval's conventions unless told otherwise
+        metrics = metrics or (["all_trec"] if out_format == "trec_eval" else ["ndcg@10", "err@10", "map"])
+        trec_options = {}
+        if args.relevance_level is not None:
+            trec_options["relevance_level"] = args.relevance_level
+        if args.max_docs is not None:
+            trec_options["max_docs"] = args.max_docs
+        if args.judged_only:
+            trec_options["judged_only"] = True
+        qrels = PreparedQrels(args.qrels)
+        results = _evaluate_runs(runs, qrels, metrics, profile, conventions, args.complete,
+                                 trec_options=trec_options, quiet=out_format == "trec_eval")
+        first = next(iter(results.values()))
+        print(f"rankwise: {describe_conventions(profile, first.conventions)}", file=sys.stderr)
+        per_query_stdout = args.per_query is True
+        if out_format == "trec_eval":
+            format_trec_eval(results, metrics, per_query=per_query_stdout, file=sys.stdout)
+        else:
+            for name, result in results.items():
+                if len(results) > 1:
+                    print(f"# {name}")
+                _print_table(result, per_query_stdout)
+        if isinstance(args.per_query, str):
+            import pandas as pd
 
-        ds = load_dataset(args.data, fmt=args.format, part="test", split=args.split)
-        scores = read_scores(args.scores, len(ds))
-        result = evaluate(scores, ds.labels, ds.qid, metrics=metrics, profile=args.profile,
-                          doc_ids=ds.doc_ids, **conventions)
-    width = max(len(m) for m in result.mean)
-    for name, value in result.mean.items():
-        print(f"{name:<{width}}  {value:.6f}")
-    print(f"{'queries':<{width}}  {len(result.per_query)}")
-    if args.per_query:
+            frame = pd.concat({n: r.per_query for n, r in results.items()}, names=["run"]) if len(results) > 1 \
+                else first.per_query
+            frame.to_csv(args.per_query)
+            print(f"per-query values written to {args.per_query}", file=sys.stderr)
+        return 0
+    if not args.inputs or args.scores is None:
+        raise InputError("give either --qrels QRELS RUN [RUN ...] (or --run RUN --qrels QRELS), or DATA --scores FILE")
+    if len(args.inputs) > 1:
+        raise InputError(f"DATA --scores FILE takes one data set; got {len(args.inputs)}: {args.inputs}")
+    from rankwise.cli.inputs import load_dataset, read_scores
+
+    ds = load_dataset(args.inputs[0], fmt=data_format, part="test", split=args.split)
+    scores = read_scores(args.scores, len(ds))
+    result = evaluate(scores, ds.labels, ds.qid, metrics=metrics or ["ndcg@10", "err@10", "map"],
+                      profile=args.profile, doc_ids=ds.doc_ids, **conventions)
+    _print_table(result, args.per_query is True)
+    if isinstance(args.per_query, str):
         result.per_query.to_csv(args.per_query, index_label="qid")
         print(f"per-query values written to {args.per_query}")
     return 0
 
 
+def _print_table(result, per_query: bool) -> None:
+    width = max(len(m) for m in result.mean)
+    if per_query:
+        for qid, row in result.per_query.iterrows():
+            for name, value in row.items():
+                print(f"{name:<{width}}  {qid}  {float(value):.6f}")
+    for name, value in result.mean.items():
+        print(f"{name:<{width}}  {value:.6f}")
+    print(f"{'queries':<{width}}  {len(result.per_query)}")
+
+
 def _per_query_runs(args):
     from pathlib import Path
 
-    from rankwise.data import read_trec_qrels
     from rankwise.errors import InputError
 
     names = _csv(args.names) if args.names else [Path(r).name for r in args.runs]
     if len(names) != len(args.runs) or len(set(names)) != len(names):
         raise InputError(f"--names must give {len(args.runs)} distinct names, one per run; got {names}")
-    qrels = read_trec_qrels(args.qrels)
     metrics = _csv(args.metrics)
-    results = {n: _evaluate_run(r, qrels, metrics, args.profile, _conventions(args), args.complete)
-               for n, r in zip(names, args.runs)}
+    results = _evaluate_runs(args.runs, args.qrels, metrics, args.profile or "trec_eval", _conventions(args),
+                             args.complete, names=names)
     sizes = {n: len(r.per_query) for n, r in results.items()}
     if len(set(sizes.values())) > 1:
         raise InputError(f"the runs cover different sets of queries ({sizes}); paired comparisons need the same "
@@ -263,18 +309,15 @@ def _cmd_report(args) -> int:
     from pathlib import Path
 
     import rankwise
-    from rankwise.data import read_trec_qrels
     from rankwise.report.markdown import CURVE_KS, write_report
 
     models = [rankwise.load(path) for path in args.model]  # a bad model file fails before any work
     results, metrics = _per_query_runs(args)
     base = _curve_metric(args, metrics)
     curve_specs = [f"{base}@{k}" for k in CURVE_KS]
-    qrels = read_trec_qrels(args.qrels)
-    curves = {}
-    for name, run in zip(results, args.runs):
-        r = _evaluate_run(run, qrels, curve_specs, args.profile, _conventions(args), args.complete, quiet=True)
-        curves[name] = {k: r.mean[s] for k, s in zip(CURVE_KS, curve_specs)}
+    curve_results = _evaluate_runs(args.runs, args.qrels, curve_specs, args.profile or "trec_eval",
+                                   _conventions(args), args.complete, names=list(results), quiet=True)
+    curves = {name: {k: r.mean[s] for k, s in zip(CURVE_KS, curve_specs)} for name, r in curve_results.items()}
     histories = {}
     for path, model in zip(args.model, models):
         history = getattr(model, "history_", None)
@@ -363,23 +406,35 @@ def build_parser() -> argparse.ArgumentParser:
     data_opts(p)
     p.set_defaults(func=_cmd_predict)
 
-    def eval_opts(p):
-        p.add_argument("--metrics", default="ndcg@10,err@10,map", help="comma-separated metric specs")
-        p.add_argument("--profile", help="trec_eval, lightgbm, xgboost, sklearn, ranx or letor")
+    def eval_opts(p, default_metrics="ndcg@10,err@10,map"):
+        p.add_argument("--metrics", default=default_metrics,
+                       help="comma-separated measures: rankwise (ndcg@10, P@5) or trec_eval names (ndcg_cut_10, "
+                            "P_5, bpref) and groups (all_trec, official)")
+        p.add_argument("--profile", help="trec_eval (default for TREC runs: trec_eval 10), trec_eval9, lightgbm, "
+                                         "xgboost, sklearn, ranx or letor")
         p.add_argument("--convention", action="append", default=[], metavar="KEY=VALUE",
                        help="override a convention: gain=linear, ties=average, empty=drop, threshold=1, ...")
         p.add_argument("--complete", "-c", action="store_true",
                        help="with --run: score every judged query, a query missing from the run as an empty "
                             "ranking (trec_eval -c); default: only the queries in both run and qrels")
 
-    p = sub.add_parser("evaluate", help="evaluate a run against qrels, or scores against a data set")
-    p.add_argument("data", nargs="?", help="data set whose labels are the truth (with --scores)")
+    p = sub.add_parser("evaluate", help="evaluate runs against qrels (as trec_eval), or scores against a data set",
+                       description="rankwise evaluate --qrels QRELS [--format trec_eval] RUN [RUN ...], or "
+                                   "rankwise evaluate DATA --scores FILE")
+    p.add_argument("inputs", nargs="*", metavar="RUN|DATA",
+                   help="TREC run files (with --qrels), or the data set whose labels are the truth (with --scores)")
     p.add_argument("--scores", help="one score per row of DATA")
-    p.add_argument("--run", help="TREC run file")
-    p.add_argument("--qrels", help="TREC qrels file")
-    p.add_argument("--per-query", help="write per-query values to this CSV")
-    eval_opts(p)
-    data_opts(p)
+    p.add_argument("--run", action="append", help="TREC run file (repeatable; or give runs as arguments)")
+    p.add_argument("--qrels", help="TREC qrels file (plain or .gz)")
+    p.add_argument("--per-query", "-q", nargs="?", const=True, default=None, metavar="CSV",
+                   help="print per-query values (trec_eval -q); with a file name, write them to that CSV instead")
+    p.add_argument("--relevance-level", "-l", type=int, help="trec_eval -l: grades >= this are relevant (default 1)")
+    p.add_argument("--max-docs", "-M", type=int, help="trec_eval -M: at most this many documents per topic")
+    p.add_argument("--judged-only", "-J", action="store_true", help="trec_eval -J: drop unjudged documents")
+    eval_opts(p, default_metrics=None)
+    p.add_argument("--format", default="auto", help="output: table (default) or trec_eval; data format of DATA: "
+                                                     "auto, svmlight, parquet, movielens, npz")
+    p.add_argument("--split", default="u1", help="MovieLens split u1..u5, ua, ub (default u1)")
     p.set_defaults(func=_cmd_evaluate)
 
     for name, helptext in (("compare", "compare runs: means, paired tests with Holm correction, win/tie/loss"),

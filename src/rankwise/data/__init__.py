@@ -13,12 +13,12 @@ from rankwise.data.groups import Grouping, group_by_qid, offsets_from_sizes, pad
 from rankwise.data.movielens import load_movielens_100k
 from rankwise.data.svmlight import read_group_file, read_svmlight, write_svmlight
 from rankwise.data.synthetic import SyntheticTruth, make_synthetic
-from rankwise.data.trec import read_trec_qrels, read_trec_run, write_trec_qrels, write_trec_run
+from rankwise.data.trec import Qrels, Run, read_trec_qrels, read_trec_run, write_trec_qrels, write_trec_run
 
 __all__ = [
     "RankingDataset", "Query", "PaddedBatch", "concat",
     "read_svmlight", "write_svmlight", "read_group_file",
-    "read_trec_qrels", "write_trec_qrels", "read_trec_run", "write_trec_run",
+    "read_trec_qrels", "write_trec_qrels", "read_trec_run", "write_trec_run", "Qrels", "Run",
     "from_pandas", "to_pandas", "read_parquet", "write_parquet",
     "fetch", "DATASETS", "load_movielens_100k", "from_events",
     "make_synthetic", "SyntheticTruth",

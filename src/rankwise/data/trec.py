@@ -1,11 +1,23 @@
-"""TREC qrels (``qid 0 docno rel``) and run files (``qid Q0 docno rank score tag``).
+"""TREC qrels (``qid iter docno rel``) and run files (``qid Q0 docno rank score tag``).
 
-Both are read into the dict-of-dicts form that pytrec_eval and ranx take:
-``{qid: {docno: value}}`` (insertion order = file order).
+:class:`Qrels` and :class:`Run` hold a file's content as flat arrays (ids as byte spans with a
+64-bit hash, values as numpy arrays): reading a run of millions of lines never builds a Python
+string per line. Both read plain or gzipped files, and convert from and to the dict-of-dicts
+form that pytrec_eval and ranx take (``{qid: {docno: value}}``) and pandas frames.
+:func:`read_trec_qrels` / :func:`read_trec_run` return that dict form directly.
+
+What the reader accepts is what trec_eval reads: fields separated by spaces or tabs, blank
+lines and ``#`` comment lines skipped, run lines with extra trailing columns, negative
+relevance (trec_eval: in the pool but not judged). What it rejects, with ``path:line``: wrong
+field counts, numbers that are not plain ASCII decimals (``1_0``, ``١``, ``１``), integers out of
+range, non-finite scores, control bytes (NUL...), CR-only or mixed line endings, a byte-order
+mark, invalid UTF-8, a document listed twice for one query, and corrupt compression.
 """
 from __future__ import annotations
 
 import math
+import re
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -13,89 +25,490 @@ import numpy as np
 from rankwise.data.dataset import RankingDataset
 from rankwise.errors import InputError, ParseError
 
-__all__ = ["read_trec_qrels", "write_trec_qrels", "read_trec_run", "write_trec_run"]
+__all__ = ["Qrels", "Run", "read_trec_qrels", "write_trec_qrels", "read_trec_run", "write_trec_run"]
+
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 
 
-def _lines(path: Path):
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, gunzipped when it starts with the gzip magic; errors name the file."""
     import gzip
+    import zlib
 
-    path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
+        raise FileNotFoundError(2, "no such file", str(path))
     raw = path.read_bytes()
     if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise ParseError(path, None, f"corrupt gzip data ({exc}); expected a complete .gz file") from None
     try:
-        text = raw.decode("utf-8")
+        raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ParseError(path, line, "not valid UTF-8 text") from None
-    return text.splitlines()
+    return raw
+
+
+class _Ids:
+    """Ids as spans of a byte buffer, with their 64-bit hashes."""
+
+    __slots__ = ("buf", "s", "e", "h")
+
+    def __init__(self, buf, s, e, h=None):
+        from rankwise.data import _trec_kernel as TK
+
+        self.buf, self.s, self.e = buf, s, e
+        self.h = TK.hashes(buf, s, e) if h is None else h
+
+    @classmethod
+    def from_strings(cls, items, n: int, what: str):
+        from rankwise.data import _trec_kernel as TK
+
+        try:
+            text = "\n".join(items)
+        except TypeError:
+            text = "\n".join(map(str, items))
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InputError(f"{what} must be valid Unicode text") from None
+        buf = np.frombuffer(data, dtype=np.uint8)
+        if n == 0:
+            return cls(buf, np.zeros(0, np.int64), np.zeros(0, np.int64))
+        s, e = TK.split_lines(buf)
+        if len(s) != n:
+            raise InputError(f"a {what} contains a line break; ids must be single tokens")
+        return cls(buf, s, e)
+
+    def take(self, rows):
+        return _Ids(self.buf, self.s[rows], self.e[rows], self.h[rows])
+
+    def string(self, r: int) -> str:
+        return self.buf[self.s[r]:self.e[r]].tobytes().decode("utf-8")
+
+    def strings(self, a: int = 0, b: int | None = None) -> list[str]:
+        b = len(self.s) if b is None else b
+        if b <= a:
+            return []
+        # one decode of the covering slice, split on the separator bytes between the spans
+        lo, hi = int(self.s[a]), int(self.e[b - 1])
+        chunk = self.buf[lo:hi].tobytes()
+        if np.all(self.s[a + 1:b] == self.e[a:b - 1] + 1) and chunk.count(b"\n") == b - a - 1:
+            return chunk.decode("utf-8").split("\n")
+        return [self.string(r) for r in range(a, b)]
+
+
+def _scan(path, kind: int):
+    from rankwise.data import _trec_kernel as TK
+
+    path = Path(path)
+    raw = _read_bytes(path)
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    max_rows = raw.count(b"\n") + 1
+    (err, line, n, lines, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e) = \
+        TK.scan(buf, kind, max_rows, TK._POW10)
+    if err:
+        _raise_scan(path, raw, err, line, ival, kind)
+    what = "qrels" if kind == 0 else "run"
+    if n == 0:
+        expected = "'qid iter docno rel'" if kind == 0 else "'qid Q0 docno rank score tag'"
+        raise ParseError(path, None, f"empty {what} file; expected lines {expected}")
+    lines, qs, qe, ds, de = lines[:n], qs[:n], qe[:n], ds[:n], de[:n]
+    if kind == 1:
+        fval = fval[:n]
+        for r in fb_rows[:n_fb].tolist():  # numbers outside the exact fast path: Python's float()
+            tok = _token(raw, lines[r], 4)
+            if not _FLOAT.match(tok):
+                if tok.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+                    raise ParseError(path, int(lines[r]), f"score {tok!r} is not finite")
+                raise ParseError(path, int(lines[r]), f"score {tok!r} is not a number; expected "
+                                                      "'qid Q0 docno rank score tag'")
+            v = float(tok)
+            if not math.isfinite(v):
+                raise ParseError(path, int(lines[r]), f"score {tok!r} is out of the range of a double")
+            fval[r] = v
+        tag = raw[tag_s:tag_e].decode("utf-8")
+        values = fval
+    else:
+        values = ival[:n]
+        tag = None
+    return path, buf, lines, _Ids(buf, qs, qe), _Ids(buf, ds, de), values, tag
+
+
+def _token(raw: bytes, line: int, field: int) -> str:
+    text = raw.split(b"\n")[line - 1].decode("utf-8", "replace").split()
+    return text[field] if field < len(text) else ""
+
+
+def _raise_scan(path, raw, err, line, ival, kind):
+    from rankwise.data import _trec_kernel as TK
+
+    shape = "'qid iter docno rel'" if kind == 0 else "'qid Q0 docno rank score tag'"
+    if err == TK.E_FIELDS:
+        nf = len(raw.split(b"\n")[line - 1].split())
+        if kind == 0:
+            msg = f"{nf} fields; a qrels line has 4: {shape}"
+        else:
+            msg = f"{nf} fields; a run line has 6 (more are ignored): {shape}"
+    elif err == TK.E_REL:
+        msg = f"relevance {_token(raw, line, 3)!r} is not an integer (ASCII digits, at most 18); expected {shape}"
+    elif err == TK.E_REL_RANGE:
+        msg = f"relevance {_token(raw, line, 3)!r} is out of range (|rel| <= {TK.REL_MAX})"
+    elif err == TK.E_RANK:
+        msg = f"rank {_token(raw, line, 3)!r} is not an integer (ASCII digits, at most 18); expected {shape}"
+    elif err == TK.E_SCORE:
+        msg = f"score {_token(raw, line, 4)!r} is not a number; expected {shape}"
+    elif err == TK.E_CONTROL:
+        bad = next((c for c in raw.split(b"\n")[line - 1] if (c < 32 and c not in (9, 13)) or c == 127), 0)
+        msg = f"control byte 0x{bad:02x} in the line (NUL or another non-printing character); expected text"
+    elif err == TK.E_CR:
+        msg = "a carriage return (CR) not followed by LF: CR-only line endings are not supported; " \
+              "convert the file to LF (or CRLF) line endings"
+    elif err == TK.E_MIXED_EOL:
+        msg = "mixed line endings (CRLF and LF in one file); use one kind throughout"
+    elif err == TK.E_BOM:
+        msg = "the file starts with a UTF-8 byte-order mark; save it without one (it would become part of a query id)"
+    else:  # pragma: no cover
+        msg = f"malformed line (code {err})"
+    raise ParseError(path, int(line), msg)
+
+
+def _group(qids: _Ids, lines=None):
+    """Query order (first appearance), per-row query index and the row order that makes every
+    query's rows contiguous (None when they already are)."""
+    from rankwise.data import _trec_kernel as TK
+
+    seg = TK.segments(qids.h)
+    starts = seg[:-1]
+    names = [qids.string(int(r)) for r in starts]
+    index: dict[str, int] = {}
+    seg_q = np.empty(len(starts), dtype=np.int64)
+    for i, name in enumerate(names):
+        seg_q[i] = index.setdefault(name, len(index))
+    sizes = np.diff(seg)
+    counts = np.bincount(seg_q, weights=sizes, minlength=len(index)).astype(np.int64)
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    if len(index) == len(starts):
+        return list(index), offsets, None
+    row_q = np.repeat(seg_q, sizes)
+    return list(index), offsets, np.argsort(row_q, kind="stable")
+
+
+def _check_unique(what, path, offsets, qids, docs, lines, dup_message):
+    """Sort each query's rows by document hash; raise on a document listed twice."""
+    from rankwise.data import _trec_kernel as TK
+
+    order, err, row = TK.sort_by_hash(offsets, docs.h, docs.buf, docs.s, docs.e)
+    if err == 1:
+        q = qids[int(np.searchsorted(offsets, row, side="right") - 1)]
+        msg = dup_message.format(d=docs.string(int(row)), q=q)
+        if lines is not None:
+            raise ParseError(path, int(lines[row]), msg)
+        raise InputError(msg)
+    if err == 2:  # pragma: no cover - two different ids with one 64-bit hash
+        raise InputError(f"{what}: two document ids share a 64-bit hash; please report this file")
+    return order
+
+
+def grade_levels(offsets, grades):
+    """``(offsets, grades, counts)``: per group, its distinct grades >= 0 (ascending) and their counts."""
+    from rankwise.data import _trec_kernel as TK
+
+    nq = len(offsets) - 1
+    grades = np.asarray(grades, dtype=np.int64)
+    q = np.repeat(np.arange(nq, dtype=np.int64), np.diff(offsets))
+    keep = grades >= 0
+    key = q[keep] * (TK.REL_MAX + 1) + grades[keep]  # grades are <= REL_MAX
+    uniq, counts = np.unique(key, return_counts=True)
+    lv_q, lv_g = np.divmod(uniq, TK.REL_MAX + 1)
+    off = np.searchsorted(lv_q, np.arange(nq + 1)).astype(np.int64)
+    return off, lv_g.astype(np.int64), counts.astype(np.int64)
+
+
+class Qrels:
+    """Relevance judgments: per query, documents and integer grades.
+
+    Build with :meth:`read` (a TREC qrels file, plain or ``.gz``), :meth:`from_dict`
+    (``{qid: {docno: rel}}``, the form pytrec_eval and ranx use; a ``ranx.Qrels`` works too) or
+    :meth:`from_pandas`. Grades are integers; a negative grade is trec_eval's "in the pool but
+    not judged" (counted neither relevant nor judged non-relevant).
+
+    Attributes
+    ----------
+    qids : list of str
+        Query ids, in order of first appearance.
+    offsets : numpy.ndarray
+        int64, ``n_queries + 1``: query ``i`` holds rows ``offsets[i]:offsets[i+1]``.
+    rel : numpy.ndarray
+        int64 grade per row (rows of a query sorted by document hash).
+    """
+
+    def __init__(self, qids, offsets, docs: _Ids, rel, *, path=None, lines=None):
+        self.qids = list(qids)
+        self.offsets = offsets
+        self.docs = docs
+        self.rel = rel
+        self.path = path
+        self._lines = lines
+        self._index = {q: i for i, q in enumerate(self.qids)}
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def read(cls, path) -> "Qrels":
+        """Read a TREC qrels file (``qid iter docno rel``; ``iter`` is ignored)."""
+        path, _, lines, qids, docs, rel, _ = _scan(path, 0)
+        return cls._build(qids, docs, rel, path=path, lines=lines)
+
+    @classmethod
+    def _build(cls, qid_ids, docs, rel, *, path=None, lines=None, names=None, offsets=None):
+        if names is None:
+            names, offsets, order = _group(qid_ids)
+            if order is not None:
+                docs, rel = docs.take(order), rel[order]
+                lines = None if lines is None else lines[order]
+        order = _check_unique("qrels", path, offsets, names, docs, lines,
+                              "document {d!r} of query {q!r} is judged twice")
+        return cls(names, offsets, docs.take(order), np.ascontiguousarray(rel[order], dtype=np.int64),
+                   path=path, lines=None if lines is None else lines[order])
+
+    @classmethod
+    def from_dict(cls, qrels) -> "Qrels":
+        """From ``{qid: {docno: rel}}`` (pytrec_eval / ranx form) or an object with ``to_dict()``."""
+        if isinstance(qrels, Qrels):
+            return qrels
+        qrels = _as_nested_dict(qrels, "qrels")
+        names = [str(q) for q in qrels]
+        sizes = [len(d) for d in qrels.values()]
+        n = int(sum(sizes))
+        docs = _Ids.from_strings(chain.from_iterable(qrels.values()), n, "document id")
+        try:
+            rel = np.fromiter(chain.from_iterable(d.values() for d in qrels.values()), dtype=np.float64, count=n)
+        except (TypeError, ValueError):
+            raise InputError("qrels grades must be integers: {qid: {docno: rel}}") from None
+        if not np.all(np.isfinite(rel)) or np.any(rel != np.round(rel)) or np.any(np.abs(rel) > 1e6):
+            raise InputError("qrels grades must be integers with |rel| <= 1,000,000")
+        offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        return cls._build(None, docs, rel.astype(np.int64), names=names, offsets=offsets)
+
+    @classmethod
+    def from_pandas(cls, frame, *, qid="qid", docno="docno", rel="rel") -> "Qrels":
+        """From a DataFrame with columns ``qid``, ``docno``, ``rel`` (names configurable;
+        ranx's ``q_id``, ``doc_id``, ``score`` are recognised)."""
+        qid, docno, rel = _columns(frame, (qid, docno, rel), ("q_id", "doc_id", "score"), "qrels")
+        q = frame[qid].astype(str).to_numpy(dtype=object)
+        d = frame[docno].astype(str).to_numpy(dtype=object)
+        r = frame[rel].to_numpy(dtype=np.float64)
+        if not np.all(np.isfinite(r)) or np.any(r != np.round(r)):
+            raise InputError(f"qrels column {rel!r} must hold integer grades")
+        qi = _Ids.from_strings(q, len(q), "query id")
+        di = _Ids.from_strings(d, len(d), "document id")
+        return cls._build(qi, di, r.astype(np.int64))
+
+    # ------------------------------------------------------------------ access
+    @property
+    def n_queries(self) -> int:
+        return len(self.qids)
+
+    def __len__(self) -> int:
+        return len(self.rel)
+
+    def __contains__(self, qid) -> bool:
+        return qid in self._index
+
+    def index(self, qid):
+        return self._index.get(qid, -1)
+
+    def levels(self):
+        """Per query, the judged grades (>= 0) and how many documents hold each: ``(offsets,
+        grades, counts)`` flat, grades ascending within a query."""
+        return grade_levels(self.offsets, self.rel)
+
+    def table(self):
+        """Hash table of the judgments by (query, document), built once."""
+        from rankwise.data import _trec_kernel as TK
+
+        if getattr(self, "_table", None) is None:
+            self._table = TK.build_table(self.offsets, self.docs.h)
+        return self._table
+
+    def to_dict(self) -> dict:
+        """``{qid: {docno: rel}}``."""
+        out = {}
+        rel = self.rel.tolist()
+        for i, q in enumerate(self.qids):
+            a, b = int(self.offsets[i]), int(self.offsets[i + 1])
+            out[q] = dict(zip(self.docs.strings(a, b), rel[a:b]))
+        return out
+
+    def __repr__(self) -> str:
+        src = f", from {self.path}" if self.path else ""
+        return f"Qrels({self.n_queries} queries, {len(self)} judgments{src})"
+
+
+class Run:
+    """A ranked run: per query, documents and their scores.
+
+    Build with :meth:`read` (a TREC run file, plain or ``.gz``), :meth:`from_dict`
+    (``{qid: {docno: score}}``; a ``ranx.Run`` works too) or :meth:`from_pandas`. Ranks in the
+    file are checked to be integers and, as in trec_eval, otherwise ignored: the order comes
+    from the scores (ties: larger docno first).
+
+    Attributes
+    ----------
+    name : str
+        The run's name (file name, or given).
+    tag : str or None
+        The run tag of the file's first line (trec_eval's ``runid``).
+    qids, offsets, scores
+        As for :class:`Qrels` (rows of a query in file order).
+    """
+
+    def __init__(self, qids, offsets, docs: _Ids, scores, *, name=None, tag=None, path=None, lines=None):
+        self.qids = list(qids)
+        self.offsets = offsets
+        self.docs = docs
+        self.scores = scores
+        self.name = name
+        self.tag = tag
+        self.path = path
+        self._lines = lines
+        self._checked = False
+
+    @classmethod
+    def read(cls, path, name: str | None = None) -> "Run":
+        """Read a TREC run file (``qid Q0 docno rank score tag``, extra columns ignored)."""
+        path, _, lines, qid_ids, docs, scores, tag = _scan(path, 1)
+        names, offsets, order = _group(qid_ids)
+        if order is not None:
+            docs, scores, lines = docs.take(order), scores[order], lines[order]
+        run = cls(names, offsets, docs, scores, name=name or path.name, tag=tag, path=path, lines=lines)
+        run.hash_order()  # duplicate documents are a file error: find them while the lines are known
+        return run
+
+    @classmethod
+    def from_dict(cls, run, name: str | None = None) -> "Run":
+        """From ``{qid: {docno: score}}`` (pytrec_eval / ranx form) or an object with ``to_dict()``."""
+        if isinstance(run, Run):
+            return run
+        if name is None:
+            name = getattr(run, "name", None) if not isinstance(run, dict) else None
+        run = _as_nested_dict(run, "run")
+        names = [str(q) for q in run]
+        sizes = [len(d) for d in run.values()]
+        n = int(sum(sizes))
+        docs = _Ids.from_strings(chain.from_iterable(run.values()), n, "document id")
+        try:
+            scores = np.fromiter(chain.from_iterable(d.values() for d in run.values()), dtype=np.float64, count=n)
+        except (TypeError, ValueError):
+            raise InputError("run scores must be numbers: {qid: {docno: score}}") from None
+        if not np.all(np.isfinite(scores)):
+            raise InputError(f"run scores must be finite; {int((~np.isfinite(scores)).sum())} are NaN or inf")
+        offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        out = cls(names, offsets, docs, scores, name=name or "run")
+        out.hash_order()
+        return out
+
+    @classmethod
+    def from_pandas(cls, frame, *, qid="qid", docno="docno", score="score", name: str | None = None) -> "Run":
+        """From a DataFrame with columns ``qid``, ``docno``, ``score`` (ranx's ``q_id``,
+        ``doc_id``, ``score`` are recognised)."""
+        qid, docno, score = _columns(frame, (qid, docno, score), ("q_id", "doc_id", "score"), "run")
+        q = frame[qid].astype(str).to_numpy(dtype=object)
+        d = frame[docno].astype(str).to_numpy(dtype=object)
+        s = frame[score].to_numpy(dtype=np.float64)
+        if not np.all(np.isfinite(s)):
+            raise InputError(f"run column {score!r} must hold finite scores")
+        qi = _Ids.from_strings(q, len(q), "query id")
+        docs = _Ids.from_strings(d, len(d), "document id")
+        names, offsets, order = _group(qi)
+        if order is not None:
+            docs, s = docs.take(order), s[order]
+        out = cls(names, offsets, docs, s, name=name or "run")
+        out.hash_order()
+        return out
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.qids)
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def hash_order(self):
+        """Check that no document is listed twice for one query (a ParseError naming the line)."""
+        from rankwise.data import _trec_kernel as TK
+
+        if not self._checked:
+            row, collision = TK.first_duplicate(self.offsets, self.docs.h, self.docs.buf, self.docs.s, self.docs.e)
+            if row >= 0 and not collision:
+                q = self.qids[int(np.searchsorted(self.offsets, row, side="right") - 1)]
+                msg = f"document {self.docs.string(int(row))!r} appears twice for query {q!r}"
+                if self._lines is not None:
+                    raise ParseError(self.path, int(self._lines[row]), msg)
+                raise InputError(f"run {self.name}: {msg}")
+            if collision:  # pragma: no cover - two different ids with one 64-bit hash: exact check
+                _check_unique(self.name, self.path, self.offsets, self.qids, self.docs, self._lines,
+                              "document {d!r} appears twice for query {q!r}")
+            self._checked = True
+
+    def to_dict(self) -> dict:
+        """``{qid: {docno: score}}``."""
+        out = {}
+        s = self.scores.tolist()
+        for i, q in enumerate(self.qids):
+            a, b = int(self.offsets[i]), int(self.offsets[i + 1])
+            out[q] = dict(zip(self.docs.strings(a, b), s[a:b]))
+        return out
+
+    def __repr__(self) -> str:
+        return f"Run({self.name!r}: {self.n_queries} queries, {len(self)} documents)"
+
+
+def _as_nested_dict(obj, what: str) -> dict:
+    if not isinstance(obj, dict) and hasattr(obj, "to_dict"):
+        obj = obj.to_dict()
+    if not isinstance(obj, dict) or not all(isinstance(v, dict) for v in obj.values()):
+        raise InputError(f"{what} must be a dict {{qid: {{docno: value}}}} (pytrec_eval / ranx form); "
+                         f"got {type(obj).__name__}")
+    return obj
+
+
+def _columns(frame, wanted, ranx_names, what):
+    cols = set(frame.columns)
+    if all(c in cols for c in wanted):
+        return wanted
+    if all(c in cols for c in ranx_names):
+        return ranx_names
+    raise InputError(f"{what} frame needs columns {list(wanted)} (or ranx's {list(ranx_names)}); "
+                     f"got {list(frame.columns)}")
 
 
 def read_trec_qrels(path) -> dict[str, dict[str, int]]:
-    """Read a TREC qrels file: lines ``qid iter docno rel`` (``iter`` is ignored, usually 0).
+    """Read a TREC qrels file (``qid iter docno rel``) as ``{qid: {docno: rel}}``.
 
-    Returns ``{qid: {docno: rel}}`` with integer relevance. A repeated ``(qid, docno)`` is an error.
+    Same rules as :meth:`Qrels.read`; a repeated ``(qid, docno)`` is an error.
     """
-    path = Path(path)
-    out: dict[str, dict[str, int]] = {}
-    n = 0
-    for k, line in enumerate(_lines(path), start=1):
-        f = line.split()
-        if not f:
-            continue
-        if len(f) != 4:
-            raise ParseError(path, k, f"{len(f)} fields; a qrels line has 4: 'qid iter docno rel'")
-        q, _, d, r = f
-        try:
-            rel = int(r)
-        except ValueError:
-            raise ParseError(path, k, f"relevance {r!r} is not an integer; expected 'qid iter docno rel'") from None
-        docs = out.setdefault(q, {})
-        if d in docs:
-            raise ParseError(path, k, f"document {d!r} of query {q!r} is judged twice")
-        docs[d] = rel
-        n += 1
-    if n == 0:
-        raise ParseError(path, None, "empty qrels file; expected lines 'qid iter docno rel'")
+    q = Qrels.read(path)
+    # keep the file order of the documents in each query
+    out = {}
+    order = np.argsort(q._lines, kind="stable")
+    qi = np.repeat(np.arange(q.n_queries), np.diff(q.offsets))[order]
+    rel = q.rel[order].tolist()
+    names = q.qids
+    for r, qq, rv in zip(order.tolist(), qi.tolist(), rel):
+        out.setdefault(names[qq], {})[q.docs.string(r)] = rv
     return out
 
 
 def read_trec_run(path) -> dict[str, dict[str, float]]:
-    """Read a TREC run file: lines ``qid Q0 docno rank score tag``.
+    """Read a TREC run file (``qid Q0 docno rank score tag``) as ``{qid: {docno: score}}``.
 
-    Returns ``{qid: {docno: score}}``. The ``rank`` column is checked to be an integer but,
-    as in trec_eval, ordering comes from the scores.
+    The ``rank`` column is checked to be an integer but, as in trec_eval, ordering comes from
+    the scores. Same rules as :meth:`Run.read`.
     """
-    path = Path(path)
-    out: dict[str, dict[str, float]] = {}
-    n = 0
-    for k, line in enumerate(_lines(path), start=1):
-        f = line.split()
-        if not f:
-            continue
-        if len(f) != 6:
-            raise ParseError(path, k, f"{len(f)} fields; a run line has 6: 'qid Q0 docno rank score tag'")
-        q, _, d, rank, score, _tag = f
-        try:
-            int(rank)
-        except ValueError:
-            raise ParseError(path, k, f"rank {rank!r} is not an integer; expected 'qid Q0 docno rank score tag'") from None
-        try:
-            s = float(score)
-        except ValueError:
-            raise ParseError(path, k, f"score {score!r} is not a number; expected 'qid Q0 docno rank score tag'") from None
-        if not math.isfinite(s):
-            raise ParseError(path, k, f"score {score!r} is not finite")
-        docs = out.setdefault(q, {})
-        if d in docs:
-            raise ParseError(path, k, f"document {d!r} appears twice for query {q!r}")
-        docs[d] = s
-        n += 1
-    if n == 0:
-        raise ParseError(path, None, "empty run file; expected lines 'qid Q0 docno rank score tag'")
-    return out
+    return Run.read(path).to_dict()
 
 
 def _doc_names(ds: RankingDataset) -> np.ndarray:

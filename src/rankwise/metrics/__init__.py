@@ -7,8 +7,10 @@ Every measure has one signature::
 
 Flat arrays with ``qid`` or padded ``[n_queries, list]`` arrays with a boolean ``where``;
 ``reduction="none"`` gives one value per query in order of first appearance.
-Strings like ``"ndcg@10"`` resolve through :func:`get_metric`; :func:`evaluate` computes
-several at once, optionally under a peer tool's *profile* (see :data:`PROFILES`).
+Strings like ``"ndcg@10"`` (or trec_eval's ``"ndcg_cut_10"``) resolve through :func:`get_metric`;
+:func:`evaluate` computes several at once, optionally under a peer tool's *profile* (see
+:data:`PROFILES`). :func:`evaluate_runs` evaluates TREC runs against qrels (:class:`Qrels`,
+:class:`Run`, files or dicts) with trec_eval's semantics and measures.
 """
 from __future__ import annotations
 
@@ -19,9 +21,12 @@ from rankwise.metrics.graded import dcg, ndcg
 from rankwise.metrics.evaluate import EvaluationResult, evaluate
 from rankwise.metrics.profiles import PROFILES, get_profile
 from rankwise.metrics.registry import Metric, available_metrics, get_metric
+from rankwise.metrics.trec import GROUPS, PreparedQrels, evaluate_runs, format_trec_eval
+from rankwise.data.trec import Qrels, Run
 
 __all__ = [
     "dcg", "ndcg", "err", "average_precision", "map", "precision", "recall", "reciprocal_rank", "mrr",
     "auc", "kendall_tau", "spearman", "pairwise_accuracy", "pairwise_cost",
     "evaluate", "EvaluationResult", "PROFILES", "get_profile", "get_metric", "available_metrics", "Metric",
+    "evaluate_runs", "format_trec_eval", "GROUPS", "PreparedQrels", "Qrels", "Run",
 ]

@@ -651,6 +651,48 @@ def err_kernel(offsets, v, gstart, k, tf, thr, denom):
     return out
 
 
+@njit(cache=True, inline="always")
+def _fen_add(tree, i, v):
+    i += 1
+    while i < tree.shape[0]:
+        tree[i] += v
+        i += i & (-i)
+
+
+@njit(cache=True, inline="always")
+def _fen_sum(tree, i):
+    """Sum of the entries 0..i-1."""
+    s = 0.0
+    while i > 0:
+        s += tree[i]
+        i -= i & (-i)
+    return s
+
+
+@njit(cache=True)
+def _label_ranks(y, a, b):
+    """Dense rank of every label of rows a..b-1 (0 = smallest), the number of distinct labels
+    and the number of pairs of equal labels."""
+    n = b - a
+    order = np.argsort(y[a:b], kind="mergesort")
+    rank = np.empty(n, dtype=np.int64)
+    L = 0
+    T = 0.0
+    i = 0
+    while i < n:
+        j = i
+        v = y[a + order[i]]
+        while j < n and y[a + order[j]] == v:
+            j += 1
+        for t in range(i, j):
+            rank[order[t]] = L
+        c = j - i
+        T += c * (c - 1) / 2.0
+        L += 1
+        i = j
+    return rank, L, T
+
+
 @njit(cache=True, nogil=True)
 def pair_kernel(offsets, y, gstart, rel_thr):
     """Pair counts per query in sorted order; a pair inside a tie group counts half each way.
@@ -658,53 +700,115 @@ def pair_kernel(offsets, y, gstart, rel_thr):
     Returns, per query, columns:
     0 concordant pairs (higher label ranked above), 1 discordant, 2 pairs with distinct labels,
     3 pairs with equal labels, 4 relevant-above-irrelevant (AUC numerator), 5 n_rel * n_irrel.
+
+    O(n log n) per query: labels are ranked once, then the tie groups are visited in ranking
+    order with a Fenwick tree counting, for each item, the items of earlier groups with a
+    smaller / larger label (pairs across groups count whole); pairs inside a group with
+    distinct labels count half concordant, half discordant.
     """
     nq = offsets.shape[0] - 1
     out = np.zeros((nq, 6))
     for q in range(nq):
         a = offsets[q]
         b = offsets[q + 1]
-        # tie-group id per item
-        gid = np.empty(b - a, dtype=np.int64)
-        g = -1
-        for t in range(a, b):
-            if gstart[t]:
-                g += 1
-            gid[t - a] = g
-        C = 0.0
-        D = 0.0
-        T = 0.0
-        A = 0.0
+        n = b - a
         nr = 0.0
         for t in range(a, b):
             if y[t] >= rel_thr:
                 nr += 1.0
-        for u in range(a, b):
-            ru = y[u] >= rel_thr
-            for v in range(u + 1, b):
-                if y[u] == y[v]:
-                    T += 1.0
-                    continue
-                w = 0.5 if gid[u - a] == gid[v - a] else 1.0
-                if y[u] > y[v]:
-                    C += w
-                    D += 1.0 - w
-                else:
-                    D += w
-                    C += 1.0 - w
-                rv = y[v] >= rel_thr
-                if ru and not rv:
-                    A += w
-                elif rv and not ru:
-                    A += 1.0 - w
-        n = b - a
-        out[q, 0] = C
-        out[q, 1] = D
+        out[q, 5] = nr * (n - nr)
+        if n < 2:
+            continue
+        rank, L, T = _label_ranks(y, a, b)
+        tree = np.zeros(L + 1)
+        before = 0.0
+        rel_before = 0.0
+        Cs = 0.0
+        Ds = 0.0
+        W = 0.0
+        A = 0.0
+        i = a
+        while i < b:
+            j = i + 1
+            while j < b and not gstart[j]:
+                j += 1
+            m = j - i
+            rg = 0.0
+            for t in range(i, j):
+                r = rank[t - a]
+                less = _fen_sum(tree, r)
+                leq = _fen_sum(tree, r + 1)
+                Ds += less  # an earlier item with a smaller label: ranked against the labels
+                Cs += before - leq
+                if y[t] >= rel_thr:
+                    rg += 1.0
+            if m > 1:  # pairs of distinct labels inside the group
+                gr = np.sort(rank[i - a:j - a])
+                eq = 0.0
+                u = 0
+                while u < m:
+                    v = u + 1
+                    while v < m and gr[v] == gr[u]:
+                        v += 1
+                    c = v - u
+                    eq += c * (c - 1) / 2.0
+                    u = v
+                W += m * (m - 1) / 2.0 - eq
+            A += (m - rg) * (rel_before + 0.5 * rg)
+            for t in range(i, j):
+                _fen_add(tree, rank[t - a], 1.0)
+            before += m
+            rel_before += rg
+            i = j
+        out[q, 0] = Cs + W / 2.0
+        out[q, 1] = Ds + W / 2.0
         out[q, 2] = n * (n - 1) / 2.0 - T
         out[q, 3] = T
         out[q, 4] = A
-        out[q, 5] = nr * (n - nr)
     return out
+
+
+@njit(cache=True, nogil=True)
+def label_pair_discordance(y, gstart, a, b):
+    """For the rows a..b-1 of one sorted query: the distinct labels (ascending), their counts,
+    and ``M[p, r]`` (p > r) = expected number of pairs with labels (p, r) ranked with the
+    smaller label above (a pair inside a tie group counts 1/2). O(n L) for L distinct labels."""
+    rank, L, _ = _label_ranks(y, a, b)
+    labels = np.empty(L)
+    counts = np.zeros(L)
+    for t in range(a, b):
+        labels[rank[t - a]] = y[t]
+        counts[rank[t - a]] += 1.0
+    M = np.zeros((L, L))
+    cnt = np.zeros(L)  # items of earlier tie groups, per label
+    i = a
+    while i < b:
+        j = i + 1
+        while j < b and not gstart[j]:
+            j += 1
+        for t in range(i, j):
+            p = rank[t - a]
+            for r in range(p):
+                M[p, r] += cnt[r]
+        if j - i > 1:  # inside the group, every pair of distinct labels is misordered half the time
+            gr = np.sort(rank[i - a:j - a])
+            u = 0
+            while u < j - i:
+                v = u + 1
+                while v < j - i and gr[v] == gr[u]:
+                    v += 1
+                w = 0
+                while w < u:
+                    x = w + 1
+                    while x < u and gr[x] == gr[w]:
+                        x += 1
+                    M[gr[u], gr[w]] += 0.5 * (v - u) * (x - w)
+                    w = x
+                u = v
+        for t in range(i, j):
+            cnt[rank[t - a]] += 1.0
+        i = j
+    return labels, counts, M
 
 
 @njit(cache=True, nogil=True)

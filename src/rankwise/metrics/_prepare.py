@@ -208,14 +208,21 @@ def unrank(scores, retrieved):
     return s, floor
 
 
-def prepare_flat(s, y, offsets, qids, *, ties, doc_ids=None, floor=None) -> Prepared:
-    """Sort each query by descending score under ``ties``; rows at ``floor`` are unretrieved."""
+SCORE_PRECISIONS = ("float32", "float64")
+
+
+def prepare_flat(s, y, offsets, qids, *, ties, doc_ids=None, floor=None, score_precision="float32") -> Prepared:
+    """Sort each query by descending score under ``ties``; rows at ``floor`` are unretrieved.
+
+    ``score_precision`` applies to ``ties="docid"``: scores compared as float32 (trec_eval <= 9,
+    pytrec_eval) or as doubles (trec_eval 10)."""
     average = ties == "average"
     if ties == "docid":
         if doc_ids is None:
             raise InputError("ties='docid' needs doc_ids= (one document id per row), as trec_eval "
                              "breaks score ties by document id")
-        perm = _sort_docid(s, offsets, np.asarray(doc_ids), floor)
+        check_choice(score_precision, "score_precision", SCORE_PRECISIONS)
+        perm = _sort_docid(s, offsets, np.asarray(doc_ids), floor, single=score_precision == "float32")
         ss, ys, gstart = s[perm], y[perm], None
     else:
         if ties == "pessimistic":  # lower labels first among ties
@@ -236,7 +243,7 @@ def prepare_flat(s, y, offsets, qids, *, ties, doc_ids=None, floor=None) -> Prep
     return Prepared(offsets, ys, ss, gstart, qids, retrieved, singletons=singletons)
 
 
-def _sort_docid(s, offsets, doc_ids, floor=None):
+def _sort_docid(s, offsets, doc_ids, floor=None, single=True):
     """Per-query order by descending score, ties by document id descending (trec_eval).
 
     trec_eval keeps a run's scores as C ``float`` (float32), so scores equal in float32 tie
@@ -247,13 +254,17 @@ def _sort_docid(s, offsets, doc_ids, floor=None):
     and ranked for those rows alone (ranks taken over a subset keep the order inside every
     run): with distinct scores no string is built at all.
     """
-    with np.errstate(over="ignore"):  # beyond the float32 range: +-inf, still in order
-        s32 = s.astype(np.float32)
-    if floor is not None:
-        below = s <= floor
-        if below.any() and (~below).any():
-            s32[below] = np.nextafter(s32[~below].min(), np.float32(-np.inf))
-    perm, ss, _, _ = sort_gather(offsets, s32.astype(np.float64), s, s, 0)  # stable by score
+    if single:
+        with np.errstate(over="ignore"):  # beyond the float32 range: +-inf, still in order
+            s32 = s.astype(np.float32)
+        if floor is not None:
+            below = s <= floor
+            if below.any() and (~below).any():
+                s32[below] = np.nextafter(s32[~below].min(), np.float32(-np.inf))
+        s32 = s32.astype(np.float64)
+    else:
+        s32 = s
+    perm, ss, _, _ = sort_gather(offsets, s32, s, s, 0)  # stable by score
     n = len(ss)
     tie = np.zeros(n, dtype=bool)
     if n > 1:

@@ -1,6 +1,7 @@
 """Several metrics at once, under one set of conventions or a peer tool's profile."""
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -10,7 +11,7 @@ from rankwise.metrics._prepare import TIES, check_choice, check_empty, check_k, 
 from rankwise.metrics.profiles import get_profile
 from rankwise.metrics.registry import CONVENTIONS, get_metric
 
-EVALUATE_CONVENTIONS = tuple(sorted(set(CONVENTIONS) - {"doc_ids"} | {"default_k"}))
+EVALUATE_CONVENTIONS = tuple(sorted(set(CONVENTIONS) - {"doc_ids"} | {"default_k", "score_precision"}))
 
 
 @dataclass
@@ -39,18 +40,31 @@ class EvaluationResult:
         return f"EvaluationResult({body}; {len(self.per_query)} queries)"
 
 
-def evaluate(scores, labels, qid=None, metrics=("ndcg@10", "err@10", "map"), profile=None, doc_ids=None,
+class _Unset:
+    def __repr__(self):
+        return "<qid not given>"
+
+
+_NO_QID = _Unset()
+
+
+def evaluate(scores, labels, qid=_NO_QID, metrics=("ndcg@10", "err@10", "map"), profile=None, doc_ids=None,
              *, where=None, retrieved=None, **conventions) -> EvaluationResult:
     """Compute several metrics, each query once sorted, under shared conventions.
 
     Parameters
     ----------
-    scores, labels, qid, where
+    scores, labels, where
         As for :func:`rankwise.metrics.ndcg` (flat with ``qid`` or padded with ``where``).
+    qid : array-like or None
+        Query id per row of flat input. Leaving it out of a call on flat input with more than one
+        row warns: every row would be one query, which is almost always a mistake (NDCG@10 of a
+        whole test set as one list). Pass ``qid=None`` to say that the rows are one query on purpose.
     metrics : sequence of str
         Metric strings resolved by :func:`rankwise.metrics.get_metric` (``"ndcg@10"``, ``"map"``,
-        ``"P@5"``, ``"err@10"``, ``"mrr"``, ``"auc"``...). Results are keyed by the string as
-        given (``"P@5"`` stays ``"P@5"``), or by ``name@k`` where ``default_k`` added the cutoff.
+        ``"P@5"``, ``"err@10"``, ``"mrr"``, ``"auc"``, trec_eval names such as ``"P_5"``,
+        ``"bpref"``, and the groups ``"all_trec"`` / ``"official"``). Results are keyed by the
+        string as given (``"P@5"`` stays ``"P@5"``), or by ``name@k`` where ``default_k`` added the cutoff.
     profile : str, optional
         ``"trec_eval"``, ``"lightgbm"``, ``"xgboost"``, ``"sklearn"``, ``"ranx"`` or
         ``"letor"``: sets every convention to reproduce that tool (table in docs/metrics.md).
@@ -63,7 +77,8 @@ def evaluate(scores, labels, qid=None, metrics=("ndcg@10", "err@10", "map"), pro
         computed on the retrieved documents alone. None: every row is ranked.
     **conventions
         ``gain``, ``discount``, ``ties``, ``empty``, ``threshold``, ``ap_denominator``,
-        ``short_list``, ``max_grade``, ``omega``, ``default_k`` (cutoff for metrics given
+        ``short_list``, ``max_grade``, ``omega``, ``score_precision`` (``"float32"`` or
+        ``"float64"``: how ``ties="docid"`` compares scores), ``default_k`` (cutoff for metrics given
         without ``@k``); each metric takes the ones that apply to it. Explicit values override
         the profile.
 
@@ -74,13 +89,20 @@ def evaluate(scores, labels, qid=None, metrics=("ndcg@10", "err@10", "map"), pro
     """
     import pandas as pd
 
+    from rankwise.metrics.trec import expand_groups
+
+    if qid is _NO_QID:
+        qid = None
+        if np.ndim(scores) == 1 and np.size(scores) > 1:
+            warnings.warn(f"evaluate() got no qid: all {np.size(scores)} rows are scored as ONE query. Pass qid= "
+                          "(one query id per row), or qid=None to say that they are one query on purpose",
+                          UserWarning, stacklevel=2)
     conv = get_profile(profile) if profile is not None else {}
     for key in conventions:
         if key not in EVALUATE_CONVENTIONS:
             raise InputError(f"evaluate() got an unknown convention {key!r}; valid: {', '.join(EVALUATE_CONVENTIONS)}")
     conv.update(conventions)
-    if isinstance(metrics, str):
-        metrics = [metrics]
+    metrics = expand_groups(metrics)
     resolved = [get_metric(m) for m in metrics]
     # results are keyed by the spec as the user wrote it ("P@5" stays "P@5")
     keys = [m.strip() if isinstance(m, str) else get_metric(m).spec for m in metrics]
@@ -95,7 +117,8 @@ def evaluate(scores, labels, qid=None, metrics=("ndcg@10", "err@10", "map"), pro
     if retrieved is not None:
         scores, floor = unrank(scores, retrieved)
     s, y, offsets, qids, docs = flatten(scores, labels, qid=qid, where=where, doc_ids=doc_ids)
-    prep = prepare_flat(s, y, offsets, qids, ties=ties, doc_ids=docs, floor=floor)
+    prep = prepare_flat(s, y, offsets, qids, ties=ties, doc_ids=docs, floor=floor,
+                        score_precision=conv.get("score_precision", "float32"))
     index = pd.Index(qids, name="qid") if qids is not None else pd.RangeIndex(prep.n_queries, name="query")
     columns, means = {}, {}
     for key, metric in zip(keys, resolved):

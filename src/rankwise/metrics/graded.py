@@ -11,8 +11,16 @@ from rankwise.metrics.gains import discount_kind, gain_input
 SHORT_LIST = ("truncate", "zero")
 
 
-def _dcg_values(prep, *, k=0, gain="exp2", discount="log2"):
+#: gains above this are scaled down before summing (NDCG is a ratio: scaling cancels), so that a
+#: sum of up to 2**53 gains cannot overflow float64
+_BIG = 1e290
+
+
+def _dcg_values(prep, *, k=0, gain="exp2", discount="log2", scale=1.0):
     g, tf = gain_input(prep.labels, gain, prep.label_range)
+    if scale != 1.0:
+        g = K.apply_gain(g, tf) / scale
+        tf = K.G_VALUE
     kind = discount_kind(discount)
     if prep.retrieved is None:
         vals = K.map_queries(K.dcg_kernel, prep.offsets, g, prep.gstart, k, kind, tf, 0.0)
@@ -24,15 +32,34 @@ def _dcg_values(prep, *, k=0, gain="exp2", discount="log2"):
     return vals, ideal
 
 
+def _scale(prep, gain) -> float:
+    """1, or the largest gain when the gains are so large that their sum could overflow."""
+    top = max(abs(prep.label_range[0]), abs(prep.label_range[1]))
+    if isinstance(gain, str):
+        big = top > _BIG if gain == "linear" else False  # exp2 labels are capped at 1000 by gain_input
+        return top if big else 1.0
+    table = np.asarray(gain, dtype=np.float64)
+    tmax = float(np.abs(table).max()) if table.size else 0.0
+    return tmax if tmax > _BIG else 1.0
+
+
 def dcg_values(prep, *, k=0, gain="exp2", discount="log2"):
-    vals, ideal = _dcg_values(prep, k=k, gain=gain, discount=discount)
+    scale = _scale(prep, gain)
+    vals, ideal = _dcg_values(prep, k=k, gain=gain, discount=discount, scale=scale)
+    if scale != 1.0:
+        with np.errstate(over="ignore"):
+            vals = vals * scale
+        if not np.all(np.isfinite(vals)):
+            raise InputError(f"DCG overflows float64 with gains up to {scale:g}; use ndcg (a ratio, computed on "
+                             "scaled gains) or rescale the labels")
+        ideal = ideal * scale
     return vals, ideal <= 0.0
 
 
 def ndcg_values(prep, *, k=0, gain="exp2", discount="log2", short_list="truncate"):
     if short_list not in SHORT_LIST:
         raise InputError(f"short_list must be 'truncate' or 'zero'; got {short_list!r}")
-    vals, ideal = _dcg_values(prep, k=k, gain=gain, discount=discount)
+    vals, ideal = _dcg_values(prep, k=k, gain=gain, discount=discount, scale=_scale(prep, gain))
     empty = ideal <= 0.0
     out = np.divide(vals, ideal, out=np.zeros_like(vals), where=~empty)
     if short_list == "zero" and k > 0:

@@ -10,11 +10,13 @@ from __future__ import annotations
 from rankwise.errors import InputError
 
 PROFILES: dict[str, dict] = {
-    # trec_eval 9 (pytrec_eval): gain = grade, 1/log2(i+1), ties by docno descending (on scores
-    # as float32, the type trec_eval stores them in),
-    # relevant = grade >= 1 (-l 1), queries without relevant documents score 0.
+    # trec_eval 10: gain = grade, 1/log2(i+1), ties by docno descending on scores compared as
+    # doubles, relevant = grade >= 1 (-l 1), queries without relevant documents score 0.
     "trec_eval": {"gain": "linear", "discount": "log2", "ties": "docid", "empty": 0.0, "threshold": 1,
-                  "ap_denominator": "relevant"},
+                  "ap_denominator": "relevant", "score_precision": "float64"},
+    # trec_eval <= 9 and pytrec_eval: the same, with scores stored (and compared) as float32.
+    "trec_eval9": {"gain": "linear", "discount": "log2", "ties": "docid", "empty": 0.0, "threshold": 1,
+                   "ap_denominator": "relevant", "score_precision": "float32"},
     # LightGBM ndcg@k / map@k: label_gain 2^y - 1, stable sort (input order), empty query = 1,
     # map@k divided by min(R, k); relevant = label > 0.5, i.e. >= 1 for its integer labels.
     "lightgbm": {"gain": "exp2", "discount": "log2", "ties": "input", "empty": 1.0, "threshold": 1,

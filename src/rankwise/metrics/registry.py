@@ -1,13 +1,19 @@
 """One registry resolving metric strings (``"ndcg@10"``, ``"map"``, ``"P@5"``) to metric objects.
 
-Other modules (early stopping, the CLI, theory) call :func:`get_metric`; unknown names raise
-an :class:`~rankwise.errors.InputError` listing the valid ones.
+A measure is one registered entry: its per-query values function, whether it takes a cutoff,
+the conventions it accepts, and its trec_eval identity (name, and the column of the trec_eval
+kernel that computes it). :func:`get_metric` is the only parser of measure strings: other
+modules (early stopping, the CLI, theory, models) call it. It reads rankwise's spelling
+(``"P@5"``, ``"ndcg@10"``) and trec_eval's (``"P_5"``, ``"P.5"``, ``"ndcg_cut_10"``,
+``"iprec_at_recall_0.10"``); unknown names raise an :class:`~rankwise.errors.InputError`
+listing the valid ones.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from rankwise.errors import InputError
+from rankwise.metrics import _trec_kernel as TK
 from rankwise.metrics import binary, cascade, correlation, graded
 from rankwise.metrics._common import run_metric
 from rankwise.metrics._prepare import check_k
@@ -25,23 +31,77 @@ class _Entry:
     #: False: defined on the ranking alone, so unretrieved rows (``evaluate(retrieved=...)``) are
     #: dropped before it is computed; True: they count in its ideal / number of relevant items.
     retrieval_aware: bool = True
+    #: trec_eval's name without a cutoff and its kernel column (``_trec_kernel.C_*``), if any
+    trec_name: str | None = None
+    trec_col: int | None = None
+    #: trec_eval's name of the family with a cutoff and its kernel family, if any
+    trec_cut_name: str | None = None
+    trec_cut: tuple | None = None  # ("icut", I_*) or ("fcut", F_*)
+    #: the cutoff is a fraction (iprec_at_recall@0.1, Rprec_mult@0.2), not a rank
+    fraction: bool = False
+
+
+def _trec_only(name):
+    """values function of a measure computed by the trec_eval kernel alone."""
+    def values(prep, *, k=0, x=None, threshold=1.0):
+        from rankwise.metrics.trec import trec_values
+
+        return trec_values(prep, metric=Metric(name, k or None, _ENTRIES[name], x), threshold=threshold)
+    return values
+
+
+def _t(name, trec_name=None, col=None, cut_name=None, cut=None, *, fraction=False, higher=True):
+    takes = cut is not None
+    return _Entry(name, _trec_only(name), takes, ("threshold",), higher_is_better=higher, trec_name=trec_name,
+                  trec_col=col, trec_cut_name=cut_name, trec_cut=cut, fraction=fraction)
 
 
 _ENTRIES = {
     e.name: e for e in (
-        _Entry("ndcg", graded.ndcg_values, True, ("gain", "discount", "short_list")),
+        _Entry("ndcg", graded.ndcg_values, True, ("gain", "discount", "short_list"), trec_name="ndcg",
+               trec_col=TK.C_NDCG, trec_cut_name="ndcg_cut", trec_cut=("icut", TK.I_NDCG_CUT)),
         _Entry("dcg", graded.dcg_values, True, ("gain", "discount")),
         _Entry("err", cascade.err_values, True, ("max_grade",)),
-        _Entry("map", binary.ap_values, True, ("threshold", "ap_denominator")),
-        _Entry("precision", binary.precision_values, True, ("threshold",)),
-        _Entry("recall", binary.recall_values, True, ("threshold",)),
-        _Entry("mrr", cascade.rr_values, True, ("threshold",)),
+        _Entry("map", binary.ap_values, True, ("threshold", "ap_denominator"), trec_name="map", trec_col=TK.C_MAP,
+               trec_cut_name="map_cut", trec_cut=("icut", TK.I_MAP_CUT)),
+        _Entry("precision", binary.precision_values, True, ("threshold",), trec_name="set_P", trec_col=TK.C_SET_P,
+               trec_cut_name="P", trec_cut=("icut", TK.I_P)),
+        _Entry("recall", binary.recall_values, True, ("threshold",), trec_name="set_recall",
+               trec_col=TK.C_SET_RECALL, trec_cut_name="recall", trec_cut=("icut", TK.I_RECALL)),
+        _Entry("mrr", cascade.rr_values, True, ("threshold",), trec_name="recip_rank", trec_col=TK.C_RECIP_RANK),
         _Entry("auc", binary.auc_values, False, ("threshold",), retrieval_aware=False),
         _Entry("kendall_tau", correlation.kendall_values, False, (), retrieval_aware=False),
         _Entry("spearman", correlation.spearman_values, False, (), retrieval_aware=False),
         _Entry("pairwise_accuracy", correlation.pairwise_accuracy_values, False, (), retrieval_aware=False),
         _Entry("pairwise_cost", correlation.pairwise_cost_values, False, ("omega",), higher_is_better=False,
                retrieval_aware=False),
+        # trec_eval's measures (trec_eval 10, m_*.c), computed by metrics._trec_kernel
+        _t("num_q", "num_q", TK.C_NUM_Q),
+        _t("num_ret", "num_ret", TK.C_NUM_RET),
+        _t("num_rel", "num_rel", TK.C_NUM_REL),
+        _t("num_rel_ret", "num_rel_ret", TK.C_NUM_REL_RET),
+        _t("num_nonrel_judged_ret", "num_nonrel_judged_ret", TK.C_NONREL_JUDGED_RET, higher=False),
+        _t("gm_map", "gm_map", TK.C_GM_MAP),
+        _t("rprec", "Rprec", TK.C_RPREC),
+        _t("bpref", "bpref", TK.C_BPREF),
+        _t("gm_bpref", "gm_bpref", TK.C_GM_BPREF),
+        _t("infap", "infAP", TK.C_INFAP),
+        _t("utility", "utility", TK.C_UTILITY),
+        _t("11pt_avg", "11pt_avg", TK.C_11PT),
+        _t("bing", "binG", TK.C_BING),
+        _t("g", "G", TK.C_G),
+        _t("ndcg_rel", "ndcg_rel", TK.C_NDCG_REL),
+        _t("rndcg", "Rndcg", TK.C_RNDCG),
+        _t("set_relative_p", "set_relative_P", TK.C_SET_REL_P),
+        _t("set_map", "set_map", TK.C_SET_MAP),
+        _t("set_f", "set_F", TK.C_SET_F),
+        _t("rbp", "rbp", TK.C_RBP),
+        _t("rbp_resid", "rbp_resid", TK.C_RBP_RESID, higher=False),
+        _t("relative_p", cut_name="relative_P", cut=("icut", TK.I_REL_P)),
+        _t("success", cut_name="success", cut=("icut", TK.I_SUCCESS)),
+        _t("unj", cut_name="unj", cut=("icut", TK.I_UNJ), higher=False),
+        _t("iprec_at_recall", cut_name="iprec_at_recall", cut=("fcut", TK.F_IPREC), fraction=True),
+        _t("rprec_mult", cut_name="Rprec_mult", cut=("fcut", TK.F_RPREC_MULT), fraction=True),
     )
 }
 
@@ -50,6 +110,7 @@ _ALIASES = {
     "r": "recall", "rr": "mrr", "reciprocal_rank": "mrr", "recip_rank": "mrr",
     "kendall": "kendall_tau", "tau": "kendall_tau", "spearman_rho": "spearman", "rho": "spearman",
     "pairwise_acc": "pairwise_accuracy", "kemeny": "pairwise_cost",
+    "set_p": "precision", "set_recall": "recall", "ndcg_cut": "ndcg", "map_cut": "map", "r_prec": "rprec",
 }
 
 #: every convention some metric accepts (evaluate() passes each metric the ones it takes)
@@ -63,15 +124,41 @@ def available_metrics() -> list[str]:
 
 @dataclass(frozen=True)
 class Metric:
-    """A resolved metric: ``name``, cutoff ``k`` (None = whole list) and its conventions."""
+    """A resolved metric: ``name``, cutoff ``k`` (None = whole list) and its conventions.
+
+    ``param`` is the fraction of the measures cut at a recall level (``iprec_at_recall@0.1``).
+    """
 
     name: str
     k: int | None
     entry: _Entry
+    param: float | None = None
 
     @property
     def spec(self) -> str:
+        if self.param is not None:
+            return f"{self.name}@{self.param:g}"
         return self.name if self.k is None else f"{self.name}@{self.k}"
+
+    @property
+    def trec(self):
+        """``("scalar", column)``, ``("icut", family)`` or ``("fcut", family)`` of the trec_eval
+        kernel, or None when trec_eval has no such measure."""
+        if self.k is None and self.param is None:
+            return None if self.entry.trec_col is None else ("scalar", self.entry.trec_col)
+        return self.entry.trec_cut
+
+    @property
+    def trec_base(self) -> str | None:
+        """trec_eval's name of the measure without its cutoff (``"P"``, ``"ndcg_cut"``, ``"map"``)."""
+        return self.entry.trec_name if self.k is None and self.param is None else self.entry.trec_cut_name
+
+    @property
+    def trec_spec(self) -> str:
+        """The name trec_eval prints (``"P_5"``, ``"ndcg_cut_10"``, ``"iprec_at_recall_0.10"``)."""
+        if self.param is not None:
+            return f"{self.trec_base}_{self.param:.2f}"
+        return self.trec_base if self.k is None else f"{self.trec_base}_{self.k}"
 
     @property
     def higher_is_better(self) -> bool:
@@ -87,6 +174,8 @@ class Metric:
                                  f"{', '.join(self.entry.options + COMMON) or 'none'}")
         if self.entry.takes_k:
             opts["k"] = self.k
+        if self.entry.fraction:
+            opts["x"] = self.param
         return opts
 
     def values(self, prepared, conventions: dict | None = None, *, strict: bool = False):
@@ -105,14 +194,31 @@ class Metric:
                           empty=empty, reduction=reduction, **opts)
 
 
+#: trec_eval's families with a cutoff, by lower-case name -> rankwise entry
+_TREC_CUTS = {"p": "precision", "recall": "recall", "ndcg_cut": "ndcg", "map_cut": "map", "relative_p": "relative_p",
+              "success": "success", "unj": "unj", "iprec_at_recall": "iprec_at_recall", "rprec_mult": "rprec_mult"}
+
+
+def _number(text: str):
+    try:
+        return float(text) if text.replace(".", "", 1).isdigit() and text.isascii() else None
+    except ValueError:  # pragma: no cover
+        return None
+
+
 def get_metric(spec) -> Metric:
     """Resolve ``"ndcg@10"``, ``"map"``, ``"P@5"``, ``"mrr@10"``... (case-insensitive).
+
+    trec_eval's spellings resolve to the same measures: ``"P_5"`` and ``"P.5"`` are ``"P@5"``,
+    ``"ndcg_cut_10"`` is ``"ndcg@10"``, ``"map_cut_100"`` is ``"map@100"``, ``"recip_rank"`` is
+    ``"mrr"``, ``"iprec_at_recall_0.10"`` is ``"iprec_at_recall@0.1"``, ``"set_P"`` is
+    ``"precision"`` (whole ranking).
 
     Raises
     ------
     InputError
         For an unknown name (the message lists the valid ones), a cutoff on a metric that takes
-        none, or a cutoff that is not an integer >= 1.
+        none, or a cutoff that is not an integer >= 1 (a fraction in [0, 1] for the recall levels).
     """
     if isinstance(spec, Metric):
         return spec
@@ -120,17 +226,35 @@ def get_metric(spec) -> Metric:
         raise InputError(f"a metric must be given as a string such as 'ndcg@10'; got {spec!r}")
     text = spec.strip().lower()
     name, sep, cut = text.partition("@")
+    if not sep:  # trec_eval spellings: P_5, P.5, ndcg_cut_10, iprec_at_recall_0.10
+        for mark in ("_", "."):
+            head, s2, tail = text.rpartition(mark) if mark == "_" else text.partition(mark)
+            if s2 and head in _TREC_CUTS and _number(tail) is not None:
+                name, sep, cut = _TREC_CUTS[head], "@", tail
+                break
     name = name.replace("-", "_")
     name = _ALIASES.get(name, name)
     entry = _ENTRIES.get(name)
     if entry is None:
         raise InputError(f"unknown metric {spec!r}; valid names: {', '.join(available_metrics())} "
-                         f"(aliases: {', '.join(sorted(_ALIASES))}); a cutoff is written like 'ndcg@10'")
+                         f"(aliases: {', '.join(sorted(_ALIASES))}; trec_eval names such as P_5, ndcg_cut_10, "
+                         "iprec_at_recall_0.10 and the groups all_trec / official); a cutoff is written like 'ndcg@10'")
     k = None
+    param = None
     if sep:
         if not entry.takes_k:
             raise InputError(f"metric {name!r} takes no cutoff; got {spec!r}")
-        if not cut.isdigit() or int(cut) < 1:
-            raise InputError(f"the cutoff in {spec!r} must be an integer >= 1, as in '{name}@10'")
-        k = int(cut)
-    return Metric(name, k, entry)
+        if entry.fraction:
+            x = _number(cut)
+            if x is None or (name == "iprec_at_recall" and x > 1):
+                raise InputError(f"the level in {spec!r} must be a number in [0, 1] (a fraction of R for "
+                                 f"rprec_mult), as in '{name}@0.1'")
+            param = x
+        else:
+            if not cut.isdigit() or not cut.isascii() or int(cut) < 1:
+                raise InputError(f"the cutoff in {spec!r} must be an integer >= 1, as in '{name}@10'")
+            k = int(cut)
+    elif entry.trec_col is None and entry.trec_cut is not None:
+        raise InputError(f"{spec!r} needs a cutoff, as in '{name}@{'0.1' if entry.fraction else '10'}' "
+                         f"(trec_eval: '{entry.trec_cut_name}_{'0.10' if entry.fraction else '10'}')")
+    return Metric(name, k, entry, param)

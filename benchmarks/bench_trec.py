@@ -1,0 +1,318 @@
+"""TREC evaluation end to end: qrels + 17 run files -> every all_trec measure, against the peers.
+
+A generated TREC-like collection (100 topics, 1,000 documents per topic per run, graded qrels
+with about 1,300 judgments per topic, 17 runs written plain and gzipped; scores rounded so that
+ties occur) is evaluated with every trec_eval ``all_trec`` measure by:
+
+* rankwise from files: ``evaluate_runs(qrels_path, run_paths, "all_trec")`` (parse + evaluate);
+* rankwise from dicts: ``evaluate_runs(qrels_dict, {name: run_dict}, "all_trec")``;
+* pytrec_eval from files (``parse_qrel`` / ``parse_run``, then ``RelevanceEvaluator`` with every
+  measure it supports, ``evaluate`` per run) and from dicts (the evaluator and ``evaluate``);
+* ranx from files (``Qrels.from_file`` / ``Run.from_file``) and from dicts, on the measures it
+  shares with trec_eval (map, mrr, r-precision, bpref, P/recall/ndcg at 5, 10, 100, 1000);
+  ranx cannot compute the rest of all_trec;
+* the trec_eval 10 binary (built from its C sources into a scratch folder; skipped with a
+  message where no C compiler is found): ``trec_eval -m all_trec qrels run`` once per run file,
+  the total of the 17 processes, against ``rankwise evaluate --qrels Q --format trec_eval RUN...``
+  (one process, Python start-up and imports included).
+
+In-process timings are the best of 3 after one warm-up call (numba kernels compiled and
+cached); the CLI and the cold figures run in fresh processes: "cache warm" means numba's
+on-disk cache is filled, "cache cold" that it was emptied first (compilation included).
+Correctness is checked in the same run: the rankwise CLI's trec_eval output equals the binary's
+on one run, line for line, and rankwise's per-topic values equal pytrec_eval's.
+
+Usage: python benchmarks/bench_trec.py [--quick]
+Writes benchmarks/results/bench_trec.md.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RESULTS = HERE / "results"
+SRC = ROOT / "src"
+TREC_SRC = Path(os.environ.get("TREC_EVAL_SRC", ROOT.parent / "shared" / "tools" / "trec_eval-10.0-src"))
+if not TREC_SRC.exists():
+    TREC_SRC = Path("/work/shared/tools/trec_eval-10.0-src")
+RANX_MEASURES = ["map", "mrr", "r-precision", "bpref"] + [f"{m}@{k}" for m in ("precision", "recall", "ndcg")
+                                                           for k in (5, 10, 100, 1000)]
+
+
+# ----------------------------------------------------------------------------- data
+
+def generate(out: Path, n_topics=100, n_docs=1000, n_runs=17, seed=0) -> tuple[Path, list[Path], list[Path]]:
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    qlines = []
+    runs = [[] for _ in range(n_runs)]
+    for t in range(n_topics):
+        q = str(401 + t)
+        cand = rng.choice(2_000_000, size=3000, replace=False)
+        names = np.char.add(np.where(cand % 2 == 0, "FBIS3-", "LA0101-"), np.char.zfill(cand.astype(str), 7))
+        quality = rng.normal(size=3000)
+        rel = np.where(quality > 1.2, 2, np.where(quality > 0.5, 1, 0))
+        judged = np.sort(rng.choice(3000, size=int(rng.integers(1100, 1500)), replace=False))
+        qlines.append("\n".join(f"{q} 0 {d} {r}" for d, r in zip(names[judged], rel[judged])) + "\n")
+        for r in range(n_runs):
+            s = quality * rng.uniform(0.3, 1.5) + rng.normal(size=3000)
+            top = np.argsort(-s, kind="stable")[:n_docs]
+            sc = np.round(s[top], 3 if r % 3 == 0 else 6)  # some runs with many ties
+            runs[r].append("\n".join(f"{q} Q0 {d} {k} {v:.6f} run{r:02d}"
+                                     for k, (d, v) in enumerate(zip(names[top], sc), start=1)) + "\n")
+    qrels = out / "qrels.txt"
+    qrels.write_text("".join(qlines))
+    plain, gz = [], []
+    for r in range(n_runs):
+        text = "".join(runs[r])
+        p = out / f"run{r:02d}.txt"
+        p.write_text(text)
+        g = out / f"run{r:02d}.txt.gz"
+        g.write_bytes(gzip.compress(text.encode(), compresslevel=6))
+        plain.append(p)
+        gz.append(g)
+    return qrels, plain, gz
+
+
+def best_of(fn, repeat=3):
+    fn()  # warm-up (JIT, caches)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def fresh_process(code: str, env=None) -> float:
+    e = dict(os.environ, PYTHONPATH=str(SRC), OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
+    e.update(env or {})
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, env=e, capture_output=True)
+    return time.perf_counter() - t0
+
+
+# ----------------------------------------------------------------------------- tools
+
+def rankwise_files(qrels, runs):
+    from rankwise.metrics import evaluate_runs
+    return evaluate_runs(qrels, runs, "all_trec")
+
+
+def rankwise_dicts(qrels_d, runs_d):
+    from rankwise.metrics import evaluate_runs
+    return evaluate_runs(qrels_d, runs_d, "all_trec")
+
+
+def pytrec_measures():
+    import pytrec_eval
+    return set(pytrec_eval.supported_measures) - {"relstring", "runid"}
+
+
+def pytrec_files(qrels, runs):
+    import pytrec_eval
+
+    def opener(p):
+        return gzip.open(p, "rt") if str(p).endswith(".gz") else open(p)
+    with open(qrels) as fh:
+        q = pytrec_eval.parse_qrel(fh)
+    ev = pytrec_eval.RelevanceEvaluator(q, pytrec_measures())
+    out = {}
+    for p in runs:
+        with opener(p) as fh:
+            out[p.name] = ev.evaluate(pytrec_eval.parse_run(fh))
+    return out
+
+
+def pytrec_dicts(qrels_d, runs_d):
+    import pytrec_eval
+    ev = pytrec_eval.RelevanceEvaluator(qrels_d, pytrec_measures())
+    return {n: ev.evaluate(r) for n, r in runs_d.items()}
+
+
+def ranx_files(qrels, runs):
+    from ranx import Qrels, Run, evaluate
+    q = Qrels.from_file(str(qrels), kind="trec")
+    return {p.name: evaluate(q, Run.from_file(str(p), kind="trec"), RANX_MEASURES) for p in runs}
+
+
+def ranx_dicts(qrels_d, runs_d):
+    from ranx import Qrels, Run, evaluate
+    q = Qrels(qrels_d)
+    return {n: evaluate(q, Run(r), RANX_MEASURES) for n, r in runs_d.items()}
+
+
+def build_trec_eval(scratch: Path):
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if cc is None or not TREC_SRC.exists():
+        return None, "no C compiler found" if cc is None else f"trec_eval sources not found at {TREC_SRC}"
+    src = scratch / "trec_eval_src"
+    shutil.copytree(TREC_SRC, src)
+    r = subprocess.run(["make", "-s", f"CC={cc}"], cwd=src, capture_output=True, text=True)
+    if r.returncode != 0 or not (src / "trec_eval").exists():
+        return None, f"building trec_eval failed: {r.stderr.strip()[:200]}"
+    return src / "trec_eval", None
+
+
+# ----------------------------------------------------------------------------- main
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="smaller collection (20 topics, 5 runs)")
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(SRC))
+    n_topics, n_runs = (20, 5) if args.quick else (100, 17)
+    scratch = Path(tempfile.mkdtemp(prefix="bench_trec_"))
+    try:
+        t0 = time.perf_counter()
+        qrels, plain, gz = generate(scratch / "data", n_topics=n_topics, n_runs=n_runs)
+        print(f"generated {n_runs} runs x {n_topics} topics in {time.perf_counter() - t0:.1f}s", flush=True)
+        import pytrec_eval
+
+        qrels_d = pytrec_eval.parse_qrel(open(qrels))
+        runs_d = {p.name: pytrec_eval.parse_run(open(p)) for p in plain}
+        n_judg = sum(len(v) for v in qrels_d.values()) / len(qrels_d)
+
+        rows = {}
+        rows["rankwise, files (plain)"] = best_of(lambda: rankwise_files(qrels, plain))
+        rows["rankwise, files (.gz)"] = best_of(lambda: rankwise_files(qrels, gz))
+        rows["rankwise, dicts"] = best_of(lambda: rankwise_dicts(qrels_d, runs_d))
+        print("rankwise done", flush=True)
+        rows["pytrec_eval, files (plain)"] = best_of(lambda: pytrec_files(qrels, plain))
+        rows["pytrec_eval, files (.gz)"] = best_of(lambda: pytrec_files(qrels, gz))
+        rows["pytrec_eval, dicts"] = best_of(lambda: pytrec_dicts(qrels_d, runs_d))
+        print("pytrec_eval done", flush=True)
+        rows["ranx, files (plain), 16 measures"] = best_of(lambda: ranx_files(qrels, plain), repeat=1)
+        rows["ranx, dicts, 16 measures"] = best_of(lambda: ranx_dicts(qrels_d, runs_d), repeat=1)
+        print("ranx done", flush=True)
+
+        # correctness in the same run: per-topic values equal pytrec_eval's (trec_eval9 profile)
+        from rankwise.metrics import evaluate_runs
+        ours = evaluate_runs(qrels_d, {"r": runs_d[plain[0].name]}, "all_trec", profile="trec_eval9")["r"].per_query
+        ref = pytrec_dicts(qrels_d, {"r": runs_d[plain[0].name]})["r"]
+        worst = 0.0
+        for name in sorted(pytrec_measures()):
+            for q in ref:
+                if name not in ours.columns:
+                    continue
+                want = np.exp(ref[q][name]) if name.startswith("gm_") else ref[q][name]
+                worst = max(worst, abs(float(ours.loc[q, name]) - want))
+
+        # CLI vs the trec_eval binary
+        binary, why = build_trec_eval(scratch)
+        cli_code = ("import sys; from rankwise.cli.main import main; "
+                    f"sys.exit(main(['evaluate', '--qrels', {str(qrels)!r}, '--format', 'trec_eval', "
+                    f"*{[str(p) for p in plain]!r}]))")
+        env = dict(os.environ, PYTHONPATH=str(SRC))
+        cli_times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            out = subprocess.run([sys.executable, "-c", cli_code], env=env, capture_output=True, text=True)
+            cli_times.append(time.perf_counter() - t0)
+            if out.returncode:
+                raise SystemExit(out.stderr)
+        cli = min(cli_times)
+        bin_time = None
+        same_lines = None
+        if binary is not None:
+            bt = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                for p in plain:
+                    subprocess.run([str(binary), "-m", "all_trec", str(qrels), str(p)], check=True,
+                                   capture_output=True)
+                bt.append(time.perf_counter() - t0)
+            bin_time = min(bt)
+            ref_out = subprocess.run([str(binary), "-q", "-m", "all_trec", str(qrels), str(plain[0])],
+                                     capture_output=True, text=True).stdout.splitlines()
+            ref_out = [line for line in ref_out if not line.startswith("relstring")]
+            mine = subprocess.run([sys.executable, "-m", "rankwise", "evaluate", "--qrels", str(qrels), "-q",
+                                   "--format", "trec_eval", str(plain[0])], env=env, capture_output=True,
+                                  text=True).stdout.splitlines()
+            key = (lambda line: tuple(line.split("\t")[:2]))
+            a = {key(x): x for x in ref_out}
+            b = {key(x): x for x in mine}
+            same_lines = (sum(a[k] == b.get(k) for k in a), len(a), len(b))
+        # cold and warm first calls in fresh processes
+        code = (f"from rankwise.metrics import evaluate_runs; import glob; "
+                f"evaluate_runs({str(qrels)!r}, sorted(glob.glob({str(scratch / 'data' / 'run*.txt')!r})), 'all_trec')")
+        warm_first = fresh_process(code)
+        cache_dir = scratch / "numba_cache"
+        cold_first = fresh_process(code, env={"NUMBA_CACHE_DIR": str(cache_dir)})
+        import_time = fresh_process("import rankwise.metrics")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    pf, pd_ = rows["pytrec_eval, files (plain)"], rows["pytrec_eval, dicts"]
+    lines = [
+        "## TREC runs end to end (bench_trec.py)",
+        "",
+        f"{n_runs} runs x {n_topics} topics x 1,000 documents, qrels with {n_judg:.0f} graded judgments per topic; "
+        f"every trec_eval `all_trec` measure (rankwise: {len(__import__('rankwise.metrics', fromlist=['GROUPS']).GROUPS['all_trec'])} "
+        f"values per topic; pytrec_eval: {len(pytrec_measures())} measures, {len(next(iter(ref.values())))} values). "
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared), Python {platform.python_version()}. "
+        "In-process times: best of 3 after a warm-up (numba cache warm).",
+        "",
+        "| tool / path | seconds | rankwise speed-up |",
+        "|---|---:|---:|",
+    ]
+    for name, t in rows.items():
+        if name.startswith("rankwise"):
+            lines.append(f"| {name} | {t:.3f} | — |")
+    ratios = {
+        "pytrec_eval, files (plain)": rows["rankwise, files (plain)"],
+        "pytrec_eval, files (.gz)": rows["rankwise, files (.gz)"],
+        "pytrec_eval, dicts": rows["rankwise, dicts"],
+        "ranx, files (plain), 16 measures": rows["rankwise, files (plain)"],
+        "ranx, dicts, 16 measures": rows["rankwise, dicts"],
+    }
+    for name, ours in ratios.items():
+        lines.append(f"| {name} | {rows[name]:.3f} | {rows[name] / ours:.1f}x |")
+    lines += [
+        "",
+        f"Goal rankwise >= 5x pytrec_eval: from files {pf / rows['rankwise, files (plain)']:.1f}x "
+        f"({'met' if pf / rows['rankwise, files (plain)'] >= 5 else 'NOT met'}), from dicts "
+        f"{pd_ / rows['rankwise, dicts']:.1f}x ({'met' if pd_ / rows['rankwise, dicts'] >= 5 else 'NOT met'}).",
+        "",
+        "| command line, 17 runs | seconds (wall) |",
+        "|---|---:|",
+        f"| `rankwise evaluate --qrels Q --format trec_eval RUN x{n_runs}` (one process, numba cache warm) | {cli:.2f} |",
+    ]
+    if bin_time is not None:
+        lines.append(f"| `trec_eval -m all_trec Q RUN`, {n_runs} processes (trec_eval 10 binary) | {bin_time:.2f} |")
+        lines += ["", f"Goal CLI <= trec_eval binary: {cli:.2f} s vs {bin_time:.2f} s "
+                      f"({'met' if cli <= bin_time else 'NOT met'}).",
+                  f"Same output: {same_lines[0]} of {same_lines[1]} `trec_eval -q -m all_trec` lines of one run "
+                  f"identical in rankwise's `--format trec_eval -q` output ({same_lines[2]} lines; `relstring` "
+                  "left out)."]
+    else:
+        lines += ["", f"trec_eval binary comparison skipped: {why}."]
+    lines += [
+        "",
+        f"Largest per-topic difference from pytrec_eval (profile `trec_eval9`, every measure pytrec_eval has): "
+        f"{worst:.1e}.",
+        f"Fresh process, `evaluate_runs` on the {n_runs} plain files: {warm_first:.2f} s with the numba cache warm, "
+        f"{cold_first:.2f} s with it cold (compilation). `import rankwise.metrics`: {import_time:.2f} s "
+        "(process start included).",
+        "",
+    ]
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "bench_trec.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,455 @@
+"""numba kernels of the TREC qrels/run reader (imported lazily by ``trec.py``).
+
+One pass over the raw bytes finds, per line, the spans of the query id and the document id and
+parses the value (relevance for qrels, score for runs); tokens are never turned into Python
+strings. Query and document ids are identified by a 64-bit FNV-1a hash of their bytes, and every
+hash match is confirmed byte by byte, so a collision can never join two different ids.
+
+On the first malformed line the scanner stops and returns an error code with the line number;
+the Python side turns it into a ``path:line:`` message.
+"""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+from rankwise.data._svmlight_kernel import _POW10, _parse_number
+
+# error codes (messages live in trec.py)
+OK = 0
+E_FIELDS = 1
+E_REL = 2
+E_RANK = 3
+E_SCORE = 4
+E_CONTROL = 5
+E_CR = 6
+E_MIXED_EOL = 7
+E_BOM = 8
+E_REL_RANGE = 9
+E_FALLBACK_FULL = 10
+
+#: relevance grades must lie in [-REL_MAX, REL_MAX] (trec_eval allocates one counter per grade)
+REL_MAX = 1_000_000
+
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+
+
+@nb.njit(cache=True, inline="always")
+def _is_sep(c):
+    return c == 32 or c == 9
+
+
+@nb.njit(cache=True)
+def _hash(buf, s, e):
+    h = _FNV_OFFSET
+    for i in range(s, e):
+        h = (h ^ np.uint64(buf[i])) * _FNV_PRIME
+    return h
+
+
+@nb.njit(cache=True)
+def _parse_int(buf, s, e):
+    """Strict ASCII integer ``[+-]digits`` with at most 18 digits; (ok, value)."""
+    i = s
+    neg = False
+    if i < e and (buf[i] == 45 or buf[i] == 43):
+        neg = buf[i] == 45
+        i += 1
+    if i >= e or e - i > 18:
+        return False, 0
+    v = 0
+    while i < e:
+        c = buf[i]
+        if c < 48 or c > 57:
+            return False, 0
+        v = v * 10 + (c - 48)
+        i += 1
+    return True, -v if neg else v
+
+
+@nb.njit(cache=True, nogil=True)
+def scan(buf, kind, max_rows, pow10):
+    """Scan a qrels (``kind`` 0: ``qid iter docno rel``) or run (1: ``qid Q0 docno rank score tag
+    [more]``) buffer.
+
+    Returns ``(err, err_line, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e)``:
+    per record its 1-based line, the spans of query id and document id, the relevance (qrels)
+    or score (runs; rows in ``fb_rows[:n_fb]`` need Python's float()), and the first run tag.
+    Blank lines and lines starting with ``#`` are skipped.
+    """
+    n_buf = buf.shape[0]
+    line = np.empty(max_rows, dtype=np.int64)
+    qs = np.empty(max_rows, dtype=np.int64)
+    qe = np.empty(max_rows, dtype=np.int64)
+    ds = np.empty(max_rows, dtype=np.int64)
+    de = np.empty(max_rows, dtype=np.int64)
+    ival = np.zeros(max_rows if kind == 0 else 0, dtype=np.int64)
+    fval = np.zeros(max_rows if kind == 1 else 0, dtype=np.float64)
+    fb_rows = np.empty(1024, dtype=np.int64)
+    n_fb = 0
+    tag_s = -1
+    tag_e = -1
+    starts = np.empty(8, dtype=np.int64)
+    ends = np.empty(8, dtype=np.int64)
+    if n_buf >= 3 and buf[0] == 0xEF and buf[1] == 0xBB and buf[2] == 0xBF:
+        return E_BOM, 1, 0, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+    n = 0
+    lineno = 0
+    eol = 0  # 0 unknown, 1 LF, 2 CRLF
+    pos = 0
+    while pos < n_buf:
+        lineno += 1
+        # find the end of the line, checking bytes on the way
+        end = pos
+        while end < n_buf and buf[end] != 10:
+            c = buf[end]
+            if c == 13:
+                if end + 1 < n_buf and buf[end + 1] == 10:
+                    break
+                return E_CR, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+            if (c < 32 and c != 9) or c == 127:
+                return E_CONTROL, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+            end += 1
+        nxt = end + 1
+        if end < n_buf and buf[end] == 13:  # CRLF
+            if eol == 1:
+                return E_MIXED_EOL, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+            eol = 2
+            nxt = end + 2
+        elif end < n_buf:
+            if eol == 2:
+                return E_MIXED_EOL, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+            eol = 1
+        # split into fields
+        nf = 0
+        i = pos
+        while i < end:
+            while i < end and _is_sep(buf[i]):
+                i += 1
+            if i >= end:
+                break
+            j = i
+            while j < end and not _is_sep(buf[j]):
+                j += 1
+            if nf < 8:
+                starts[nf] = i
+                ends[nf] = j
+            nf += 1
+            i = j
+        pos = nxt
+        if nf == 0 or buf[starts[0]] == 35:  # blank line or '#' comment
+            continue
+        if (kind == 0 and nf != 4) or (kind == 1 and nf < 6):
+            return E_FIELDS, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+        line[n] = lineno
+        qs[n] = starts[0]
+        qe[n] = ends[0]
+        ds[n] = starts[2]
+        de[n] = ends[2]
+        if kind == 0:
+            ok, v = _parse_int(buf, starts[3], ends[3])
+            if not ok:
+                return E_REL, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+            if v > REL_MAX or v < -REL_MAX:
+                return E_REL_RANGE, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+            ival[n] = v
+        else:
+            ok, v = _parse_int(buf, starts[3], ends[3])
+            if not ok:
+                return E_RANK, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+            status, x = _parse_number(buf, starts[4], ends[4], pow10)
+            if status == 2:
+                return E_SCORE, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+            if status == 1:
+                if n_fb == fb_rows.shape[0]:
+                    grown = np.empty(2 * n_fb, dtype=np.int64)
+                    grown[:n_fb] = fb_rows
+                    fb_rows = grown
+                fb_rows[n_fb] = n
+                n_fb += 1
+            fval[n] = x
+            if tag_s < 0:
+                tag_s = starts[5]
+                tag_e = ends[5]
+        n += 1
+    return OK, 0, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+
+
+@nb.njit(cache=True, nogil=True)
+def hashes(buf, s, e):
+    out = np.empty(s.shape[0], dtype=np.uint64)
+    for r in range(s.shape[0]):
+        out[r] = _hash(buf, s[r], e[r])
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def segments(qh):
+    """Row indices where a run of equal query hashes starts (plus the end)."""
+    n = qh.shape[0]
+    cnt = 1 if n else 0
+    for r in range(1, n):
+        if qh[r] != qh[r - 1]:
+            cnt += 1
+    out = np.empty(cnt + 1, dtype=np.int64)
+    k = 0
+    for r in range(n):
+        if r == 0 or qh[r] != qh[r - 1]:
+            out[k] = r
+            k += 1
+    out[cnt] = n
+    return out
+
+
+@nb.njit(cache=True, nogil=True)
+def split_lines(buf):
+    """Spans of the ``\\n``-separated items of ``buf`` (a join of ids)."""
+    n = 1
+    for i in range(buf.shape[0]):
+        if buf[i] == 10:
+            n += 1
+    s = np.empty(n, dtype=np.int64)
+    e = np.empty(n, dtype=np.int64)
+    k = 0
+    s[0] = 0
+    for i in range(buf.shape[0]):
+        if buf[i] == 10:
+            e[k] = i
+            k += 1
+            s[k] = i + 1
+    e[k] = buf.shape[0]
+    return s, e
+
+
+@nb.njit(cache=True, inline="always")
+def _cmp(buf1, s1, e1, buf2, s2, e2):
+    """strcmp of two byte spans: <0, 0, >0."""
+    n1 = e1 - s1
+    n2 = e2 - s2
+    m = n1 if n1 < n2 else n2
+    for t in range(m):
+        a = buf1[s1 + t]
+        b = buf2[s2 + t]
+        if a != b:
+            return -1 if a < b else 1
+    if n1 == n2:
+        return 0
+    return -1 if n1 < n2 else 1
+
+
+@nb.njit(cache=True, nogil=True)
+def sort_by_hash(offsets, h, buf, s, e):
+    """Per group, row order by hash; returns (order, err, row) with err 1 = duplicate id
+    (``row`` the later one), 2 = hash collision."""
+    order = np.empty(h.shape[0], dtype=np.int64)
+    for g in range(offsets.shape[0] - 1):
+        a = offsets[g]
+        b = offsets[g + 1]
+        o = np.argsort(h[a:b], kind="mergesort")
+        for t in range(b - a):
+            order[a + t] = a + o[t]
+        for t in range(a + 1, b):
+            r0 = order[t - 1]
+            r1 = order[t]
+            if h[r0] == h[r1]:
+                if _cmp(buf, s[r0], e[r0], buf, s[r1], e[r1]) == 0:
+                    return order, 1, max(r0, r1)
+                return order, 2, r1
+    return order, 0, 0
+
+
+@nb.njit(cache=True)
+def join(r_off, r_h, r_order, r_buf, r_s, r_e, qmap, j_off, j_h, j_rel, j_buf, j_s, j_e, nonpool, unjudged):
+    """Relevance of every run row: run query ``g`` is qrels query ``qmap[g]`` (-1: none).
+
+    Both sides are walked in hash order (``r_order``, and the qrels rows sorted by hash).
+    Rows the qrels do not list get ``nonpool``; qrels grades below 0 give ``unjudged``.
+    Returns (rel, err) with err 2 on a hash collision.
+    """
+    rel = np.full(r_h.shape[0], nonpool, dtype=np.int64)
+    for g in range(r_off.shape[0] - 1):
+        j = qmap[g]
+        if j < 0:
+            continue
+        p = j_off[j]
+        pe = j_off[j + 1]
+        for t in range(r_off[g], r_off[g + 1]):
+            r = r_order[t]
+            x = r_h[r]
+            while p < pe and j_h[p] < x:
+                p += 1
+            if p < pe and j_h[p] == x:
+                if _cmp(r_buf, r_s[r], r_e[r], j_buf, j_s[p], j_e[p]) != 0:
+                    return rel, 2
+                v = j_rel[p]
+                rel[r] = v if v >= 0 else unjudged
+    return rel, 0
+
+
+@nb.njit(cache=True)
+def _merge_sort_desc(idx, buf, s, e):
+    """Sort row indices by id bytes, descending (larger docno first, as trec_eval)."""
+    n = idx.shape[0]
+    tmp = np.empty(n, dtype=np.int64)
+    width = 1
+    src = idx
+    dst = tmp
+    swapped = False
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                if _cmp(buf, s[src[j]], e[src[j]], buf, s[src[i]], e[src[i]]) > 0:
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+            lo = hi
+        src, dst = dst, src
+        swapped = not swapped
+        width *= 2
+    if swapped:
+        idx[:] = src
+
+
+@nb.njit(cache=True, nogil=True)
+def rank_rows(offsets, scores, rel, buf, s, e, max_docs, judged_only, out_off):
+    """trec_eval's ranking of every run query: score descending, then docno descending.
+
+    Writes the relevance of the ranked rows, cut at ``max_docs`` per query (``-M``) and, with
+    ``judged_only`` (``-J``), without the rows that are not judged; ``out_off`` receives the
+    query offsets of the output. Returns the ranked relevance values.
+    """
+    nq = offsets.shape[0] - 1
+    out = np.empty(scores.shape[0], dtype=np.int64)
+    w = 0
+    out_off[0] = 0
+    for g in range(nq):
+        a = offsets[g]
+        b = offsets[g + 1]
+        o = np.argsort(-scores[a:b], kind="mergesort") + a
+        i = 0
+        m = b - a
+        while i < m:
+            j = i + 1
+            while j < m and scores[o[j]] == scores[o[i]]:
+                j += 1
+            if j - i > 1:
+                _merge_sort_desc(o[i:j], buf, s, e)
+            i = j
+        lim = m if m < max_docs else max_docs
+        for t in range(lim):
+            v = rel[o[t]]
+            if judged_only and v < 0:
+                continue
+            out[w] = v
+            w += 1
+        out_off[g + 1] = w
+    return out[:w]
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+
+
+@nb.njit(cache=True, inline="always")
+def _slot(h, g, mask):
+    """Table slot of (group, hash): splitmix64's finaliser, so that every bit of both counts."""
+    x = h ^ (np.uint64(g + 1) * _MIX)
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return np.int64(x & mask)
+
+
+@nb.njit(cache=True)
+def build_table(offsets, h):
+    """Open-addressing table of the rows, keyed by (group, hash): row index or -1."""
+    n = h.shape[0]
+    size = 1
+    while size < 2 * n + 2:
+        size *= 2
+    mask = np.uint64(size - 1)
+    table = np.full(size, -1, dtype=np.int64)
+    keys = np.zeros(size, dtype=np.uint64)  # the hash of each slot's row, beside it: one memory access less
+    for g in range(offsets.shape[0] - 1):
+        for r in range(offsets[g], offsets[g + 1]):
+            i = _slot(h[r], g, mask)
+            while table[i] >= 0:
+                i = (i + 1) & (size - 1)
+            table[i] = r
+            keys[i] = h[r]
+    return table, keys
+
+
+@nb.njit(cache=True, nogil=True)
+def first_duplicate(offsets, h, buf, s, e):
+    """Per group, a hash set of the ids; returns (row of the first repeated id or -1, collision)."""
+    longest = 0
+    for g in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[g + 1] - offsets[g])
+    size = 1
+    while size < 2 * longest + 2:
+        size *= 2
+    table = np.full(size, -1, dtype=np.int64)
+    stamp = np.full(size, -1, dtype=np.int64)
+    mask = np.uint64(size - 1)
+    for g in range(offsets.shape[0] - 1):
+        for r in range(offsets[g], offsets[g + 1]):
+            i = _slot(h[r], 0, mask)
+            while stamp[i] == g:
+                o = table[i]
+                if h[o] == h[r]:
+                    if _cmp(buf, s[o], e[o], buf, s[r], e[r]) == 0:
+                        return r, False
+                    return r, True
+                i = (i + 1) & (size - 1)
+            stamp[i] = g
+            table[i] = r
+    return -1, False
+
+
+@nb.njit(cache=True, nogil=True)
+def join_table(r_off, r_h, r_buf, r_s, r_e, qmap, table, keys, j_off, j_rel, j_buf, j_s, j_e, nonpool, unjudged):
+    """Relevance of every run row by lookup in the qrels table (``build_table``); run query ``g``
+    is qrels query ``qmap[g]`` (-1: none). Every hash match is confirmed byte by byte.
+    Returns (rel, err) with err 2 on a hash collision."""
+    rel = np.full(r_h.shape[0], nonpool, dtype=np.int64)
+    size = table.shape[0]
+    mask = np.uint64(size - 1)
+    for g in range(r_off.shape[0] - 1):
+        j = qmap[g]
+        if j < 0:
+            continue
+        lo = j_off[j]
+        hi = j_off[j + 1]
+        for r in range(r_off[g], r_off[g + 1]):
+            x = r_h[r]
+            i = _slot(x, j, mask)
+            while table[i] >= 0:
+                p = table[i]
+                if keys[i] == x and lo <= p < hi:
+                    if _cmp(r_buf, r_s[r], r_e[r], j_buf, j_s[p], j_e[p]) != 0:
+                        return rel, 2
+                    v = j_rel[p]
+                    rel[r] = v if v >= 0 else unjudged
+                    break
+                i = (i + 1) & (size - 1)
+    return rel, 0

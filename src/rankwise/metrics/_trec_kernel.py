@@ -1,0 +1,430 @@
+"""numba kernel computing every trec_eval measure of a topic in a few passes over its ranking.
+
+Input per topic: the relevance of the ranked documents in trec_eval's order (a grade >= 0,
+``NONPOOL`` for a document absent from the qrels, ``UNJUDGED`` for a qrels grade below 0), and
+the topic's judged grades with their counts. The code follows trec_eval 10's ``m_*.c`` files
+measure by measure (comments name the file); where trec_eval would divide 0 by 0 the value is 0.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+NONPOOL = -1
+UNJUDGED = -2
+MIN_GEO_MEAN = 1e-5
+INFAP_EPSILON = 1e-5
+
+# scalar columns
+(C_NUM_Q, C_NUM_RET, C_NUM_REL, C_NUM_REL_RET, C_MAP, C_GM_MAP, C_RPREC, C_BPREF, C_RECIP_RANK, C_INFAP,
+ C_GM_BPREF, C_UTILITY, C_11PT, C_BING, C_G, C_NDCG, C_NDCG_REL, C_RNDCG, C_SET_P, C_SET_REL_P, C_SET_RECALL,
+ C_SET_MAP, C_SET_F, C_NONREL_JUDGED_RET, C_RBP, C_RBP_RESID) = range(26)
+N_SCALAR = 26
+# integer-cutoff families (order of the blocks in ``icuts``)
+I_P, I_RECALL, I_NDCG_CUT, I_MAP_CUT, I_REL_P, I_SUCCESS, I_UNJ = range(7)
+# fraction families (order of the blocks in ``fcuts``)
+F_IPREC, F_RPREC_MULT, F_11PT = range(3)
+
+
+@njit(cache=True, inline="always")
+def _lround(x):
+    return np.floor(x + 0.5)
+
+
+@njit(cache=True)
+def _iprec(rels, a, n, num_rel, num_rel_ret, rl, frac, out, col, v9):
+    """m_iprec_at_recall.c: interpolated precision at recall levels ``frac`` (into out[col+i]).
+
+    The number of relevant documents of a level is ``lround(x R)`` in trec_eval 10 and
+    ``(long)(x R + 0.9)`` in trec_eval 9 (``v9``)."""
+    m = frac.shape[0]
+    cut = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        cut[i] = np.int64(frac[i] * num_rel + 0.9) if v9 else np.int64(_lround(frac[i] * num_rel))
+    for i in range(m):
+        out[col + i] = 0.0
+    if n == 0:
+        return
+    current = m - 1
+    while current >= 0 and cut[current] > num_rel_ret:
+        current -= 1
+    precis = num_rel_ret / n
+    ip = precis
+    rsf = num_rel_ret
+    i = n
+    while i > 0 and rsf > 0:
+        precis = rsf / i
+        if ip < precis:
+            ip = precis
+        if rels[a + i - 1] >= rl:
+            while current >= 0 and rsf == cut[current]:
+                out[col + current] = ip
+                current -= 1
+            rsf -= 1
+        i -= 1
+    while current >= 0:
+        out[col + current] = ip
+        current -= 1
+
+
+@njit(cache=True, nogil=True)
+def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_off, fcuts, fcut_off,
+                rbp_p, set_f_beta, util, n_docs_coll, v9):
+    nq = off.shape[0] - 1
+    n_i = icuts.shape[0]
+    n_f = fcuts.shape[0]
+    out = np.zeros((nq, N_SCALAR + n_i + n_f))
+    longest = 0
+    for q in range(nq):
+        longest = max(longest, off[q + 1] - off[q])
+    cum = np.zeros(longest + 1)  # relevant in the top i
+    apc = np.zeros(longest + 1)  # sum of precisions at relevant ranks in the top i
+    dcg = np.zeros(longest + 1)  # DCG of the top i (gain = grade)
+    row = np.zeros(N_SCALAR + n_i + n_f)
+    for q in range(nq):
+        a = off[q]
+        n = off[q + 1] - a
+        la = lv_off[q]
+        lb = lv_off[q + 1]
+        num_rel = 0
+        num_nonrel = 0
+        max_grade = 0
+        for t in range(la, lb):
+            if lv_grade[t] >= rl:
+                num_rel += lv_count[t]
+            else:
+                num_nonrel += lv_count[t]
+            if lv_count[t] > 0 and lv_grade[t] > max_grade:
+                max_grade = lv_grade[t]
+        for c in range(row.shape[0]):
+            row[c] = 0.0
+        row[C_NUM_Q] = 1.0
+        row[C_NUM_REL] = num_rel
+        if not present[q]:  # trec_eval -c: a topic the run lacks scores as an empty ranking
+            row[C_GM_MAP] = np.log(MIN_GEO_MEAN)
+            row[C_GM_BPREF] = np.log(MIN_GEO_MEAN)
+            for c in range(row.shape[0]):
+                out[q, c] = row[c]
+            continue
+        # ---- one pass: prefix counts, AP, DCG, reciprocal rank, judged counts
+        rr = 0.0
+        nonpool = 0
+        unjudged = 0
+        for i in range(n):
+            v = rels[a + i]
+            r = 1.0 if v >= rl else 0.0
+            cum[i + 1] = cum[i] + r
+            apc[i + 1] = apc[i] + (cum[i + 1] / (i + 1.0) if r > 0 else 0.0)
+            dcg[i + 1] = dcg[i] + (v / np.log2(i + 2.0) if v > 0 else 0.0)
+            if r > 0 and rr == 0.0:
+                rr = 1.0 / (i + 1.0)
+            if v == NONPOOL:
+                nonpool += 1
+            elif v == UNJUDGED:
+                unjudged += 1
+        nrr = cum[n]
+        row[C_NUM_RET] = n
+        row[C_NUM_REL_RET] = nrr
+        row[C_NONREL_JUDGED_RET] = n - nonpool - unjudged - nrr
+        row[C_RECIP_RANK] = rr
+        ap = apc[n] / num_rel if nrr > 0 else 0.0
+        row[C_MAP] = ap
+        row[C_GM_MAP] = np.log(max(ap, MIN_GEO_MEAN))
+        look = min(n, num_rel)
+        row[C_RPREC] = cum[look] / num_rel if look > 0 else 0.0
+        # ---- bpref, gm_bpref, infAP (m_bpref.c, m_gm_bpref.c, m_infap.c)
+        nonrel_sf = 0
+        rel_sf = 0
+        unj_sf = 0
+        bpref = 0.0
+        infap = 0.0
+        for j in range(n):
+            v = rels[a + j]
+            if v == NONPOOL:
+                continue
+            if v == UNJUDGED:
+                unj_sf += 1
+                continue
+            if v < rl:
+                nonrel_sf += 1
+            else:
+                rel_sf += 1
+                if nonrel_sf > 0:
+                    bpref += 1.0 - min(nonrel_sf, num_rel) / min(num_nonrel, num_rel)
+                else:
+                    bpref += 1.0
+                if j == 0:
+                    infap += 1.0
+                else:
+                    fj = float(j)
+                    infap += 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * ((rel_sf - 1 + nonrel_sf + unj_sf) / fj) * \
+                        ((rel_sf - 1 + INFAP_EPSILON) / (rel_sf - 1 + nonrel_sf + 2 * INFAP_EPSILON))
+        if num_rel > 0:
+            bpref /= num_rel
+            infap /= num_rel
+        row[C_BPREF] = bpref
+        row[C_GM_BPREF] = np.log(max(bpref, MIN_GEO_MEAN))
+        row[C_INFAP] = infap
+        # ---- set measures, utility (m_set_*.c, m_utility.c)
+        if n > 0:
+            row[C_SET_P] = nrr / n
+        if num_rel > 0:
+            row[C_SET_RECALL] = nrr / num_rel
+        if n > 0 and num_rel > 0:
+            row[C_SET_REL_P] = nrr / min(n, num_rel)
+            row[C_SET_MAP] = nrr * nrr / (n * float(num_rel))
+        if nrr > 0:
+            P = nrr / n
+            R = nrr / num_rel
+            row[C_SET_F] = (set_f_beta + 1.0) * P * R / (set_f_beta * P + R)
+        row[C_UTILITY] = util[0] * nrr + util[1] * (n - nrr) + util[2] * (num_rel - nrr) + \
+            util[3] * (n_docs_coll + nrr - n - num_rel)
+        # ---- binG (m_binG.c)
+        s = 0.0
+        k = 0
+        for i in range(n):
+            if rels[a + i] >= rl:
+                k += 1
+                s += 1.0 / np.log2(3.0 + i - k)
+        row[C_BING] = s / num_rel if k > 0 else 0.0
+        # ---- ideal DCG walk: grades descending with their counts (m_ndcg.c)
+        ideal_total = 0.0
+        level = lb - 1
+        used = 0
+        p = 0
+        while level >= la and lv_grade[level] > 0:
+            if used >= lv_count[level]:
+                level -= 1
+                used = 0
+                continue
+            ideal_total += lv_grade[level] / np.log2(p + 2.0)
+            used += 1
+            p += 1
+        row[C_NDCG] = dcg[n] / ideal_total if ideal_total > 0 else 0.0
+        # ---- ndcg_rel, Rndcg, G (m_ndcg_rel.c, m_Rndcg.c, m_G.c), walking ranking and ideal together
+        _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row)
+        # ---- rbp, rbp_resid (m_rbp.c, m_rbp_resid.c): gains = grades, scaled to [0, 1]
+        scale = float(max_grade) if max_grade > 1 else 1.0
+        s = 0.0
+        sr = 0.0
+        cur = 1.0
+        unj = 0
+        for i in range(n):
+            v = rels[a + i]
+            if v > 0:
+                s += (v / scale) * cur
+            if v < 0:
+                unj += 1
+                sr += cur
+            cur *= rbp_p
+        row[C_RBP] = (1.0 - rbp_p) * s
+        if unj > 0:
+            row[C_RBP_RESID] = cur + (1.0 - rbp_p) * sr
+        # ---- integer-cutoff families
+        for fam in range(icut_off.shape[0] - 1):
+            for c in range(icut_off[fam], icut_off[fam + 1]):
+                kk = icuts[c]
+                m = min(kk, n)
+                col = N_SCALAR + c
+                if fam == I_P:
+                    row[col] = cum[m] / kk
+                elif fam == I_RECALL:
+                    row[col] = cum[m] / num_rel if num_rel > 0 else 0.0
+                elif fam == I_MAP_CUT:
+                    row[col] = apc[m] / num_rel if num_rel > 0 else 0.0
+                elif fam == I_REL_P:
+                    row[col] = cum[m] / min(kk, num_rel) if num_rel > 0 else 0.0
+                elif fam == I_SUCCESS:
+                    row[col] = 1.0 if cum[m] > 0 else 0.0
+                elif fam == I_UNJ:
+                    u = 0
+                    for i in range(m):
+                        if rels[a + i] < 0:
+                            u += 1
+                    row[col] = u / kk
+                elif fam == I_NDCG_CUT:  # m_ndcg_cut.c: ideal over the grades > 0, cut at k
+                    ideal = 0.0
+                    level = lb - 1
+                    used = 0
+                    p = 0
+                    while level >= la and lv_grade[level] > 0 and p < kk:
+                        if used >= lv_count[level]:
+                            level -= 1
+                            used = 0
+                            continue
+                        ideal += lv_grade[level] / np.log2(p + 2.0)
+                        used += 1
+                        p += 1
+                    row[col] = dcg[m] / ideal if ideal > 0 else 0.0
+        # ---- fraction families
+        for fam in range(fcut_off.shape[0] - 1):
+            a0 = fcut_off[fam]
+            a1 = fcut_off[fam + 1]
+            col = N_SCALAR + n_i + a0
+            if fam == F_IPREC:
+                _iprec(rels, a, n, num_rel, int(nrr), rl, fcuts[a0:a1], row, col, v9)
+            elif fam == F_11PT:
+                _iprec(rels, a, n, num_rel, int(nrr), rl, fcuts[a0:a1], row, col, v9)
+                tot = 0.0
+                for c in range(a1 - a0):
+                    tot += row[col + c]
+                row[C_11PT] = tot / (a1 - a0) if a1 > a0 else 0.0
+            else:  # Rprec_mult (m_Rprec_mult.c): precision at cut = (long)(x * R + 0.9)
+                for c in range(a1 - a0):
+                    cut = np.int64(fcuts[a0 + c] * num_rel + 0.9)
+                    if cut > 0:
+                        row[col + c] = cum[min(cut, n)] / cut
+        for c in range(row.shape[0]):
+            out[q, c] = row[c]
+    return out
+
+
+@njit(cache=True)
+def _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row):
+    """ndcg_rel, Rndcg and G of one topic: trec_eval's loops, where the ideal gain at each rank
+    comes from walking the grades downwards (default gains: gain = grade)."""
+    # ndcg_rel
+    rdcg = 0.0
+    idcg = 0.0
+    total = 0.0
+    nrr = 0
+    nrel = 0
+    level = lb - 1
+    used = 0
+    ig = float(lv_grade[level]) if level >= la else 0.0
+
+    i = 0
+    while i < n and ig > 0.0:
+        v = rels[a + i]
+        g = float(v) if v > 0 else 0.0
+        if g != 0:
+            rdcg += g / np.log2(i + 2.0)
+        used += 1
+        while level >= la and used > lv_count[level]:
+            used = 1
+            level -= 1
+            ig = float(lv_grade[level]) if level >= la else 0.0
+        if ig > 0.0:
+            nrel += 1
+            idcg += ig / np.log2(i + 2.0)
+        if g > 0:
+            total += rdcg / idcg
+            nrr += 1
+        i += 1
+    while i < n:
+        v = rels[a + i]
+        g = float(v) if v > 0 else 0.0
+        if g != 0:
+            rdcg += g / np.log2(i + 2.0)
+        if g > 0:
+            total += rdcg / idcg
+            nrr += 1
+        i += 1
+    while ig > 0.0:
+        used += 1
+        while level >= la and used > lv_count[level]:
+            used = 1
+            level -= 1
+            ig = float(lv_grade[level]) if level >= la else 0.0
+        if ig > 0.0:
+            nrel += 1
+            idcg += ig / np.log2(i + 2.0)
+        i += 1
+    if idcg > 0:
+        total += (nrel - nrr) * rdcg / idcg
+    row[C_NDCG_REL] = total / nrel if total > 0.0 else 0.0
+    # Rndcg
+    if num_rel > 0:
+        rdcg = 0.0
+        idcg = 0.0
+        total = 0.0
+        changes = 0
+        level = lb - 1
+        used = 0
+        ig = float(lv_grade[level]) if level >= la else 0.0
+        old = ig
+        i = 0
+        while i < n and ig > 0.0:
+            v = rels[a + i]
+            g = float(v) if v > 0 else 0.0
+            used += 1
+            while level >= la and used > lv_count[level]:
+                used = 1
+                level -= 1
+                ig = float(lv_grade[level]) if level >= la else 0.0
+            if old != ig:
+                if idcg > 0.0:
+                    total += rdcg / idcg
+                    changes += 1
+                old = ig
+            if g != 0:
+                rdcg += g / np.log2(i + 2.0)
+            if ig > 0.0:
+                idcg += ig / np.log2(i + 2.0)
+            i += 1
+        if i < n:
+            while i < n:
+                v = rels[a + i]
+                if v > 0:
+                    rdcg += v / np.log2(i + 2.0)
+                i += 1
+            if idcg > 0.0:
+                total += rdcg / idcg
+                changes += 1
+        while ig > 0.0:
+            used += 1
+            while level >= la and used > lv_count[level]:
+                used = 1
+                level -= 1
+                ig = float(lv_grade[level]) if level >= la else 0.0
+            if old != ig:
+                if idcg > 0.0:
+                    total += rdcg / idcg
+                    changes += 1
+                old = ig
+            if ig > 0.0:
+                idcg += ig / np.log2(i + 2.0)
+            i += 1
+        row[C_RNDCG] = total / changes if changes > 0 else 0.0
+    # G
+    rg = 0.0
+    sres = 0.0
+    sideal = 0.0
+    scost = 0.0
+    level = lb - 1
+    used = 0
+    ig = float(lv_grade[level]) if level >= la else 0.0
+    i = 0
+    while i < n and ig > 0.0:
+        v = rels[a + i]
+        g = float(v) if v > 0 else 0.0
+        sres += g
+        used += 1
+        while level >= la and used > lv_count[level]:
+            used = 1
+            level -= 1
+            ig = float(lv_grade[level]) if level >= la else 0.0
+        if ig > 0.0:
+            sideal += ig
+        scost += ig if ig >= 1.0 else 1.0
+        if g != 0:
+            rg += g / np.log2(2.0 + scost - sres)
+        i += 1
+    while i < n:
+        v = rels[a + i]
+        g = float(v) if v > 0 else 0.0
+        sres += g
+        scost += 1.0
+        if g != 0:
+            rg += g / np.log2(2.0 + scost - sres)
+        i += 1
+    while ig > 0.0:
+        used += 1
+        while level >= la and used > lv_count[level]:
+            used = 1
+            level -= 1
+            ig = float(lv_grade[level]) if level >= la else 0.0
+        if ig > 0.0:
+            sideal += ig
+        i += 1
+    row[C_G] = rg / sideal if sideal > 0.0 else 0.0

@@ -1,0 +1,511 @@
+"""Runs against qrels, with trec_eval's semantics: :func:`evaluate_runs` and the trec_eval measures.
+
+The layer in front of the array metrics for IR evaluation. A :class:`~rankwise.data.Qrels` is
+prepared once (documents hashed and sorted, judged grades counted per topic); each
+:class:`~rankwise.data.Run` is joined to it by document hash, ranked as trec_eval ranks (score
+descending, ties by docno descending; ``-M`` cut, ``-J`` filter), and every requested trec_eval
+measure of a topic is computed in a few passes over that ranking (``_trec_kernel``).
+
+trec_eval's semantics are built in: documents judged but not retrieved count in R and in the
+ideal DCG; retrieved documents without a judgment are non-relevant (and "unjudged" for bpref,
+infAP, unj, rbp_resid); a negative grade is "in the pool, not judged"; topics of the run without
+judgments are ignored; topics of the qrels missing from the run are ignored, or scored as empty
+rankings with ``complete=True`` (``-c``).
+"""
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+import numpy as np
+
+from rankwise.data.trec import grade_levels
+from rankwise.errors import InputError
+from rankwise.metrics import _trec_kernel as TK
+
+#: trec_eval's default cutoffs per family
+P_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+SUCCESS_CUTS = (1, 5, 10)
+UNJ_CUTS = (5, 10, 20)
+RECALL_LEVELS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+RPREC_MULT = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
+
+#: profiles evaluated by the trec_eval kernel (scores as doubles, or as float32 like trec_eval <= 9)
+TREC_PROFILES = ("trec_eval", "trec_eval9")
+
+
+def _group(names_and_cuts):
+    out = []
+    for name, cuts in names_and_cuts:
+        if cuts is None:
+            out.append(name)
+        else:
+            out.extend(f"{name}_{c:.2f}" if isinstance(c, float) else f"{name}_{c}" for c in cuts)
+    return out
+
+
+#: trec_eval's measure groups, in trec_eval's print order (``runid`` and ``relstring`` are not
+#: numbers and are left out; ``runid`` is printed by the trec_eval output format)
+GROUPS = {
+    "official": _group([("num_q", None), ("num_ret", None), ("num_rel", None), ("num_rel_ret", None), ("map", None),
+                        ("gm_map", None), ("Rprec", None), ("bpref", None), ("recip_rank", None),
+                        ("iprec_at_recall", RECALL_LEVELS), ("P", P_CUTS)]),
+    "all_trec": _group([
+        ("num_q", None), ("num_ret", None), ("num_rel", None), ("num_rel_ret", None), ("map", None), ("gm_map", None),
+        ("Rprec", None), ("bpref", None), ("recip_rank", None), ("iprec_at_recall", RECALL_LEVELS), ("P", P_CUTS),
+        ("recall", P_CUTS), ("infAP", None), ("gm_bpref", None), ("Rprec_mult", RPREC_MULT), ("utility", None),
+        ("11pt_avg", None), ("binG", None), ("G", None), ("ndcg", None), ("ndcg_rel", None), ("Rndcg", None),
+        ("ndcg_cut", P_CUTS), ("map_cut", P_CUTS), ("relative_P", P_CUTS), ("success", SUCCESS_CUTS),
+        ("set_P", None), ("set_relative_P", None), ("set_recall", None), ("set_map", None), ("set_F", None),
+        ("num_nonrel_judged_ret", None), ("rbp", None), ("rbp_resid", None), ("unj", UNJ_CUTS)]),
+}
+GROUPS["set"] = ["num_q", "num_ret", "num_rel", "num_rel_ret", "utility", "set_P", "set_recall", "set_relative_P",
+                 "set_map", "set_F"]
+
+#: measures whose trec_eval summary is a sum (printed as integers), and geometric means
+SUMMED = {"num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"}
+GEOMETRIC = {"gm_map", "gm_bpref"}
+
+
+def expand_groups(metrics) -> list:
+    """Replace trec_eval group names (``all_trec``, ``official``, ``set``) by their measures."""
+    if isinstance(metrics, str):
+        metrics = [m.strip() for m in metrics.split(",")] if "," in metrics else [metrics]
+    out = []
+    for m in metrics:
+        if isinstance(m, str) and m.strip() in GROUPS:
+            out.extend(GROUPS[m.strip()])
+        else:
+            out.append(m)
+    return out
+
+
+# ---------------------------------------------------------------------------- the kernel call
+
+class _Plan:
+    """Cutoff lists for one kernel call and the column of every requested measure."""
+
+    def __init__(self, metrics):
+        fam_i = [[] for _ in range(7)]
+        fam_f = [[] for _ in range(3)]
+        self.where = []
+        for m in metrics:
+            kind, fam = m.trec
+            if kind == "scalar":
+                self.where.append(("s", fam, None))
+            elif kind == "icut":
+                self.where.append(("i", fam, len(fam_i[fam])))
+                fam_i[fam].append(int(m.k))
+            else:
+                self.where.append(("f", fam, len(fam_f[fam])))
+                fam_f[fam].append(float(m.param))
+        if any(m.trec == ("scalar", TK.C_11PT) for m in metrics):
+            fam_f[TK.F_11PT] = list(RECALL_LEVELS)
+        self.icuts = np.array([c for f in fam_i for c in f], dtype=np.int64)
+        self.icut_off = np.concatenate(([0], np.cumsum([len(f) for f in fam_i]))).astype(np.int64)
+        self.fcuts = np.array([c for f in fam_f for c in f], dtype=np.float64)
+        self.fcut_off = np.concatenate(([0], np.cumsum([len(f) for f in fam_f]))).astype(np.int64)
+
+    def columns(self, table):
+        n_i = len(self.icuts)
+        cols = []
+        for kind, fam, pos in self.where:
+            if kind == "s":
+                cols.append(table[:, fam])
+            elif kind == "i":
+                cols.append(table[:, TK.N_SCALAR + self.icut_off[fam] + pos])
+            else:
+                cols.append(table[:, TK.N_SCALAR + n_i + self.fcut_off[fam] + pos])
+        return cols
+
+
+def kernel_table(plan, off, rels, present, levels, *, relevance_level=1, rbp_p=0.9, set_f_beta=1.0,
+                 utility=(1.0, -1.0, 0.0, 0.0), n_docs_in_coll=0, v9=False):
+    lv_off, lv_grade, lv_count = levels
+    return TK.trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, int(relevance_level), plan.icuts,
+                          plan.icut_off, plan.fcuts, plan.fcut_off, float(rbp_p), float(set_f_beta),
+                          np.asarray(utility, dtype=np.float64), float(n_docs_in_coll), bool(v9))
+
+
+def trec_values(prep, *, metric, threshold=1.0):
+    """Per-query values of a trec_eval measure on prepared arrays (the ``evaluate`` path).
+
+    Every row given has a label, so every row is judged; rows with ``retrieved=False`` count in
+    R and the ideal DCG only. Labels must be integer grades; a negative one is trec_eval's
+    "in the pool, not judged".
+    """
+    if not prep.singletons:
+        raise InputError(f"{metric.spec} is defined on one ranking, and the scores hold ties: pass ties='docid' "
+                         "(trec_eval: larger document id first), 'input', 'pessimistic' or 'optimistic'")
+    y = prep.labels
+    if y.size and (np.any(y != np.round(y)) or np.abs(y).max() > 1e6):
+        raise InputError(f"{metric.spec} takes integer relevance grades (|grade| <= 1e6); got non-integer labels")
+    rel = y.astype(np.int64)
+    rel = np.where(rel < 0, TK.UNJUDGED, rel)
+    off = prep.offsets
+    if prep.retrieved is None:
+        ranked, roff = rel, off
+    else:
+        ranked = rel[prep.retrieved]
+        roff = np.concatenate(([0], np.cumsum(prep.n_ranked()))).astype(np.int64)
+    levels = grade_levels(off, np.where(y >= 0, y, -1).astype(np.int64))
+    rl = int(np.ceil(threshold))
+    table = kernel_table(_Plan([metric]), roff, ranked, np.ones(prep.n_queries, dtype=np.bool_), levels,
+                         relevance_level=rl)
+    return _Plan([metric]).columns(table)[0], table[:, TK.C_NUM_REL] == 0
+
+
+# ---------------------------------------------------------------------------- runs against qrels
+
+def _as_qrels(qrels):
+    from rankwise.data.trec import Qrels
+
+    if isinstance(qrels, Qrels):
+        return qrels
+    if isinstance(qrels, (str, os.PathLike)):
+        return Qrels.read(qrels)
+    return Qrels.from_dict(qrels)
+
+
+def _load_run(src, name=None):
+    from rankwise.data.trec import Run
+
+    if isinstance(src, Run):
+        return src
+    if isinstance(src, (str, os.PathLike)):
+        return Run.read(src, name=name)
+    return Run.from_dict(src, name=name)
+
+
+def _as_runs(runs) -> dict:
+    """``{name: source}`` (a path, a Run or a dict, loaded later by ``_load_run``)."""
+    from rankwise.data.trec import Run
+
+    if isinstance(runs, (str, os.PathLike, Run)):
+        runs = [runs]
+    if isinstance(runs, dict) and runs and all(isinstance(v, dict) for v in runs.values()) and \
+            not all(isinstance(v2, dict) for v in runs.values() for v2 in list(v.values())[:1]):
+        runs = [runs]  # one run in dict form {qid: {doc: score}}
+    out = {}
+    if isinstance(runs, dict):
+        for k, v in runs.items():
+            out[str(k)] = v
+    else:
+        for i, r in enumerate(runs):
+            if isinstance(r, Run):
+                name = r.name or f"run{i}"
+            elif isinstance(r, (str, os.PathLike)):
+                name = os.path.basename(os.fspath(r))
+            else:
+                name = getattr(r, "name", None) or f"run{i}"
+            if name in out:
+                raise InputError(f"two runs are named {name!r}; pass a dict {{name: run}} to name them")
+            out[name] = r
+    if not out:
+        raise InputError("runs must name at least one run (paths, Run objects or dicts)")
+    return out
+
+
+class PreparedQrels:
+    """A :class:`~rankwise.data.Qrels` made ready for many runs: judged grades counted per topic."""
+
+    def __init__(self, qrels):
+        self.qrels = _as_qrels(qrels)
+        self.levels = self.qrels.levels()
+
+    def join(self, run):
+        """Relevance of each run row (``NONPOOL`` when not in the qrels) and the qrels topic of
+        each run query (-1 when the qrels lack it)."""
+        from rankwise.data import _trec_kernel as DK
+
+        q = self.qrels
+        qmap = np.array([q.index(x) for x in run.qids], dtype=np.int64)
+        run.hash_order()  # no document twice in a topic
+        table, keys = q.table()
+        rel, err = DK.join_table(run.offsets, run.docs.h, run.docs.buf, run.docs.s, run.docs.e, qmap, table, keys,
+                                 q.offsets, q.rel, q.docs.buf, q.docs.s, q.docs.e, TK.NONPOOL, TK.UNJUDGED)
+        if err:  # pragma: no cover - a 64-bit hash collision between different ids
+            raise InputError(f"run {run.name}: a document id collides with another one's 64-bit hash")
+        return rel, qmap
+
+
+def _topics(pq, run, qmap, complete):
+    """Qrels topics to evaluate (in qrels order) and, for each, its run query (-1: absent)."""
+    run_of = np.full(pq.qrels.n_queries, -1, dtype=np.int64)
+    hit = qmap >= 0
+    run_of[qmap[hit]] = np.flatnonzero(hit)
+    topics = np.arange(pq.qrels.n_queries) if complete else np.flatnonzero(run_of >= 0)
+    return topics, run_of[topics]
+
+
+def _rank(run, rel, conv):
+    from rankwise.data import _trec_kernel as DK
+
+    scores = run.scores
+    if conv.get("profile") == "trec_eval9":
+        scores = scores.astype(np.float32).astype(np.float64)  # trec_eval <= 9 keeps scores as float
+    max_docs = conv.get("max_docs")
+    max_docs = np.iinfo(np.int64).max if max_docs is None else int(max_docs)
+    off = np.empty(run.n_queries + 1, dtype=np.int64)
+    ranked = DK.rank_rows(run.offsets, scores, rel, run.docs.buf, run.docs.s, run.docs.e, max_docs,
+                          bool(conv.get("judged_only")), off)
+    return ranked, off
+
+
+def _gather(off, values, which):
+    """Concatenate segments ``which`` (-1: empty) of a segmented array; returns (offsets, values)."""
+    which = np.asarray(which, dtype=np.int64)
+    ok = which >= 0
+    starts = np.where(ok, off[np.maximum(which, 0)], 0)
+    sizes = np.where(ok, off[np.maximum(which, 0) + 1] - starts, 0)
+    new_off = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    idx = np.repeat(starts - new_off[:-1], sizes) + np.arange(new_off[-1])
+    return new_off, values[idx]
+
+
+def _check_int(value, name, low):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < low:
+        raise InputError(f"{name} must be an integer >= {low}; got {value!r}")
+    return int(value)
+
+
+def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec_eval", *, complete=False,
+                  relevance_level=1, max_docs=None, judged_only=False, n_docs_in_coll=0, rbp_p=0.9,
+                  **conventions) -> dict:
+    """Evaluate one or many runs against one set of judgments, as trec_eval does.
+
+    .. math::
+
+        \\text{for every run } r \\text{ and topic } q:\\quad
+        m(q, r) = \\mathrm{measure}\\big(\\text{trec\\_eval ranking of } r_q,\\ \\text{qrels}_q\\big)
+
+    Parameters
+    ----------
+    qrels : path, Qrels or dict
+        A TREC qrels file (plain or ``.gz``), a :class:`~rankwise.data.Qrels`, or
+        ``{qid: {docno: rel}}`` (pytrec_eval / ranx form). Prepared once for all runs.
+    runs : path, Run, dict, or a list / dict of them
+        Run files, :class:`~rankwise.data.Run` objects or ``{qid: {docno: score}}`` dicts; a dict
+        ``{name: run}`` names them (otherwise file names, or ``run0``, ``run1``...).
+    metrics : str or sequence of str
+        Measure specs resolved by :func:`rankwise.metrics.get_metric`, in rankwise's spelling
+        (``"P@5"``, ``"ndcg@10"``, ``"map"``) or trec_eval's (``"P_5"``, ``"ndcg_cut_10"``,
+        ``"iprec_at_recall_0.10"``), and trec_eval's groups ``"all_trec"``, ``"official"``, ``"set"``.
+    profile : str
+        ``"trec_eval"`` (default: trec_eval 10, scores compared as doubles), ``"trec_eval9"``
+        (scores compared as float32, as trec_eval <= 9 and pytrec_eval) or any array profile
+        (``"ranx"``, ``"sklearn"``... or None with explicit ``conventions``): the run is then
+        turned into arrays (judged-unretrieved documents included, as ``retrieved=False``) and
+        evaluated by :func:`rankwise.metrics.evaluate`.
+    complete : bool
+        trec_eval ``-c``: every qrels topic counts; one the run lacks scores as an empty ranking.
+        Default: topics in both (trec_eval 9 / pytrec_eval; trec_eval 10 stops with an error).
+    relevance_level : int
+        trec_eval ``-l``: grades >= this are relevant (binary measures; the gains of ndcg, G,
+        rbp are the grades themselves).
+    max_docs : int, optional
+        trec_eval ``-M``: only the first ``max_docs`` ranked documents of a topic count.
+    judged_only : bool
+        trec_eval ``-J``: drop the ranked documents without a judgment before measuring.
+    n_docs_in_coll : int
+        trec_eval ``-N``, for ``utility``.
+    rbp_p : float
+        Persistence of ``rbp`` and ``rbp_resid`` (trec_eval's default 0.9).
+
+    Returns
+    -------
+    dict
+        Run name -> :class:`~rankwise.metrics.EvaluationResult`. ``.mean`` holds trec_eval's
+        summary: the mean over topics, except ``num_*`` (sums) and ``gm_map`` / ``gm_bpref``
+        (geometric means of the per-topic values floored at 1e-5); ``.per_query`` one row per
+        topic (qrels order); ``.conventions`` the conventions in force.
+
+    References
+    ----------
+    Buckley, C. and Voorhees, E. M. trec_eval 10.0 (NIST), measures as defined in its
+    ``m_*.c`` files. Voorhees, E. M. and Harman, D. K. *TREC: Experiment and Evaluation in
+    Information Retrieval*, MIT Press, 2005.
+    """
+    from rankwise.metrics.evaluate import EvaluationResult
+    from rankwise.metrics.registry import get_metric
+
+    specs = expand_groups(metrics)
+    if not specs:
+        raise InputError("metrics must name at least one measure, e.g. ['map', 'P@10'] or 'all_trec'")
+    resolved = [get_metric(m) for m in specs]
+    keys = [m.strip() if isinstance(m, str) else get_metric(m).spec for m in specs]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise InputError(f"metrics name {dup!r} twice; give each measure once")
+    relevance_level = _check_int(relevance_level, "relevance_level", -10**6)
+    if max_docs is not None:
+        max_docs = _check_int(max_docs, "max_docs", 1)
+    if not (isinstance(rbp_p, (int, float)) and 0.0 < rbp_p < 1.0):
+        raise InputError(f"rbp_p must be in (0, 1); got {rbp_p!r}")
+    conv = {"profile": profile, "complete": bool(complete), "relevance_level": relevance_level,
+            "max_docs": max_docs, "judged_only": bool(judged_only)}
+    pq = qrels if isinstance(qrels, PreparedQrels) else PreparedQrels(qrels)
+    run_objs = _as_runs(runs)
+    import pandas as pd
+
+    # the trec_eval kernel computes the trec_eval profiles' measures; anything else (other
+    # profiles, or a measure trec_eval lacks such as err@10 or auc) goes through the array metrics
+    trec_mode = profile in TREC_PROFILES and all(m.trec is not None for m in resolved) and not conventions
+    if trec_mode:
+        plan = _Plan(resolved)
+    def one(item):
+        name, src = item
+        run = _load_run(src, name=name)
+        rel, qmap = pq.join(run)
+        topics, run_of = _topics(pq, run, qmap, complete)
+        if len(topics) == 0:
+            raise InputError(f"run {name}: the run and the qrels have no query id in common (run: {run.n_queries} "
+                             f"topics, e.g. {run.qids[:1]}; qrels: {pq.qrels.n_queries}, e.g. {pq.qrels.qids[:1]})")
+        notes = dict(conv, topics=len(topics), run_topics_without_judgments=int((qmap < 0).sum()),
+                     qrels_topics_missing_from_run=int((run_of < 0).sum()) if complete else
+                     pq.qrels.n_queries - len(topics))
+        index = pd.Index([pq.qrels.qids[t] for t in topics], name="qid")
+        if not trec_mode:
+            return _evaluate_arrays(pq, run, rel, topics, run_of, specs, profile, conventions, notes, index)
+        ranked, roff = _rank(run, rel, conv)
+        off, rels = _gather(roff, ranked, run_of)
+        lv_off, lv_grade = _gather(pq.levels[0], pq.levels[1], topics)
+        _, lv_count = _gather(pq.levels[0], pq.levels[2], topics)
+        table = kernel_table(plan, off, rels, run_of >= 0, (lv_off, lv_grade, lv_count),
+                             relevance_level=relevance_level, rbp_p=rbp_p, n_docs_in_coll=n_docs_in_coll,
+                             v9=profile == "trec_eval9")
+        matrix = np.column_stack(plan.columns(table))
+        # trec_eval sums the topics one by one in the order of their ids (as strings): so do we,
+        # so that a summary printed with 4 decimals rounds the same way
+        order = np.argsort(np.array(index, dtype=str), kind="stable")
+        totals = np.cumsum(matrix[order], axis=0)[-1]
+        means = {}
+        for c, (key, m) in enumerate(zip(keys, resolved)):
+            base = m.trec_base
+            if base in GEOMETRIC:
+                means[key] = float(np.exp(totals[c] / len(matrix)))
+                matrix[:, c] = np.exp(matrix[:, c])
+            elif base in SUMMED:
+                means[key] = float(totals[c])
+            else:
+                means[key] = float(totals[c]) / len(matrix)
+        frame = pd.DataFrame(matrix, index=index, columns=keys)
+        return EvaluationResult(means, frame, dict(notes, runid=run.tag or name))
+
+    items = list(run_objs.items())
+    # runs are independent and the kernels release the GIL: a few threads over the runs
+    workers = min(len(items), max(1, int(numba.config.NUMBA_NUM_THREADS)), os.cpu_count() or 1)
+    if workers > 1:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(one, items))
+    else:
+        results = [one(item) for item in items]
+    return {name: res for (name, _), res in zip(items, results)}
+
+
+def _evaluate_arrays(pq, run, rel, topics, run_of, specs, profile, conventions, notes, index):
+    """A run against qrels through the array metrics: retrieved rows, then judged-unretrieved rows."""
+    from rankwise.metrics.evaluate import evaluate
+
+    q = pq.qrels
+    if notes["max_docs"] is not None or notes["judged_only"]:
+        raise InputError("max_docs (-M) and judged_only (-J) apply to trec_eval's measures under the trec_eval "
+                         "profiles only")
+    parts_s, parts_y, parts_q, parts_d, parts_r = [], [], [], [], []
+    for t, r in zip(topics.tolist(), run_of.tolist()):
+        a, b = int(q.offsets[t]), int(q.offsets[t + 1])
+        qdocs = q.docs.h[a:b]
+        if r >= 0:
+            ra, rb = int(run.offsets[r]), int(run.offsets[r + 1])
+            s = run.scores[ra:rb]
+            y = np.maximum(rel[ra:rb], 0)
+            ids = run.docs.strings(ra, rb)
+            seen = np.isin(qdocs, run.docs.h[ra:rb])
+        else:
+            s, y, ids, seen = np.zeros(0), np.zeros(0, np.int64), [], np.zeros(b - a, dtype=bool)
+        rest = np.flatnonzero(~seen) + a
+        parts_s += [s, np.full(len(rest), (s.min() if len(s) else 0.0) - 1.0)]
+        parts_y += [y, np.maximum(q.rel[rest], 0)]
+        parts_q.append(np.full(len(s) + len(rest), q.qids[t], dtype=object))
+        parts_d += [np.asarray(ids, dtype=object), np.asarray([q.docs.string(int(x)) for x in rest], dtype=object)]
+        parts_r += [np.ones(len(s), bool), np.zeros(len(rest), bool)]
+    scores = np.concatenate(parts_s)
+    res = evaluate(scores, np.concatenate(parts_y).astype(np.float64), np.concatenate(parts_q), metrics=specs,
+                   profile=profile, doc_ids=np.concatenate(parts_d), retrieved=np.concatenate(parts_r),
+                   **conventions)
+    res.per_query.index = index
+    res.conventions.update(notes)
+    return res
+
+
+# ---------------------------------------------------------------------------- trec_eval output
+
+def _trec_name(key, metric) -> str:
+    return metric.trec_spec if metric.trec is not None else key
+
+
+def format_trec_eval(results: dict, metrics, *, per_query=False, run_names=None, file=None) -> str:
+    """trec_eval's text output (``measure<TAB>topic<TAB>value``; ``all`` for the summary).
+
+    With several runs, every line starts with the run's name and a tab. Values print as
+    trec_eval prints them: ``%6.4f``, or integers for the counts; topics in ``-q`` output are
+    sorted as trec_eval sorts them (by id, as strings).
+    """
+    from rankwise.metrics.registry import get_metric
+
+    specs = expand_groups(metrics)
+    lines = []
+    many = len(results) > 1 if run_names is None else run_names
+    for name, res in results.items():
+        prefix = f"{name}\t" if many else ""
+        keys = list(res.mean)
+        ms = [get_metric(k) for k in specs]
+        names = [_trec_name(k, m) for k, m in zip(keys, ms)]
+        width = 22
+
+        def fmt(label, topic, value, base):
+            if base in SUMMED:
+                return f"{prefix}{label:<{width}}\t{topic}\t{int(round(value))}"
+            return f"{prefix}{label:<{width}}\t{topic}\t{value:6.4f}"
+
+        if per_query:
+            frame = res.per_query
+            order = sorted(range(len(frame.index)), key=lambda i: str(frame.index[i]))
+            for i in order:
+                topic = frame.index[i]
+                for key, label, m in zip(keys, names, ms):
+                    base = m.trec_base
+                    if base in GEOMETRIC or base == "num_q":
+                        continue  # trec_eval prints these in the summary only
+                    lines.append(fmt(label, topic, float(frame[key].iloc[i]), base))
+        runid = res.conventions.get("runid")
+        if runid is not None:
+            lines.append(f"{prefix}{'runid':<{width}}\tall\t{runid}")
+        for key, label, m in zip(keys, names, ms):
+            lines.append(fmt(label, "all", res.mean[key], m.trec_base))
+    text = "\n".join(lines) + "\n"
+    if file is not None:
+        file.write(text)
+    return text
+
+
+def describe_conventions(profile, conv: dict) -> str:
+    """One line saying which conventions were in force (printed by the CLI)."""
+    if profile in TREC_PROFILES:
+        scores = "doubles (trec_eval 10)" if profile == "trec_eval" else "float32 (trec_eval <= 9, pytrec_eval)"
+        parts = [f"profile {profile}: ranked by score ({scores}), ties by docno descending",
+                 f"relevant = grade >= {conv.get('relevance_level', 1)}",
+                 "gain = grade", "unjudged = non-relevant"]
+        parts.append("topics: every qrels topic (-c)" if conv.get("complete") else "topics: in both run and qrels")
+        if conv.get("max_docs") is not None:
+            parts.append(f"at most {conv['max_docs']} documents per topic (-M)")
+        if conv.get("judged_only"):
+            parts.append("judged documents only (-J)")
+        return "; ".join(parts)
+    shown = {k: v for k, v in conv.items() if k in ("gain", "discount", "ties", "empty", "threshold",
+                                                    "ap_denominator", "complete")}
+    return f"profile {profile}: " + ", ".join(f"{k}={v}" for k, v in shown.items())
+
+
+__all__ = ["evaluate_runs", "format_trec_eval", "expand_groups", "GROUPS", "PreparedQrels", "describe_conventions"]
