@@ -51,20 +51,19 @@ def test_file_is_a_plain_npz_with_json_metadata(tmp_path):
 
 
 def _rewrite_meta(src, dst, **changes):
-    with np.load(src, allow_pickle=False) as npz:
-        arrays = {k: npz[k] for k in npz.files}
-    meta = json.loads(arrays.pop("__meta__").tobytes())
+    """A copy of ``src`` with metadata changes and freshly computed digests (a forged file)."""
+    entries = persistence.raw_entries(src)
+    meta = json.loads(np.lib.format.read_array(io.BytesIO(entries["__meta__"])).tobytes())
     meta.update(changes)
-    arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    with open(dst, "wb") as fh:
-        np.savez(fh, **arrays)
+    return persistence.forge(dst, entries, meta)
 
 
 def test_newer_format_version_is_refused(tmp_path):
     X, y, qid = make_data(n_queries=10, list_len=5)
     path = LinearRanker(max_iter=5).fit(X, y, qid=qid).save(tmp_path / "m.npz")
     _rewrite_meta(path, tmp_path / "new.npz", format_version=persistence.FORMAT_VERSION + 1)
-    with pytest.raises(InputError, match=r"format version 2 .* reads versions up to 1; upgrade rankwise"):
+    v = persistence.FORMAT_VERSION
+    with pytest.raises(InputError, match=rf"format version {v + 1} .* reads versions up to {v}; upgrade rankwise"):
         rankwise.load(tmp_path / "new.npz")
 
 
@@ -90,8 +89,12 @@ def test_pickled_object_arrays_are_never_loaded(tmp_path):
     arrays["coef_"] = arr
     with open(tmp_path / "p.npz", "wb") as fh:
         np.savez(fh, **arrays)
-    with pytest.raises(InputError, match="not a rankwise model file"):
+    with pytest.raises(InputError, match="integrity check failed for 'coef_'"):  # the digest no longer matches
         rankwise.load(tmp_path / "p.npz")
+    # a forger who recomputes the digests still gets no code run: object arrays are never unpickled
+    persistence.forge(tmp_path / "f.npz", persistence.raw_entries(tmp_path / "p.npz"))
+    with pytest.raises(InputError, match="not a rankwise model file .*entry 'coef_'"):
+        rankwise.load(tmp_path / "f.npz")
 
 
 def test_garbage_and_missing_files(tmp_path):
@@ -155,14 +158,10 @@ def test_subclass_protocol_registers_and_round_trips(tmp_path):
 
 
 def _rewrite(src, dst, *, drop=(), meta_changes=None):
-    with np.load(src, allow_pickle=False) as npz:
-        arrays = {k: npz[k] for k in npz.files if k not in drop}
-    meta = json.loads(arrays.pop("__meta__").tobytes())
+    entries = {k: v for k, v in persistence.raw_entries(src).items() if k not in drop}
+    meta = json.loads(np.lib.format.read_array(io.BytesIO(entries["__meta__"])).tobytes())
     meta.update(meta_changes or {})
-    arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    with open(dst, "wb") as fh:
-        np.savez(fh, **arrays)
-    return dst
+    return persistence.forge(dst, entries, meta)
 
 
 @pytest.mark.parametrize("make,array,missing", [
@@ -206,8 +205,12 @@ def test_corrupt_gbdt_model_text_and_shapes_give_input_errors(tmp_path):
     arrays["booster"] = persistence.text_to_array("tree\nnot a model")
     with open(tmp_path / "bad.npz", "wb") as fh:
         np.savez(fh, **arrays)
-    with pytest.raises(InputError, match=r"cannot load .*bad.npz: corrupt or not a rankwise model file \(LightGBMError"):
+    with pytest.raises(InputError, match=r"cannot load .*bad.npz: integrity check failed for 'booster'"):
         rankwise.load(tmp_path / "bad.npz")
+    persistence.forge(tmp_path / "forged.npz", persistence.raw_entries(tmp_path / "bad.npz"))
+    with pytest.raises(InputError, match=r"cannot load .*forged.npz: corrupt or not a rankwise model file "
+                                         r"\(BoosterTextError: booster text, end: no 'end of trees' line"):
+        rankwise.load(tmp_path / "forged.npz")
     # a linear model whose arrays disagree with its number of features
     lin = LinearRanker("listnet", max_iter=50).fit(X, y, qid=qid).save(tmp_path / "lin.npz")
     with np.load(lin, allow_pickle=False) as npz:
@@ -215,6 +218,7 @@ def test_corrupt_gbdt_model_text_and_shapes_give_input_errors(tmp_path):
     arrays["scaler_mean_"] = np.zeros(3)
     with open(tmp_path / "shape.npz", "wb") as fh:
         np.savez(fh, **arrays)
+    persistence.forge(tmp_path / "shape.npz", persistence.raw_entries(tmp_path / "shape.npz"))
     with pytest.raises(InputError, match=r"corrupt or not a rankwise model file \(ValueError: scaler_mean_ has shape "
                                          r"\(3,\), expected \(6,\)"):
         rankwise.load(tmp_path / "shape.npz")
