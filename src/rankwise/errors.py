@@ -24,6 +24,10 @@ class ParseError(InputError):
         super().__init__(f"{where}: {message}")
 
 
+#: the name issue 17 uses for "a data file breaks its format's rules": the same class as ParseError
+DataFormatError = ParseError
+
+
 class NotFittedError(RankwiseError, AttributeError):
     """A model was used before ``fit``."""
 

@@ -261,3 +261,63 @@ def test_end_to_end_mq2008_cli_equals_api(mq2008_dir, tmp_path, capsys):
     api = evaluate(api_model.predict(ds_test.X), ds_test.labels, ds_test.qid, metrics=["ndcg@10", "map", "err@10"])
     for m in ("ndcg@10", "map", "err@10"):
         assert float(printed[m]) == pytest.approx(api.mean[m], abs=5e-7), m
+
+
+# -- checks that need no data run before the data is read (issue 17) ---------------------------
+@pytest.fixture
+def reading_forbidden(monkeypatch):
+    """Any attempt to read a data set fails the test: the error must come first."""
+    import rankwise.cli.inputs as inputs
+
+    def boom(*a, **k):
+        raise AssertionError("the data was read before the argument check")
+
+    monkeypatch.setattr(inputs, "load_dataset", boom)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--param", "max_iter=-3"], "max_iter must be an integer >= 1; got -3"),
+    (["--param", "alpha=abc"], "alpha must be a number; got 'abc'"),
+    (["--model", "gbdt", "--param", "n_estimators=0"], "n_estimators must be an integer >= 1; got 0"),
+    (["--model", "neural", "--param", "epochs=0"], "epochs must be an integer >= 1; got 0"),
+    (["--model", "structured", "--param", "n_epochs=0"], "n_epochs must be a positive integer; got 0"),
+    (["--model", "reduction", "--param", "batch_size=0"], "batch_size must be a positive integer; got 0"),
+])
+def test_bad_params_are_found_before_the_data_is_read(small_files, capsys, tmp_path, reading_forbidden, argv, needle):
+    code, _, err = run_cli(capsys, "train", str(small_files / "train.txt"), *argv, "--out", str(tmp_path / "m.npz"))
+    assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_unwritable_out_is_found_before_the_data_is_read(small_files, capsys, tmp_path, reading_forbidden):
+    code, _, err = run_cli(capsys, "train", str(small_files / "train.txt"), "--out", str(tmp_path))
+    assert code == 2 and "is a directory; give a file name" in err
+    if os.path.isdir("/proc/self"):  # a folder where even root cannot create a file
+        code, _, err = run_cli(capsys, "train", str(small_files / "train.txt"), "--out", "/proc/m.npz")
+        assert code == 2 and "--out /proc/m.npz: cannot write in /proc" in err and ".tmp" not in err, err
+    if os.geteuid() != 0:  # root writes into read-only folders
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+        try:
+            code, _, err = run_cli(capsys, "train", str(small_files / "train.txt"), "--out", str(ro / "m.npz"))
+            assert code == 2 and "cannot write in" in err and ".tmp" not in err, err
+        finally:
+            ro.chmod(0o700)
+    code, _, err = run_cli(capsys, "predict", "no_model.npz", str(small_files / "test.txt"), "--out", "/proc/s.txt")
+    assert code == 2 and "cannot write in /proc" in err
+
+
+def test_a_model_save_error_never_names_the_temporary_file(small_files, capsys, tmp_path, monkeypatch):
+    """If the folder becomes unwritable during training, the error names --out, not m.npz.tmp."""
+    cli = sys.modules["rankwise.cli.main"]  # the package re-exports main(), which shadows the module name
+    monkeypatch.setattr(cli, "_check_writable", lambda folder, what: None)  # let the run reach the save
+    code, _, err = run_cli(capsys, "train", str(small_files / "train.txt"), "--param", "max_iter=2",
+                           "--out", "/proc/m.npz")
+    assert code == 2 and "cannot save to /proc/m.npz" in err and ".tmp" not in err, err
+
+
+def test_fetch_with_a_file_as_cache_dir(capsys, tmp_path):
+    f = tmp_path / "afile"
+    f.write_text("x")
+    code, _, err = run_cli(capsys, "fetch", "mq2008", "--cache-dir", str(f))
+    assert code == 2 and f"cache folder {f} is a file, not a folder" in err and "offline" not in err, err

@@ -217,3 +217,34 @@ def test_contiguous_input_does_not_warn():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         small()
+
+
+def test_a_damaged_saved_dataset_is_a_clear_error(tmp_path):
+    """A cache folder damaged on disk: an InputError naming the folder, never a KeyError or a numpy error."""
+    import json
+
+    import pytest as _pytest
+
+    from rankwise.data import RankingDataset as _DS
+    from rankwise.errors import InputError as _IE
+
+    ds = _DS.from_arrays(np.ones((4, 2), dtype=np.float32), [0.0, 1.0, 2.0, 0.0], [1, 1, 2, 2])
+    ds.save(tmp_path / "c")
+    meta = json.loads((tmp_path / "c" / "meta.json").read_text())
+    cases = {
+        "no_key": lambda d: (d / "meta.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "sparse"})),
+        "list": lambda d: (d / "meta.json").write_text("[1, 2]"),
+        "garbage_array": lambda d: (d / "labels.npy").write_bytes(b"\x93NUMPY garbage"),
+        "missing_array": lambda d: (d / "query_ids.npy").unlink(),
+        "offsets_backwards": lambda d: np.save(d / "query_offsets.npy", np.array([0, 3, 2, 4])),
+        "nan_labels": lambda d: np.save(d / "labels.npy", np.array([0.0, np.nan, 1.0, 0.0])),
+        "bad_utf8": lambda d: (d / "meta.json").write_bytes(b"\xff\xfe{"),
+    }
+    import shutil
+
+    for name, damage in cases.items():
+        d = tmp_path / name
+        shutil.copytree(tmp_path / "c", d)
+        damage(d)
+        with _pytest.raises(_IE, match=str(d)):
+            _DS.load(d)

@@ -47,7 +47,9 @@ CASES = [
      r"'3:0\.2' is out of range; n_features=2 allows indices up to 2"),
     ("stray_token", "1 qid:1 1:0.5 foo 2:0.1\n", {}, 1, r"stray token 'foo'"),
     ("stray_number", "1 qid:1 1:0.5 7\n", {}, 1, r"stray token '7'"),
-    ("control_char", "1 qid:1 1:0.5\x00\n", {}, 1, r"control character"),
+    ("nul_byte", "1 qid:1 1:0.5\x00\n", {}, 1, r"NUL byte in the text"),
+    ("control_char", "1 qid:1 1:0.5\x01\n", {}, 1, r"control character"),
+    ("control_char_in_docid", "1 qid:1 1:0.5 #docid = a\x1bb\n", {}, 1, r"control character '\\x1b'"),
     ("empty_file", "", {}, None, r"empty file: no data lines"),
     ("only_comments", "# header\n\n   \n# more\n", {}, None, r"empty file: no data lines"),
     ("docid_missing_some", "1 qid:1 1:0.5 #docid = A\n0 qid:1 1:0.1 # no id here\n1 qid:1 1:0.2 #docid = C\n",
@@ -132,3 +134,95 @@ def test_error_line_counts_blank_and_comment_lines(tmp_path):
     with pytest.raises(ParseError, match=r":5: value 'x' is not a number") as info:
         read_svmlight(p)
     assert info.value.line == 5
+
+
+# -- hostile input (issue 17): what int()/float() or a naive line split would silently accept ----
+HOSTILE = [
+    ("cr_only", b"1 qid:1 1:0.5 #docid = a\r0 qid:1 1:0.1 #docid = b\r", 1, r"carriage return not followed by a line "
+                                                                            r"feed \(old Mac 'CR' line endings"),
+    ("cr_stray", b"1 qid:1 1:0.5\n0 qid:1\r1:0.1\n", 2, r"carriage return not followed by a line feed"),
+    ("mixed_endings", b"1 qid:1 1:0.5\r\n0 qid:1 1:0.1\n1 qid:1 1:0.2\r\n", 2,
+     r"mixed line endings: line 1 ends with CRLF but this line with LF alone"),
+    ("utf8_bom", b"\xef\xbb\xbf1 qid:1 1:0.5\n", 1, r"starts with a UTF-8 byte-order mark"),
+    ("utf16_bom", b"\xff\xfe1\x00", 1, r"starts with a UTF-16 byte-order mark"),
+    ("nul_in_docid", b"1 qid:1 1:0.5 #docid = a\x00b\n", 1, r"NUL byte in the text"),
+    ("arabic_indic_label", "١ qid:1 1:0.5\n".encode(), 1, r"label '١' is not a number"),
+    ("fullwidth_value", "1 qid:1 1:１\n".encode(), 1, r"value '１' is not a number"),
+    ("underscore_value", b"1 qid:1 1:1_0\n", 1, r"value in '1:1_0' is not a number"),
+    ("underscore_label", b"1_0 qid:1 1:1\n", 1, r"label '1_0' is not a number"),
+    ("qid_beyond_int64", b"1 qid:9223372036854775808 1:1\n", 1, r"query id 'qid:9223372036854775808' is not an integer"),
+    ("index_beyond_int64", b"1 qid:1 9223372036854775808:1\n", 1, r"feature index in '9223372036854775808:1' is not"),
+    ("relevance_1e30", b"1000000000000000000000000000000 qid:1 1:1\n", 1,
+     r"label '1000000000000000000000000000000' is out of range; relevance labels must lie in \[-1023, 1023\]"),
+    ("relevance_negative_huge", b"-1e300 qid:1 1:1\n", 1, r"label '-1e300' is out of range"),
+]
+
+
+@pytest.mark.parametrize("case", HOSTILE, ids=[c[0] for c in HOSTILE])
+def test_hostile_bytes_are_refused_with_path_and_line(tmp_path, case):
+    name, data, line, pattern = case
+    p = tmp_path / f"{name}.txt"
+    p.write_bytes(data)
+    with pytest.raises(ParseError) as info:
+        read_svmlight(p)
+    assert info.value.line == line and str(info.value).startswith(f"{p}:{line}: "), str(info.value)
+    assert re.search(pattern, str(info.value)), str(info.value)
+
+
+def test_int64_limits_are_exact(tmp_path):
+    p = tmp_path / "max.txt"
+    p.write_bytes(b"1 qid:9223372036854775807 1:1\n0 qid:-9223372036854775807 1:2\n")
+    ds = read_svmlight(p)
+    assert ds.qid.tolist() == [9223372036854775807, -9223372036854775807]  # never wrapped
+    p.write_bytes(b"1023 qid:1 1:1\n-1023 qid:1 1:2\n")
+    assert read_svmlight(p).labels.tolist() == [1023.0, -1023.0]
+
+
+def test_crlf_files_still_read(tmp_path):
+    p = tmp_path / "crlf.txt"
+    p.write_bytes(b"1 qid:1 1:0.5 #docid = a\r\n0 qid:1 1:0.1 #docid = b\r\n")
+    ds = read_svmlight(p)
+    assert ds.doc_ids.tolist() == ["a", "b"] and ds.labels.tolist() == [1.0, 0.0]
+
+
+@pytest.mark.parametrize("name,mangle,pattern", [
+    ("crc", lambda z: z[:-8] + bytes([z[-8] ^ 1]) + z[-7:], r"cannot decompress \(BadGzipFile: CRC check failed"),
+    ("block", lambda z: z[:10] + b"\xff" * 8 + z[18:], r"cannot decompress \(zlib\.error: Error -3"),
+    ("cut", lambda z: z[:15], r"cannot decompress \(EOFError"),
+    ("bz2", lambda z: b"BZh9" + b"\x00" * 40, r"cannot decompress"),
+    ("xz", lambda z: b"\xfd7zXZ\x00" + b"\x01" * 40, r"cannot decompress \(LZMAError"),
+])
+def test_corrupt_compression_is_a_parse_error(tmp_path, name, mangle, pattern):
+    p = tmp_path / f"{name}.txt.gz"
+    p.write_bytes(mangle(gzip.compress((GOOD * 20).encode())))
+    with pytest.raises(ParseError, match=pattern):
+        read_svmlight(p)
+    q = tmp_path / f"{name}.query"
+    q.write_bytes(p.read_bytes())
+    with pytest.raises(ParseError, match=pattern):
+        read_group_file(q)
+
+
+@pytest.mark.parametrize("text,line,pattern", [
+    (b"2\n100000000000000000000\n", 2, r"group size 100000000000000000000 is out of range"),
+    (b"9007199254740992\n9007199254740992\n", 2, r"add up to 18014398509481984 rows, beyond"),
+    ("2\n²\n".encode(), 2, r"group size '²' is not a non-negative integer; expected one integer \(ASCII digits\)"),
+    ("2\n٣\n".encode(), 2, r"group size '٣' is not a non-negative integer"),
+    (b"1_0\n", 1, r"group size '1_0' is not a non-negative integer"),
+    (b"2\r3\r", 1, r"carriage return not followed by a line feed"),
+    (b"\xef\xbb\xbf2\n", 1, r"byte-order mark"),
+    (b"2\n3\x00\n", 2, r"NUL byte"),
+])
+def test_hostile_group_files(tmp_path, text, line, pattern):
+    q = tmp_path / "g.query"
+    q.write_bytes(text)
+    with pytest.raises(ParseError) as info:
+        read_group_file(q)
+    assert info.value.line == line, str(info.value)
+    assert re.search(pattern, str(info.value)), str(info.value)
+
+
+def test_data_format_error_is_the_parse_error():
+    from rankwise.errors import DataFormatError, RankwiseError
+
+    assert DataFormatError is ParseError and issubclass(DataFormatError, RankwiseError)

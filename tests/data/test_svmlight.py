@@ -85,12 +85,13 @@ def test_fast_path_equals_strtod_on_many_numbers(tmp_path):
     vals = np.concatenate([rng.normal(size=3000) * 10.0 ** rng.integers(-25, 25, size=3000),
                            rng.integers(0, 10**7, size=1000) / 10.0 ** rng.integers(0, 9, size=1000)])
     spellings = [f"{v:.{k}g}" for v, k in zip(vals, rng.integers(1, 18, size=len(vals)))]
-    lines = [f"{s} qid:1 1:{s}" for s in spellings]
+    labels = [s if abs(float(s)) <= 1023 else "0" for s in spellings]  # relevance labels lie in [-1023, 1023]
+    lines = [f"{lab} qid:1 1:{s}" for lab, s in zip(labels, spellings)]
     p = tmp_path / "n.txt"
     p.write_text("\n".join(lines))
     ds = read_svmlight(p)
     expect = np.array([float(s) for s in spellings])
-    np.testing.assert_array_equal(ds.labels, expect)
+    np.testing.assert_array_equal(ds.labels, np.array([float(s) for s in labels]))
     np.testing.assert_array_equal(ds.X[:, 0], expect.astype(np.float32))
 
 

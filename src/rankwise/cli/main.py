@@ -84,9 +84,44 @@ def _check_out_dir(path) -> None:
 
     from rankwise.errors import InputError
 
-    parent = Path(path).expanduser().resolve().parent
+    target = Path(path).expanduser().resolve()
+    parent = target.parent
     if not parent.is_dir():
         raise InputError(f"--out {path}: directory {parent} does not exist")
+    if target.is_dir():
+        raise InputError(f"--out {path} is a directory; give a file name")
+    _check_writable(parent, f"--out {path}")
+
+
+def _check_writable(folder, what: str) -> None:
+    """Create and remove a scratch file in ``folder``: a read-only place is found before any work."""
+    import tempfile
+
+    from rankwise.errors import InputError
+
+    try:
+        fd, scratch = tempfile.mkstemp(dir=folder, prefix=".rankwise-write-check-")
+        os.close(fd)
+        os.unlink(scratch)
+    except OSError as exc:
+        raise InputError(f"{what}: cannot write in {folder} ({exc.strerror or exc})") from None
+
+
+def _check_model_params(model) -> None:
+    """The model's own parameter checks, which ``fit`` would run only after the data is read."""
+    from rankwise.errors import InputError, RankwiseError
+
+    for name in ("_validate_params", "_check_params"):
+        owner = next((c for c in type(model).__mro__ if name in vars(c)), None)
+        # scikit-learn's BaseEstimator._validate_params needs _parameter_constraints
+        if owner is None or not (owner.__module__.startswith("rankwise") or hasattr(model, "_parameter_constraints")):
+            continue
+        try:
+            getattr(model, name)()
+        except RankwiseError:
+            raise
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"--param: {exc}") from None
 
 
 def _cmd_train(args) -> int:
@@ -99,6 +134,7 @@ def _cmd_train(args) -> int:
 
         get(args.loss)
     model = build_model(args.model, args.loss, parse_params(args.param), args.seed)
+    _check_model_params(model)  # e.g. --param max_iter=-3 or alpha=abc, before reading the data
     train = load_dataset(args.train, fmt=args.format, part="train", split=args.split)
     valid = None
     if args.valid is not None:

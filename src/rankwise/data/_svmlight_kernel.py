@@ -54,78 +54,6 @@ def _is_ws(c):
 
 
 @nb.njit(cache=True)
-def _parse_number(buf, s, e, pow10):
-    """Parse buf[s:e] as a decimal number.
-
-    Returns (status, value): status 0 = exact fast path, 1 = needs the Python fallback
-    (well formed but outside the fast path, or a spelling such as ``nan``), 2 = malformed.
-    """
-    i = s
-    neg = False
-    if i < e and (buf[i] == 43 or buf[i] == 45):
-        neg = buf[i] == 45
-        i += 1
-    mant = 0
-    ndig = 0  # significant digits kept in mant
-    exp10 = 0
-    seen_digit = False
-    overflow = False
-    while i < e and 48 <= buf[i] <= 57:
-        seen_digit = True
-        if mant < 100000000000000000:  # keep at most 17-18 digits, then only count the exponent
-            mant = mant * 10 + (buf[i] - 48)
-            if mant != 0:
-                ndig += 1
-        else:
-            overflow = True
-            exp10 += 1
-        i += 1
-    if i < e and buf[i] == 46:
-        i += 1
-        while i < e and 48 <= buf[i] <= 57:
-            seen_digit = True
-            if mant < 100000000000000000:
-                mant = mant * 10 + (buf[i] - 48)
-                exp10 -= 1
-            else:
-                overflow = True
-            i += 1
-    if not seen_digit:
-        # maybe nan / inf / NULL: let Python decide
-        return 1, 0.0
-    if i < e and (buf[i] == 101 or buf[i] == 69):
-        i += 1
-        eneg = False
-        if i < e and (buf[i] == 43 or buf[i] == 45):
-            eneg = buf[i] == 45
-            i += 1
-        if i >= e or not (48 <= buf[i] <= 57):
-            return 2, 0.0
-        ev = 0
-        while i < e and 48 <= buf[i] <= 57:
-            if ev < 100000:
-                ev = ev * 10 + (buf[i] - 48)
-            i += 1
-        exp10 += -ev if eneg else ev
-    if i != e:
-        return 2, 0.0
-    if overflow or mant > _TWO53:
-        return 1, 0.0
-    if mant == 0:
-        return 0, -0.0 if neg else 0.0
-    v = float(mant)
-    if exp10 == 0:
-        pass
-    elif 0 < exp10 <= 22:
-        v = v * pow10[exp10]
-    elif -22 <= exp10 < 0:
-        v = v / pow10[-exp10]
-    else:
-        return 1, 0.0
-    return 0, -v if neg else v
-
-
-@nb.njit(cache=True)
 def _parse_number_ws(buf, s, ce, pow10):
     """Parse the number starting at ``s`` and ending at whitespace or ``ce``, in one pass.
 
@@ -205,6 +133,17 @@ def _parse_number_ws(buf, s, ce, pow10):
 
 
 @nb.njit(cache=True)
+def _parse_number(buf, s, e, pow10):
+    """Parse the whole token buf[s:e] as a decimal number (the token holds no whitespace).
+
+    Returns (status, value): status 0 = exact fast path, 1 = needs the Python fallback
+    (well formed but outside the fast path, or a spelling such as ``nan``), 2 = malformed.
+    """
+    st, v, _ = _parse_number_ws(buf, s, e, pow10)
+    return st, v
+
+
+@nb.njit(cache=True)
 def _parse_int(buf, s, e):
     """Non-negative or signed decimal integer in buf[s:e]; returns (ok, value)."""
     i = s
@@ -219,7 +158,7 @@ def _parse_int(buf, s, e):
         c = buf[i]
         if c < 48 or c > 57:
             return False, 0
-        if v > 922337203685477580:  # would overflow int64
+        if v > 922337203685477580 or (v == 922337203685477580 and c > 55):  # beyond int64: refuse, never wrap
             return False, 0
         v = v * 10 + (c - 48)
         i += 1
@@ -288,6 +227,10 @@ def parse(buf, n_rows_max, nnz_max, zero_based, n_features_max, fb_max):
         le = ce
         if le < n and buf[le] == 35:
             while le < n and buf[le] != 10:
+                c = buf[le]
+                if c < 32 and c != 9 and c != 13:  # NUL and other control bytes in a comment / doc id
+                    return (E_CONTROL, line, le, le + 1, labels, qids, has_qid, line_no, docid_s, docid_e,
+                            indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
                 le += 1
         pos = le + 1
         # tokenise
@@ -360,7 +303,7 @@ def parse(buf, n_rows_max, nnz_max, zero_based, n_features_max, fb_max):
                 c = buf[j]
                 if c < 48 or c > 57:
                     break
-                if idx > 922337203685477580:
+                if idx > 922337203685477580 or (idx == 922337203685477580 and c > 55):
                     okidx = False
                 else:
                     idx = idx * 10 + (c - 48)

@@ -447,6 +447,20 @@ class RankingDataset:
             raise FileNotFoundError(f"{path}: no meta.json; not a saved RankingDataset") from None
         except json.JSONDecodeError as exc:
             raise InputError(f"{path / 'meta.json'}: not valid JSON ({exc})") from None
+        except (UnicodeDecodeError, RecursionError) as exc:
+            raise InputError(f"{path / 'meta.json'}: not valid JSON ({type(exc).__name__})") from None
+        if not isinstance(meta, dict):
+            raise InputError(f"{path / 'meta.json'}: not a saved RankingDataset (the JSON is not an object)")
+        try:
+            return cls._load_arrays(path, meta, mmap_mode)
+        except InputError:
+            raise
+        except Exception as exc:  # a missing or damaged array, a meta entry of the wrong type
+            raise InputError(f"{path}: corrupt saved RankingDataset ({type(exc).__name__}: "
+                             f"{' '.join(str(exc).split())[:200]}); delete the folder to rebuild it") from None
+
+    @classmethod
+    def _load_arrays(cls, path, meta, mmap_mode):
         if meta.get("format") != "rankwise.RankingDataset" or meta.get("version") != _FORMAT_VERSION:
             raise InputError(f"{path}: saved with format {meta.get('format')!r} version {meta.get('version')!r}; "
                              f"expected rankwise.RankingDataset version {_FORMAT_VERSION}")
@@ -472,9 +486,13 @@ class RankingDataset:
         ds._qid = None
         # cheap structural checks (the arrays were validated when saved)
         n = X.shape[0]
-        if len(labels) != n or ds.query_offsets[0] != 0 or ds.query_offsets[-1] != n \
-                or len(ds.query_ids) != len(ds.query_offsets) - 1:
+        off = ds.query_offsets
+        if off.ndim != 1 or off.dtype.kind not in "iu" or len(off) < 1 or np.any(np.diff(off) < 0) \
+                or labels.ndim != 1 or len(labels) != n or off[0] != 0 or off[-1] != n \
+                or len(ds.query_ids) != len(off) - 1 or (ds.doc_ids is not None and len(ds.doc_ids) != n):
             raise InputError(f"{path}: inconsistent saved arrays (rows, labels and query_offsets disagree)")
+        if labels.dtype.kind != "f" or not np.all(np.isfinite(labels)):
+            raise InputError(f"{path}: corrupt saved RankingDataset (labels are not finite floats)")
         return ds
 
     def to_pandas(self, **kwargs):

@@ -22,6 +22,7 @@ import subprocess
 import urllib.error
 import urllib.request
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -154,7 +155,11 @@ def _sha256_file(path: Path, *, uncompressed: bool) -> str:
 def _verify(root: Path, spec: DatasetSpec) -> None:
     for rel, want in spec.sha256.items():
         p = _present(root, rel)
-        got = _sha256_file(p, uncompressed=True)
+        try:
+            got = _sha256_file(p, uncompressed=True)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise DataNotFoundError(f"{p}: cannot be read ({type(exc).__name__}: {exc}); the file is truncated or "
+                                    f"corrupt. Delete it and fetch {spec.name!r} again") from None
         if got != want:
             raise DataNotFoundError(f"{p}: sha256 {got} does not match the expected {want}; the file is corrupt or a "
                                     f"different version. Delete it and fetch {spec.name!r} again")
@@ -236,8 +241,15 @@ def fetch(name: str, cache_dir=None, *, download: bool = True, verify: bool = Tr
         raise InputError(f"unknown data set {name!r}; known: {sorted(DATASETS)}")
     spec = DATASETS[key]
     root = cache_root(cache_dir)
+    if root.exists() and not root.is_dir():
+        raise InputError(f"cache folder {root} is a file, not a folder; give a folder (it is created if absent)")
     missing = [f for f in spec.files if _present(root, f) is None]
     if missing:
+        if download:
+            try:
+                root.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise InputError(f"cannot create the cache folder {root}: {exc.strerror or exc}") from None
         if not download:
             raise DataNotFoundError(_missing_message(spec, root, missing, "download=False"))
         archive = root / "downloads" / spec.archive
@@ -247,7 +259,13 @@ def fetch(name: str, cache_dir=None, *, download: bool = True, verify: bool = Tr
             reason = getattr(exc, "reason", exc)
             raise DataNotFoundError(_missing_message(spec, root, missing, f"offline or unreachable: {reason}")) from None
         tofu_path = root / _TOFU_FILE
-        tofu = json.loads(tofu_path.read_text()) if tofu_path.exists() else {}
+        try:
+            tofu = json.loads(tofu_path.read_text()) if tofu_path.exists() else {}
+            if not isinstance(tofu, dict):
+                raise ValueError("not a JSON object")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InputError(f"{tofu_path}: corrupt checksum record ({exc}); delete it (the next download is "
+                             "trusted again)") from None
         expected = spec.archive_sha256 or tofu.get(spec.archive)
         if expected is not None and digest != expected:
             archive.unlink(missing_ok=True)

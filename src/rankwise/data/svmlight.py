@@ -14,6 +14,7 @@ import json
 import lzma
 import os
 import re
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -38,33 +39,83 @@ _MESSAGES = {
     9: "{tok!r} is misplaced; 'qid:<integer>' must appear once, right after the label",
     10: "feature index in {tok!r} is out of range; n_features={n_features} allows indices up to {max_index}",
     11: "line starts with {tok!r}; expected a numeric label first (e.g. '2 qid:7 1:0.5 ...')",
-    13: "control character {tok!r} in the data part of the line (binary or corrupt file?)",
+    13: "control character {tok!r} in the line (binary or corrupt file?); expected printable text",
 }
 
-_NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+# ASCII digits only: Python's float() also takes '١', '１' and '1_0', which no LETOR file holds
+_NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:nan|inf|infinity)",
+                        re.IGNORECASE | re.ASCII)
+#: largest |relevance label| a reader accepts: exponential gains 2**label - 1 stay finite in float64
+MAX_ABS_LABEL = 1023.0
 
 
 def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, decompressed (gzip, bzip2, xz by their magic bytes) and checked by
+    :func:`check_text_bytes`. A truncated or corrupt archive is a ``ParseError``."""
     try:
         with open(path, "rb") as fh:
             raw = fh.read()
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path} is a directory; expected a data file") from None
     try:
         if raw[:2] == b"\x1f\x8b":
-            return gzip.decompress(raw)
-        if raw[:3] == b"BZh":
-            return bz2.decompress(raw)
-        if raw[:6] == b"\xfd7zXZ\x00":
-            return lzma.decompress(raw)
-    except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
-        raise ParseError(path, None, f"cannot decompress ({exc}); the file is truncated or corrupt") from None
+            raw = gzip.decompress(raw)
+        elif raw[:3] == b"BZh":
+            raw = bz2.decompress(raw)
+        elif raw[:6] == b"\xfd7zXZ\x00":
+            raw = lzma.decompress(raw)
+    except (OSError, EOFError, lzma.LZMAError, ValueError, zlib.error) as exc:
+        kind = "zlib.error" if isinstance(exc, zlib.error) else type(exc).__name__
+        raise ParseError(path, None, f"cannot decompress ({kind}: {exc}); the file is truncated or corrupt") from None
+    check_text_bytes(path, raw)
     return raw
+
+
+def _line_of(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
+def check_text_bytes(path, data: bytes) -> None:
+    """Refuse what a line-based text format must not hold, with ``path:line``.
+
+    - byte-order marks (UTF-8, UTF-16, UTF-32): the first token would silently carry them;
+    - NUL bytes (binary or corrupt files);
+    - a carriage return not followed by a line feed (classic Mac "CR" line endings, under which a
+      whole file reads as one line, or a stray CR inside a line);
+    - mixed line endings (some lines CRLF, others LF alone).
+    """
+    for bom, name in ((b"\xef\xbb\xbf", "UTF-8"), (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16")):
+        if data.startswith(bom):
+            raise ParseError(path, 1, f"the file starts with a {name} byte-order mark; expected plain ASCII/UTF-8 text "
+                                      "without a BOM (re-save it without the BOM)")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise ParseError(path, _line_of(data, nul), "NUL byte in the text (a binary or corrupt file?); expected "
+                                                   "plain text lines")
+    if b"\r" in data:
+        m = re.search(rb"\r(?!\n)", data)
+        if m:
+            raise ParseError(path, _line_of(data, m.start()),
+                             "carriage return not followed by a line feed (old Mac 'CR' line endings or a stray CR); "
+                             "expected LF or CRLF line endings")
+        m = re.search(rb"(?<!\r)\n", data)
+        if m:
+            first_crlf = _line_of(data, data.index(b"\r\n"))
+            raise ParseError(path, _line_of(data, m.start()),
+                             f"mixed line endings: line {first_crlf} ends with CRLF but this line with LF alone; "
+                             "expected one style throughout the file")
 
 
 def _line_text(buf: bytes, line: int) -> str:
     lines = buf.split(b"\n", line)
     return lines[line - 1].decode("utf-8", "replace").rstrip("\r") if len(lines) >= line else ""
+
+
+_GROUP_SIZE_RE = re.compile(rb"[0-9]+")
+#: more rows than any file can hold (and below int64's limit, so offsets never wrap)
+_MAX_ROWS = 2**53
 
 
 def read_group_file(path, *, n_rows: int | None = None) -> np.ndarray:
@@ -73,18 +124,27 @@ def read_group_file(path, *, n_rows: int | None = None) -> np.ndarray:
     Returns ``query_offsets`` (int64). With ``n_rows``, the sizes must add up to it.
     """
     path = Path(path)
-    text = _read_bytes(path).decode("utf-8", "replace")
+    data = _read_bytes(path)
     sizes = []
-    for k, line in enumerate(text.splitlines(), start=1):
-        s = line.strip()
+    total = 0
+    for k, line in enumerate(data.split(b"\n"), start=1):
+        s = line.strip(b" \t\r")
         if not s:
             continue
-        if not s.isdigit():
-            raise ParseError(path, k, f"group size {s!r} is not a non-negative integer; "
-                                      "expected one integer per line (the size of each consecutive query)")
-        v = int(s)
+        if not _GROUP_SIZE_RE.fullmatch(s):
+            raise ParseError(path, k, f"group size {s.decode('utf-8', 'replace')[:40]!r} is not a non-negative "
+                                      "integer; expected one integer (ASCII digits) per line (the size of each "
+                                      "consecutive query)")
+        v = int(s) if len(s) <= 20 else _MAX_ROWS + 1
         if v == 0:
             raise ParseError(path, k, "group size 0; every query must have at least one row")
+        if v > _MAX_ROWS:
+            raise ParseError(path, k, f"group size {s.decode()[:30]} is out of range; expected the number of rows of "
+                                      f"one query (at most {_MAX_ROWS})")
+        total += v
+        if total > _MAX_ROWS:
+            raise ParseError(path, k, f"group size {v} makes the group sizes add up to {total} rows, beyond "
+                                      f"{_MAX_ROWS}; expected the number of rows of each query")
         sizes.append(v)
     if not sizes:
         raise ParseError(path, None, "empty group file; expected one group size per line")
@@ -150,6 +210,12 @@ def _parse_bytes(path, data: bytes, *, zero_based: bool, n_features: int | None)
         r = int(np.flatnonzero(bad)[0])
         tok = _line_text(data, int(line_no[r])).split()[0]
         raise ParseError(path, int(line_no[r]), f"label {tok!r} is not finite; labels must be finite numbers")
+    bad = np.abs(labels) > MAX_ABS_LABEL
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        tok = _line_text(data, int(line_no[r])).split()[0]
+        raise ParseError(path, int(line_no[r]), f"label {tok!r} is out of range; relevance labels must lie in "
+                                                f"[-{MAX_ABS_LABEL:g}, {MAX_ABS_LABEL:g}] (2**label - 1 must be finite)")
     bad = np.isinf(values)
     if bad.any():
         k = int(np.flatnonzero(bad)[0])

@@ -8,7 +8,7 @@ import scipy.sparse as sp
 
 from rankwise._validation import check_nonneg_float, check_positive_int, fit_seed
 from rankwise.errors import InputError
-from rankwise.models import persistence
+from rankwise.models import _booster_text, persistence
 from rankwise.models.base import BaseRanker
 from rankwise.train.early_stopping import EarlyStopping, resolve_metric
 from rankwise.train.history import History
@@ -243,6 +243,8 @@ class GBDTRanker(BaseRanker):
             try:
                 init_text = arrays["booster"]
                 done = int(tstate["rounds"])
+                _booster_text.check_booster_text(self.backend, persistence.array_to_text(init_text),
+                                                 n_features=train.X.shape[1])
             except (KeyError, TypeError, ValueError) as exc:
                 raise persistence.corrupt(resume, exc, "a GBDTRanker checkpoint") from None
             if done > total:
@@ -434,6 +436,8 @@ class GBDTRanker(BaseRanker):
         self._load_booster(persistence.array_to_text(arrays["booster"]))
 
     def _load_booster(self, text: str) -> None:
+        # validated before the library parses it: a malformed model string can crash LightGBM/XGBoost
+        _booster_text.check_booster_text(self.backend, text, n_features=getattr(self, "n_features_in_", None))
         if self.backend == "lightgbm":
             import lightgbm as lgb
 

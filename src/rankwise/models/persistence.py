@@ -1,20 +1,37 @@
 """Saving and loading rankers without pickle: one ``.npz`` file holding JSON metadata and arrays.
 
-File format (``format_version`` 1)
+File format (``format_version`` 2)
 ----------------------------------
-A model file is a NumPy ``.npz`` archive (a zip of ``.npy`` arrays) written and read with
-``allow_pickle=False``, so loading a file never runs code. It holds
+A model file is a NumPy ``.npz`` archive (a zip of uncompressed ``.npy`` arrays) written and
+read with ``allow_pickle=False``, so loading a file never runs code. It holds
 
 - ``__meta__``: a ``uint8`` array with UTF-8 JSON::
 
-      {"format": "rankwise-model", "format_version": 1, "rankwise_version": "0.1.0",
+      {"format": "rankwise-model", "format_version": 2, "rankwise_version": "0.1.0",
        "kind": "model" | "checkpoint", "class": "LinearRanker",
        "params": {...constructor arguments...}, "state": {...fitted scalars...},
+       "digests": {"coef_": "<sha256 of coef_.npy>", ...},
        "train_state": {...}   # checkpoints only
       }
 
+- ``__digest__``: a ``uint8`` array with the ASCII text ``sha256:<hex>``, the sha256 of the
+  ``__meta__.npy`` entry;
 - one entry per array of the model's state (numeric arrays only; object arrays are refused).
   Text blobs such as a LightGBM/XGBoost model string are stored as ``uint8`` arrays.
+
+Integrity and validation on load
+--------------------------------
+Before any array is parsed, the zip entries are listed (stored ``.npy`` entries only, no
+duplicates), the metadata's format and version are read, and every entry's sha256 is compared
+with the digest stored in the file: a corrupted or edited file is refused with the name of the
+file and of the entry (``cannot load m.npz: integrity check failed for 'booster' ...``). The
+digests are not a signature: anyone can recompute them, so what a crafted file can still do is
+bounded by the validation that follows (finite numeric arrays, strict JSON without NaN, array
+shapes checked by the model, GBDT booster text checked by :mod:`rankwise.models._booster_text`
+before LightGBM/XGBoost parse it, and a probe prediction that must be finite). For a file from
+an untrusted source, ``load(path, untrusted=True)`` does all of that first in a child process, so
+that a crash inside a library's parser is reported as an ``InputError`` instead of taking the
+caller down. Format-1 files (rankwise 0.1, no digests) still load, with every check but the digests.
 
 A file whose ``format_version`` is newer than :data:`FORMAT_VERSION` is refused with a message
 that says which rankwise version is needed; an unknown ``class`` is refused too (the class is
@@ -40,9 +57,14 @@ passed as a parameter) overrides ``_get_params_state()`` / ``_params_from_state(
 """
 from __future__ import annotations
 
+import hashlib
+import inspect
 import io
 import json
 import os
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -50,7 +72,11 @@ import numpy as np
 from rankwise.errors import InputError
 
 FORMAT = "rankwise-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: format versions this rankwise reads (1: no digests)
+_READABLE = (1, 2)
+#: a loaded model is asked for scores on a probe input when it has at most this many features
+_PROBE_MAX_FEATURES = 1 << 22
 
 #: Model classes that :func:`load` may build, by class name. Filled by ``BaseRanker.__init_subclass__``.
 MODEL_REGISTRY: dict[str, type] = {}
@@ -96,7 +122,10 @@ def _decode(value):
         if set(value) == {"__tuple__"}:
             return tuple(_decode(v) for v in value["__tuple__"])
         if set(value) == {"__float__"}:
-            return float(value["__float__"])
+            text = value["__float__"]
+            if text not in ("nan", "inf", "-inf"):  # what _encode writes (repr of a non-finite float)
+                raise ValueError(f"'__float__' entry {str(text)[:40]!r}; expected 'nan', 'inf' or '-inf'")
+            return float(text)
         return {k: _decode(v) for k, v in value.items()}
     return value
 
@@ -112,57 +141,179 @@ def array_to_text(arr: np.ndarray) -> str:
 
 # -- writing / reading ------------------------------------------------------------------------
 
+def _npy_bytes(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, arr, allow_pickle=False)
+    return buf.getvalue()
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
 def _write(path, meta: dict, arrays: dict[str, np.ndarray]) -> Path:
     path = Path(os.fspath(path))
-    out = {}
+    entries = {}
     for name, arr in arrays.items():
-        if name == "__meta__":
-            raise InputError("array name '__meta__' is reserved")
+        if name in ("__meta__", "__digest__"):
+            raise InputError(f"array name {name!r} is reserved")
         a = np.asarray(arr)
         if a.dtype.kind not in "biuf":
             raise InputError(f"cannot save array {name!r}: dtype {a.dtype} is not numeric")
-        out[name] = a
+        entries[name] = _npy_bytes(a)
+    meta = dict(meta, digests={name: _sha256(b) for name, b in entries.items()})
     blob = json.dumps(meta, allow_nan=False, sort_keys=True).encode("utf-8")
-    out["__meta__"] = np.frombuffer(blob, dtype=np.uint8)
+    entries["__meta__"] = _npy_bytes(np.frombuffer(blob, dtype=np.uint8))
+    entries["__digest__"] = _npy_bytes(np.frombuffer(b"sha256:" + _sha256(entries["__meta__"]).encode(),
+                                                     dtype=np.uint8))
     if path.parent and not path.parent.exists():
         raise InputError(f"cannot save to {path}: directory {path.parent} does not exist")
+    if path.is_dir():
+        raise InputError(f"cannot save to {path}: it is a directory; give a file name")
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:  # a file handle: numpy must not append '.npz' to the name
-        np.savez(fh, **out)
-    os.replace(tmp, path)  # atomic: a crash while writing a checkpoint keeps the previous one
+    try:
+        with open(tmp, "wb") as fh:  # a plain .npz (stored entries, fixed dates: same model, same bytes)
+            with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
+                for name, data in entries.items():
+                    zf.writestr(zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0)), data)
+        os.replace(tmp, path)  # atomic: a crash while writing a checkpoint keeps the previous one
+    except OSError as exc:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise InputError(f"cannot save to {path}: {exc.strerror or exc}") from None
     return path
 
 
-def _read(path) -> tuple[dict, dict[str, np.ndarray]]:
-    path = Path(os.fspath(path))
-    if not path.is_file():
-        raise InputError(f"cannot load {path}: no such file")
+def _no_constant(name):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _entries(path, data: bytes) -> dict[str, bytes]:
+    """The raw ``.npy`` entries of a model file, after the zip-level checks."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            infos = zf.infolist()
+            names = [i.filename for i in infos]
+            if len(set(names)) != len(names):
+                raise InputError(f"cannot load {path}: corrupt model file (an entry appears twice in the archive)")
+            for info in infos:
+                if not info.filename.endswith(".npy") or info.compress_type != zipfile.ZIP_STORED:
+                    raise InputError(f"cannot load {path}: not a rankwise model file (entry {info.filename[:60]!r} "
+                                     "is not a stored .npy array)")
+                if info.file_size > len(data):
+                    raise InputError(f"cannot load {path}: corrupt model file (entry {info.filename[:60]!r} claims "
+                                     f"{info.file_size} bytes in a file of {len(data)})")
+            return {i.filename[:-4]: zf.read(i) for i in infos}  # zf.read checks each entry's CRC-32
     except InputError:
         raise
-    except Exception as exc:  # zip / npy errors: say what the file should be
-        raise InputError(f"cannot load {path}: not a rankwise model file ({type(exc).__name__}: {exc})") from None
-    if "__meta__" not in arrays:
-        raise InputError(f"cannot load {path}: not a rankwise model file (no '__meta__' entry)")
+    except Exception as exc:  # zip errors: say what the file should be
+        raise InputError(f"cannot load {path}: not a rankwise model file ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:200]})") from None
+
+
+def _array(path, name: str, raw: bytes) -> np.ndarray:
     try:
-        meta = json.loads(arrays.pop("__meta__").tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"cannot load {path}: corrupt metadata ({exc})") from None
+        arr = np.lib.format.read_array(io.BytesIO(raw), allow_pickle=False)
+    except Exception as exc:  # a malformed .npy header, an object array, a short entry
+        raise InputError(f"cannot load {path}: not a rankwise model file (entry {name!r}: {type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:200]})") from None
+    if arr.dtype.kind not in "biuf":
+        raise InputError(f"cannot load {path}: entry {name!r} has dtype {arr.dtype}; model arrays are numeric")
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise InputError(f"cannot load {path}: entry {name!r} holds NaN or infinite values; a fitted model's "
+                         "arrays are finite (the file is corrupt or was edited)")
+    return arr
+
+
+def _read_bytes(path, data: bytes) -> tuple[dict, dict[str, np.ndarray]]:
+    entries = _entries(path, data)
+    if "__meta__" not in entries:
+        raise InputError(f"cannot load {path}: not a rankwise model file (no '__meta__' entry)")
+    meta_raw = entries.pop("__meta__")
+    digest_raw = entries.pop("__digest__", None)
+    meta_arr = _array(path, "__meta__", meta_raw)
+    try:
+        meta = json.loads(meta_arr.tobytes().decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise InputError(f"cannot load {path}: corrupt metadata ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:200]})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise InputError(f"cannot load {path}: not a rankwise model file (format {meta.get('format')!r})"
                          if isinstance(meta, dict) else f"cannot load {path}: corrupt metadata")
     version = meta.get("format_version")
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool):
         raise InputError(f"cannot load {path}: format_version missing or not an integer")
     if version > FORMAT_VERSION:
         raise InputError(f"cannot load {path}: it was written with model format version {version} "
                          f"(rankwise {meta.get('rankwise_version', '?')}), but this rankwise reads "
                          f"versions up to {FORMAT_VERSION}; upgrade rankwise to load it")
+    if version not in _READABLE:
+        raise InputError(f"cannot load {path}: unknown model format version {version}")
+    if version >= 2:  # integrity: the metadata, then every array, before any array is parsed
+        if digest_raw is None:
+            raise InputError(f"cannot load {path}: integrity check failed (no '__digest__' entry in a format "
+                             f"{version} file)")
+        want = _array(path, "__digest__", digest_raw).tobytes()
+        if want != b"sha256:" + _sha256(meta_raw).encode():
+            raise InputError(f"cannot load {path}: integrity check failed for '__meta__' (its sha256 differs from "
+                             "the one stored in the file): the file is corrupt or was edited")
+        digests = meta.get("digests")
+        if not isinstance(digests, dict) or set(digests) != set(entries):
+            missing = sorted(set(entries) ^ set(digests if isinstance(digests, dict) else ()))
+            raise InputError(f"cannot load {path}: integrity check failed: the arrays in the file and the digests "
+                             f"in its metadata differ (e.g. {missing[:1]})")
+        for name, raw in entries.items():
+            if digests[name] != _sha256(raw):
+                raise InputError(f"cannot load {path}: integrity check failed for {name!r} (its sha256 differs from "
+                                 "the one stored in the file): the file is corrupt or was edited")
+    elif digest_raw is not None:
+        raise InputError(f"cannot load {path}: corrupt model file ('__digest__' entry in a format 1 file)")
+    arrays = {name: _array(path, name, raw) for name, raw in entries.items()}
     return meta, arrays
+
+
+def forge(path, entries: dict[str, bytes], meta: dict | None = None) -> Path:
+    """Write a model file from raw ``.npy`` entries (``{name: bytes}``) and metadata, with fresh digests.
+
+    The digests stop accidental corruption, not a forger: this is what a forger (or a test of
+    the validation behind the digests) does. ``meta`` defaults to the JSON in ``entries["__meta__"]``.
+    """
+    entries = {k: v for k, v in entries.items() if k not in ("__meta__", "__digest__")} | \
+        {"__meta__": entries.get("__meta__", b"")}
+    if meta is None:
+        meta = json.loads(np.lib.format.read_array(io.BytesIO(entries["__meta__"])).tobytes())
+    meta = dict(meta, digests={k: _sha256(v) for k, v in entries.items() if k != "__meta__"})
+    entries["__meta__"] = _npy_bytes(np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8))
+    entries["__digest__"] = _npy_bytes(np.frombuffer(b"sha256:" + _sha256(entries["__meta__"]).encode(),
+                                                     dtype=np.uint8))
+    path = Path(path)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name, data in entries.items():
+            zf.writestr(name + ".npy", data)
+    return path
+
+
+def raw_entries(path) -> dict[str, bytes]:
+    """The raw ``.npy`` entries of a model file, unchecked (for :func:`forge`)."""
+    with zipfile.ZipFile(path) as zf:
+        return {i.filename[:-4]: zf.read(i) for i in zf.infolist()}
+
+
+def _file_bytes(path) -> bytes:
+    path = Path(os.fspath(path))
+    if not path.is_file():
+        raise InputError(f"cannot load {path}: no such file")
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise InputError(f"cannot load {path}: {exc.strerror or exc}") from None
+
+
+def _read(path) -> tuple[dict, dict[str, np.ndarray]]:
+    return _read_bytes(Path(os.fspath(path)), _file_bytes(path))
 
 
 def _model_meta(model, kind: str) -> tuple[dict, dict]:
@@ -218,7 +369,11 @@ def _build(meta: dict, arrays: dict, path):
     cls = MODEL_REGISTRY.get(name) if isinstance(name, str) else None
     if cls is None:
         raise InputError(f"cannot load {path}: unknown model class {name!r}; known: {sorted(MODEL_REGISTRY)}")
-    params = _decode(meta.get("params", {}))
+    try:
+        params = _decode(meta.get("params", {}))
+        state = _decode(meta.get("state", {}))
+    except (ValueError, RecursionError) as exc:
+        raise corrupt(path, exc) from None
     if not isinstance(params, dict):
         raise InputError(f"cannot load {path}: corrupt or not a rankwise model file (params is a "
                          f"{type(params).__name__}, not an object)")
@@ -231,22 +386,125 @@ def _build(meta: dict, arrays: dict, path):
                          f"match {name}: {exc})") from None
     except Exception as exc:
         raise corrupt(path, exc) from None
-    restore_state(model, _decode(meta.get("state", {})), arrays, path)
+    n_features = state.get("n_features_in_") if isinstance(state, dict) else None
+    if n_features is not None and (isinstance(n_features, bool) or not isinstance(n_features, int)
+                                   or not 0 <= n_features <= 2**31 - 2):
+        raise InputError(f"cannot load {path}: corrupt or not a rankwise model file (n_features_in_ is "
+                         f"{str(n_features)[:40]!r}, not a feature count)")
+    restore_state(model, state, arrays, path)
+    _probe(model, path)
     return model
 
 
-def load(path):
+def _probe(model, path) -> None:
+    """Scores of the loaded model on two all-zero rows (one query) must come out, finite.
+
+    Catches what the per-array checks cannot see: an array of the wrong shape for the model, a
+    non-finite value produced from finite parts, a state the model cannot predict with."""
+    d = getattr(model, "n_features_in_", None)
+    if not isinstance(d, (int, np.integer)) or not 0 < d <= _PROBE_MAX_FEATURES:
+        return
+    X = np.zeros((2, int(d)), dtype=np.float32)
+    try:
+        kw = {"qid": np.zeros(2, dtype=np.int64)} if "qid" in inspect.signature(model.predict).parameters else {}
+        with np.errstate(all="ignore"):
+            scores = np.asarray(model.predict(X, **kw), dtype=np.float64)
+    except Exception as exc:
+        raise corrupt(path, exc, f"a rankwise {type(model).__name__} file (predicting on a probe input failed)") \
+            from None
+    if scores.shape != (2,) or not np.all(np.isfinite(scores)):
+        raise InputError(f"cannot load {path}: corrupt or not a rankwise {type(model).__name__} file (its "
+                         f"scores on a probe input are {scores.ravel()[:2].tolist()}, not two finite numbers)")
+
+
+def _load_bytes(path, data: bytes):
+    meta, arrays = _read_bytes(path, data)
+    try:
+        return _build(meta, arrays, path)
+    except RecursionError as exc:
+        raise corrupt(path, exc) from None
+
+
+#: seconds a child process may take to check a file given to ``load(path, untrusted=True)``
+UNTRUSTED_TIMEOUT = 120.0
+
+
+def _check_in_child(path, data: bytes, timeout: float) -> None:
+    """Run the whole load (checks, the library's parser, the probe) in a child process."""
+    import signal
+
+    env = dict(os.environ)
+    src = str(Path(__file__).resolve().parents[2])  # the directory holding the rankwise package
+    env["PYTHONPATH"] = os.pathsep.join([src] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env.setdefault("OMP_NUM_THREADS", "1")
+    code = "import sys; from rankwise.models.persistence import _child_main; sys.exit(_child_main())"
+    try:
+        proc = subprocess.run([sys.executable, "-c", code, str(path)], input=data, capture_output=True,
+                              timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise InputError(f"cannot load {path}: checking the file in a child process did not finish in {timeout:g} s "
+                         "(a hostile or corrupt model file can make a library loop forever); it was not loaded") \
+            from None
+    out = proc.stdout.decode("utf-8", "replace").strip().splitlines()
+    if proc.returncode < 0:
+        try:
+            sig = signal.Signals(-proc.returncode).name
+        except ValueError:
+            sig = f"signal {-proc.returncode}"
+        raise InputError(f"cannot load {path}: the file crashed the model library in a child process ({sig}); it is "
+                         "corrupt or hostile and was not loaded")
+    if proc.returncode == 0 and out and out[-1] == "ok":
+        return
+    if proc.returncode == 3 and out:
+        raise InputError(json.loads(out[-1])["error"])
+    err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+    raise InputError(f"cannot load {path}: the child process checking the file failed (exit code {proc.returncode}"
+                     f"{': ' + err[-1][:200] if err else ''}); it was not loaded")
+
+
+def _child_main() -> int:
+    """Entry point of the child process of ``load(..., untrusted=True)``: file bytes on stdin."""
+    path = sys.argv[1]
+    data = sys.stdin.buffer.read()
+    try:
+        _load_bytes(path, data)
+    except InputError as exc:
+        print(json.dumps({"error": str(exc)}))
+        return 3
+    print("ok")
+    return 0
+
+
+def load(path, *, untrusted: bool = False, timeout: float | None = None):
     """Load a ranker saved by ``model.save(path)``; never runs code from the file.
+
+    Every array's sha256 is checked against the digest stored in the file, arrays must be
+    finite, GBDT booster text is validated before LightGBM/XGBoost parse it, and the loaded
+    model must give finite scores on a probe input.
+
+    Parameters
+    ----------
+    path : str or Path
+    untrusted : bool
+        Load a file from a source you do not control: the whole load (including the GBDT
+        library's own parser and a probe prediction) first runs in a child process, so that a
+        crash or a hang there is reported as an ``InputError`` and the caller survives; then the
+        same bytes are loaded here. Costs one Python start (about a second).
+    timeout : float, optional
+        Seconds the child may take (default :data:`UNTRUSTED_TIMEOUT`); only with ``untrusted``.
 
     Raises
     ------
     InputError
-        If the file is missing, not a rankwise model file, of a newer format version, names
-        an unknown model class, or lacks what its class needs (a missing array, an unknown
-        parameter, an empty or malformed state).
+        If the file is missing, not a rankwise model file, corrupt (digest mismatch), of a
+        newer format version, names an unknown model class, lacks what its class needs (a
+        missing array, an unknown parameter, an empty or malformed state), holds non-finite
+        numbers or malformed booster text, or (with ``untrusted``) crashes or hangs the child.
     """
-    meta, arrays = _read(path)
-    return _build(meta, arrays, path)
+    data = _file_bytes(path)
+    if untrusted:
+        _check_in_child(path, data, UNTRUSTED_TIMEOUT if timeout is None else float(timeout))
+    return _load_bytes(path, data)
 
 
 # -- checkpoints (model + training state) -----------------------------------------------------
@@ -271,7 +529,11 @@ def load_checkpoint(path, model):
         raise InputError(f"resume={str(path)!r} is a saved model, not a training checkpoint")
     if meta.get("class") != type(model).__name__:
         raise InputError(f"resume={str(path)!r} is a checkpoint of {meta.get('class')}, not of {type(model).__name__}")
-    saved = _decode(meta.get("params", {}))
+    try:
+        saved = _decode(meta.get("params", {}))
+        state, train_state = _decode(meta.get("state", {})), _decode(meta.get("train_state", {}))
+    except (ValueError, RecursionError) as exc:
+        raise corrupt(path, exc, "a rankwise checkpoint") from None
     if not isinstance(saved, dict):
         raise InputError(f"cannot load {path}: corrupt checkpoint (params is a {type(saved).__name__})")
     now = _decode(_encode(model._get_params_state(), where="parameters"))
@@ -282,7 +544,6 @@ def load_checkpoint(path, model):
         raise InputError(f"resume={str(path)!r}: the checkpoint was written with other parameters ({shown})")
     train_arrays = {k[len("train/"):]: v for k, v in arrays.items() if k.startswith("train/")}
     model_arrays = {k: v for k, v in arrays.items() if not k.startswith("train/")}
-    state, train_state = _decode(meta.get("state", {})), _decode(meta.get("train_state", {}))
     if not isinstance(state, dict) or not isinstance(train_state, dict):
         raise InputError(f"cannot load {path}: corrupt checkpoint (state or train_state is not an object)")
     return state, model_arrays, train_state, train_arrays

@@ -525,8 +525,11 @@ class PairwiseReductionRanker(BaseRanker):
             if name == "LogisticRegression":
                 est.n_iter_ = np.zeros(1, dtype=np.int32)
         elif name == "LGBMClassifier":
-            est = _LightGBMPairClassifier(bytes(np.asarray(arrays["lightgbm_model"], dtype=np.uint8)).decode("utf-8"),
-                                          classes)
+            from rankwise.models._booster_text import check_lightgbm_text
+
+            text = bytes(np.asarray(arrays["lightgbm_model"], dtype=np.uint8)).decode("utf-8")
+            check_lightgbm_text(text)  # before LightGBM parses it: a malformed model string can crash it
+            est = _LightGBMPairClassifier(text, classes)
         else:
             raise InputError(f"cannot load a PairwiseReductionRanker around {name!r}")
         self.estimator_ = est
