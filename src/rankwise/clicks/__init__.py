@@ -18,6 +18,11 @@ _LAZY = {
     "ClickModel": "models", "GCTR": "models", "RCTR": "models", "DCTR": "models", "PBM": "models",
     "CM": "models", "UBM": "models", "DCM": "models", "CCM": "models", "DBN": "models", "SDBN": "models",
     "CLICK_MODELS": "models", "simulate_clicks": "models",
+    "propensities_randtop": "propensity", "propensities_randpair": "propensity", "regression_em": "propensity",
+    "regression_em_log": "propensity", "harvest_propensities": "propensity", "pbm_propensities": "propensity",
+    "rank_table": "propensity", "RegressionEMResult": "propensity", "HarvestResult": "propensity",
+    "ips_weights": "ips", "click_dataset": "ips", "fit_debiased": "ips",
+    "simulate_clicks_protocol": "simulation", "ClickSimulation": "simulation", "click_noise": "simulation",
 }
 
 __all__ = sorted(_LAZY)
