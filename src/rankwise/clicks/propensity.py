@@ -136,7 +136,8 @@ class RegressionEMResult:
 
 def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimators: int = 50,
                   learning_rate: float = 0.1, num_leaves: int = 15, min_child_samples: int = 20,
-                  tol: float = 1e-5, random_state=0, theta_init=None) -> RegressionEMResult:
+                  tol: float = 1e-5, random_state=0, theta_init=None, group=None,
+                  group_l2: float = 1.0) -> RegressionEMResult:
     r"""Regression-EM (Wang et al., WSDM 2018): PBM propensities with relevance as a function of features.
 
     Observations are aggregated rows i = (query, doc, rank k_i) with features x_i, n_i
@@ -161,6 +162,11 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
     n_estimators, learning_rate, num_leaves, min_child_samples : GBDT of the relevance.
     theta_init : array (R,), optional
         Starting propensities (default: the click-through rate by rank, scaled to a maximum of 0.9).
+    group : array (n_rows,), optional
+        Query of each row (``"query"`` in :func:`regression_em_log`). When given, the relevance is :math:`\sigma(f(x) + b_q)` with a per-query
+        offset b_q (ridge penalty ``group_l2``), refitted by Newton steps in each M-step: LETOR
+        features are normalised per query, so f(x) alone cannot see that a whole query has no
+        relevant document, and that query-level error would be charged to the top ranks' θ.
 
     Returns
     -------
@@ -203,10 +209,33 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
     params = {"objective": "cross_entropy", "learning_rate": float(learning_rate), "num_leaves": int(num_leaves),
               "min_data_in_leaf": int(min_child_samples), "verbosity": -1, "seed": int(random_state or 0),
               "deterministic": True, "force_row_wise": True, "num_threads": 1}
+    if group is not None:
+        import pandas as pd
+
+        g_idx, _ = pd.factorize(np.asarray(group))
+        if len(g_idx) != m:
+            raise InputError(f"group must have one entry per row ({m}); got {len(g_idx)}")
+        b = np.zeros(int(g_idx.max()) + 1)
+    else:
+        g_idx, b = np.zeros(m, dtype=np.int64), np.zeros(1)
+
+    def fit_relevance(target, b):
+        tgt = np.clip(target, 0.0, 1.0)
+        init = None if group is None else b[g_idx]
+        bst = lgb.train(params, lgb.Dataset(X, label=tgt, weight=n, init_score=init),
+                        num_boost_round=int(n_estimators))
+        F = bst.predict(X, raw_score=True)
+        if group is not None:
+            for _ in range(5):  # Newton steps on the per-query offsets, f held fixed
+                p = 1.0 / (1.0 + np.exp(-(F + b[g_idx])))
+                grad = np.bincount(g_idx, weights=n * (tgt - p), minlength=len(b)) - group_l2 * b
+                hess = np.bincount(g_idx, weights=n * p * (1 - p), minlength=len(b)) + group_l2
+                b = b + grad / hess
+        gam = 1.0 / (1.0 + np.exp(-(F + b[g_idx])))
+        return bst, b, np.clip(gam, 1e-6, 1 - 1e-6)
+
     # relevance start: the click-through rate corrected by the starting propensities
-    target = np.clip(c / n / theta[k], 0.0, 1.0)
-    booster = lgb.train(params, lgb.Dataset(X, label=target, weight=n), num_boost_round=int(n_estimators))
-    gamma = np.clip(booster.predict(X), 1e-6, 1 - 1e-6)
+    booster, b, gamma = fit_relevance(c / n / theta[k], b)
     history = []
     it = 0
     for it in range(1, int(n_iter) + 1):
@@ -215,10 +244,7 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
         p_e = th * (1.0 - gamma) / d
         p_r = (1.0 - th) * gamma / d
         new_theta = np.bincount(k, weights=c + (n - c) * p_e, minlength=R) / imp_k
-        target = (c + (n - c) * p_r) / n
-        booster = lgb.train(params, lgb.Dataset(X, label=np.clip(target, 0, 1), weight=n),
-                            num_boost_round=int(n_estimators))
-        gamma = np.clip(booster.predict(X), 1e-6, 1 - 1e-6)
+        booster, b, gamma = fit_relevance((c + (n - c) * p_r) / n, b)
         new_theta = np.clip(new_theta, 1e-6, 1.0)
         q = np.clip(new_theta[k] * gamma, 1e-12, 1 - 1e-12)
         history.append(float(np.sum(c * np.log(q) + (n - c) * np.log(1 - q)) / n.sum()))
@@ -354,4 +380,6 @@ def regression_em_log(log: ClickLog, features, **kwargs) -> RegressionEMResult:
     X = features.X[rows[pair]]
     if hasattr(X, "toarray"):
         X = X.toarray()
+    if kwargs.get("group") == "query":
+        kwargs["group"] = log.pair_query[pair]
     return regression_em(X, rank, clk, imp, **kwargs)
