@@ -1,0 +1,38 @@
+"""rankwise.clicks: learning to rank from click logs.
+
+Click logs as flat arrays (:class:`ClickLog`, :func:`read_click_log`); the click models of
+Chuklin, Markov & de Rijke (*Click Models for Web Search*, 2015) fitted by EM/MLE with numba
+kernels and evaluated by held-out log-likelihood and perplexity; examination propensities from
+randomised interventions and without them (regression-EM, intervention harvesting); inverse-
+propensity-scored training of any rankwise model; Unbiased LambdaMART and the Dual Learning
+Algorithm; and the simulation protocol of unbiased learning-to-rank research.
+
+Names are resolved lazily (torch, lightgbm are imported only where used).
+"""
+from __future__ import annotations
+
+import importlib
+
+_LAZY = {
+    "ClickLog": "log", "read_click_log": "log",
+    "ClickModel": "models", "GCTR": "models", "RCTR": "models", "DCTR": "models", "PBM": "models",
+    "CM": "models", "UBM": "models", "DCM": "models", "CCM": "models", "DBN": "models", "SDBN": "models",
+    "CLICK_MODELS": "models", "simulate_clicks": "models",
+    "propensities_randtop": "propensity", "propensities_randpair": "propensity", "regression_em": "propensity",
+    "regression_em_log": "propensity", "harvest_propensities": "propensity", "pbm_propensities": "propensity",
+    "rank_table": "propensity", "RegressionEMResult": "propensity", "HarvestResult": "propensity",
+    "ips_weights": "ips", "click_dataset": "ips", "fit_debiased": "ips",
+    "simulate_clicks_protocol": "simulation", "ClickSimulation": "simulation", "click_noise": "simulation",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"rankwise.clicks.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'rankwise.clicks' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

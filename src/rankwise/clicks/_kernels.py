@@ -1,0 +1,307 @@
+"""Numba kernels of the click models: click probabilities, posteriors, EM statistics, simulation.
+
+Every kernel walks the flat session arrays of a :class:`~rankwise.clicks.ClickLog`
+(``offsets``, per-row parameter arrays, ``clicked``) and never allocates per session.
+
+Three families share the kernels (Chuklin, Markov & de Rijke 2015, ch. 3):
+
+- *independent* (GCTR, RCTR, DCTR, PBM): ``P(C_r = 1) = p_r``, clicks independent, so the full
+  and the conditional probabilities coincide;
+- *cascade chain* (CM, DCM, CCM, DBN, SDBN): ``E_1 = 1``; ``C_r = 1`` iff ``E_r = 1`` and the
+  document attracts (probability α_r); then ``E_{r+1} ~ Bernoulli(κ¹_r)`` after a click and
+  ``Bernoulli(κ⁰_r)`` after an examined non-click; ``E_r = 0`` implies ``E_{r+1} = 0``. The models
+  differ only in κ⁰, κ¹ (CM: 0 after a click, 1 otherwise; DCM: λ_r, 1; CCM: τ₂(1-α)+τ₃α, τ₁;
+  DBN: γ(1-σ), γ; SDBN: 1-σ, 1);
+- *UBM*: ``P(C_r = 1 | C_{<r}) = γ_{r, r'} α_r`` with r' the rank of the previous click (0 if none).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# Probabilities used in a logarithm are kept in [EPS, 1 - EPS]: the cascade model gives a click
+# after the first one probability 0, and its log-likelihood would be -inf.
+EPS = 1e-6
+
+
+@njit(cache=True)
+def _clamp(p):
+    if p < EPS:
+        return EPS
+    if p > 1.0 - EPS:
+        return 1.0 - EPS
+    return p
+
+
+# ------------------------------------------------------------------------------ probabilities
+@njit(cache=True)
+def cascade_probs(offsets, alpha, k0, k1, clicked, conditional, out):
+    """Click probabilities of the cascade-chain family, per row.
+
+    conditional: P(C_r = 1 | C_<r = c_<r) from the posterior of E_r given the clicks above;
+    else the full (marginal) probability P(C_r = 1)."""
+    for s in range(len(offsets) - 1):
+        e = 1.0
+        for i in range(offsets[s], offsets[s + 1]):
+            a = alpha[i]
+            out[i] = a * e
+            if conditional:
+                if clicked[i]:
+                    e = k1[i]
+                else:
+                    e = k0[i] * e * (1.0 - a) / (1.0 - a * e)
+            else:
+                e = e * (a * k1[i] + (1.0 - a) * k0[i])
+
+
+@njit(cache=True)
+def ubm_probs(offsets, alpha, ranks, gamma, clicked, conditional, out, work):
+    """UBM click probabilities; ``gamma[r-1, r']`` with r' the previous click rank (0 = none).
+
+    The full probability sums over the distribution of the previous click's rank (``work``)."""
+    for s in range(len(offsets) - 1):
+        start, end = offsets[s], offsets[s + 1]
+        if conditional:
+            last = 0
+            for i in range(start, end):
+                r = ranks[i]
+                out[i] = gamma[r - 1, last] * alpha[i]
+                if clicked[i]:
+                    last = r
+        else:
+            n = end - start
+            for j in range(n + 1):
+                work[j] = 0.0
+            work[0] = 1.0  # P(no click yet) before rank 1
+            for i in range(start, end):
+                r = ranks[i]
+                p = 0.0
+                for j in range(r):
+                    q = gamma[r - 1, j] * alpha[i]
+                    pj = work[j] * q
+                    p += pj
+                    work[j] -= pj
+                work[r] = p
+                out[i] = p
+
+
+@njit(cache=True)
+def session_loglik(offsets, probs, clicked, out):
+    """Σ_r log P(C_r = c_r | ...) per session, probabilities clamped to [EPS, 1 - EPS]."""
+    for s in range(len(offsets) - 1):
+        t = 0.0
+        for i in range(offsets[s], offsets[s + 1]):
+            p = _clamp(probs[i])
+            t += np.log(p) if clicked[i] else np.log(1.0 - p)
+        out[s] = t
+
+
+# --------------------------------------------------------------------------------- posteriors
+@njit(cache=True)
+def _cascade_posterior(alpha, k0, k1, clicked, start, end, e_post, beta):
+    """Fill ``e_post[start:end]`` with P(E_r = 1 | all clicks of the session) and ``beta`` with
+    P(no click at ranks ≥ r | E_r = 1) after the last click; return the last click's row offset
+    within the session (-1 if none)."""
+    n = end - start
+    last = -1
+    for j in range(n):
+        if clicked[start + j]:
+            last = j
+    nxt = 1.0
+    for j in range(n - 1, last, -1):
+        a = alpha[start + j]
+        if j < n - 1:
+            kk = k0[start + j]
+            b = (1.0 - a) * (kk * nxt + 1.0 - kk)
+        else:
+            b = 1.0 - a
+        beta[j] = b
+        nxt = b
+    for j in range(last + 1):
+        e_post[start + j] = 1.0
+    if last + 1 < n:
+        if last == -1:
+            e = 1.0
+        else:
+            kk = k1[start + last]
+            b = beta[last + 1]
+            e = kk * b / (kk * b + 1.0 - kk)
+        e_post[start + last + 1] = e
+        for j in range(last + 2, n):
+            kk = k0[start + j - 1]
+            b = beta[j]
+            e = e * kk * b / (kk * b + 1.0 - kk)
+            e_post[start + j] = e
+    return last
+
+
+# ------------------------------------------------------------------------------ EM statistics
+@njit(cache=True)
+def pbm_stats(pair, rank_index, clicked, alpha, gamma, num_a, den_a, num_g, den_g):
+    """E-step of PBM/UBM: expected attraction and examination per row (Chuklin et al. 2015, §4.2).
+
+    ``rank_index`` is the examination parameter of the row (rank for PBM, (rank, previous click)
+    for UBM, flattened)."""
+    for i in range(len(pair)):
+        p, k = pair[i], rank_index[i]
+        a, g = alpha[p], gamma[k]
+        if clicked[i]:
+            num_a[p] += 1.0
+            num_g[k] += 1.0
+        else:
+            d = 1.0 - g * a
+            num_a[p] += (1.0 - g) * a / d
+            num_g[k] += g * (1.0 - a) / d
+        den_a[p] += 1.0
+        den_g[k] += 1.0
+
+
+@njit(cache=True)
+def dbn_stats(offsets, pair, clicked, a_pair, s_pair, gamma, e_post, beta, k0, k1, alpha,
+              num_a, den_a, num_s, den_s, gstat):
+    """E-step of the DBN (Chapelle & Zhang 2009; Chuklin et al. 2015, §4.2): expected attraction,
+    satisfaction and continuation counts. ``gstat`` = [Σ E[E_{r+1}, ¬S_r, E_r], Σ E[¬S_r, E_r]]."""
+    g = gamma
+    for i in range(len(pair)):
+        alpha[i] = a_pair[pair[i]]
+        k1[i] = g * (1.0 - s_pair[pair[i]])
+        k0[i] = g
+    for s in range(len(offsets) - 1):
+        start, end = offsets[s], offsets[s + 1]
+        n = end - start
+        last = _cascade_posterior(alpha, k0, k1, clicked, start, end, e_post, beta)
+        for j in range(n):
+            i = start + j
+            p = pair[i]
+            a = alpha[i]
+            c = clicked[i]
+            if c:
+                num_a[p] += 1.0
+            else:
+                num_a[p] += (1.0 - e_post[i]) * a
+            den_a[p] += 1.0
+            if j == n - 1:
+                continue
+            if c and j < last:
+                den_s[p] += 1.0
+                gstat[0] += 1.0
+                gstat[1] += 1.0
+            elif c:  # the last click, not at the bottom
+                sv = s_pair[p]
+                b = beta[j + 1]
+                z = sv + (1.0 - sv) * (g * b + 1.0 - g)
+                num_s[p] += sv / z
+                den_s[p] += 1.0
+                gstat[0] += (1.0 - sv) * g * b / z
+                gstat[1] += (1.0 - sv) * (g * b + 1.0 - g) / z
+            else:
+                gstat[0] += e_post[i + 1]
+                gstat[1] += e_post[i]
+
+
+@njit(cache=True)
+def ccm_stats(offsets, pair, clicked, a_pair, tau, e_post, beta, k0, k1, alpha, num_a, den_a, tstat):
+    """E-step of the CCM (Guo et al. 2009; Chuklin et al. 2015, §3.6 and ch. 4).
+
+    After a click the user goes on with τ₂(1-α)+τ₃α: written with a latent Z ~ Bernoulli(α)
+    (go on with τ₃ if Z = 1, τ₂ if Z = 0), which shares α with the attraction, so the M-step of
+    α pools the expected A and Z. ``tstat`` = [num τ₁, den τ₁, num τ₂, den τ₂, num τ₃, den τ₃]."""
+    t1, t2, t3 = tau[0], tau[1], tau[2]
+    for i in range(len(pair)):
+        a = a_pair[pair[i]]
+        alpha[i] = a
+        k1[i] = t2 * (1.0 - a) + t3 * a
+        k0[i] = t1
+    for s in range(len(offsets) - 1):
+        start, end = offsets[s], offsets[s + 1]
+        n = end - start
+        last = _cascade_posterior(alpha, k0, k1, clicked, start, end, e_post, beta)
+        for j in range(n):
+            i = start + j
+            p = pair[i]
+            a = alpha[i]
+            c = clicked[i]
+            if c:
+                num_a[p] += 1.0
+            else:
+                num_a[p] += (1.0 - e_post[i]) * a
+            den_a[p] += 1.0
+            if j == n - 1:
+                continue
+            if c and j < last:
+                pz = a * t3 / (a * t3 + (1.0 - a) * t2)
+                num_a[p] += pz
+                den_a[p] += 1.0
+                tstat[4] += pz
+                tstat[5] += pz
+                tstat[2] += 1.0 - pz
+                tstat[3] += 1.0 - pz
+            elif c:
+                b = beta[j + 1]
+                p1 = t3 * b + 1.0 - t3
+                p0 = t2 * b + 1.0 - t2
+                z = a * p1 + (1.0 - a) * p0
+                pz = a * p1 / z
+                num_a[p] += pz
+                den_a[p] += 1.0
+                tstat[4] += a * t3 * b / z
+                tstat[5] += pz
+                tstat[2] += (1.0 - a) * t2 * b / z
+                tstat[3] += 1.0 - pz
+            elif j < last:
+                tstat[0] += 1.0
+                tstat[1] += 1.0
+            else:
+                tstat[0] += e_post[i + 1]
+                tstat[1] += e_post[i]
+
+
+@njit(cache=True)
+def last_first_click(offsets, clicked, first, last):
+    """0-based offset of the first and last click of each session (-1 if none)."""
+    for s in range(len(offsets) - 1):
+        f = -1
+        lc = -1
+        for j in range(offsets[s + 1] - offsets[s]):
+            if clicked[offsets[s] + j]:
+                if f < 0:
+                    f = j
+                lc = j
+        first[s] = f
+        last[s] = lc
+
+
+@njit(cache=True)
+def previous_click_rank(offsets, ranks, clicked, out):
+    """Rank of the previous click above each row (0 if none): UBM's r'."""
+    for s in range(len(offsets) - 1):
+        last = 0
+        for i in range(offsets[s], offsets[s + 1]):
+            out[i] = last
+            if clicked[i]:
+                last = ranks[i]
+
+
+# -------------------------------------------------------------------------------- simulation
+@njit(cache=True)
+def simulate_cascade(offsets, alpha, k0, k1, u_click, u_cont, out):
+    for s in range(len(offsets) - 1):
+        e = True
+        for i in range(offsets[s], offsets[s + 1]):
+            if not e:
+                out[i] = 0
+                continue
+            c = u_click[i] < alpha[i]
+            out[i] = 1 if c else 0
+            e = u_cont[i] < (k1[i] if c else k0[i])
+
+
+@njit(cache=True)
+def simulate_ubm(offsets, alpha, ranks, gamma, u_click, out):
+    for s in range(len(offsets) - 1):
+        last = 0
+        for i in range(offsets[s], offsets[s + 1]):
+            c = u_click[i] < gamma[ranks[i] - 1, last] * alpha[i]
+            out[i] = 1 if c else 0
+            if c:
+                last = ranks[i]
