@@ -1,4 +1,4 @@
-"""rankwise.clicks: learning to rank from click logs.
+"""Learning to rank from click logs.
 
 Click logs as flat arrays (:class:`ClickLog`, :func:`read_click_log`); the click models of
 Chuklin, Markov & de Rijke (*Click Models for Web Search*, 2015) fitted by EM/MLE with numba
