@@ -10,6 +10,18 @@ GAINS = ("exp2", "linear")
 DISCOUNTS = {"log2": K.DISC_LOG2, "jarvelin": K.DISC_JARVELIN}
 
 
+def gain_values(labels, gain) -> np.ndarray:
+    """Gain per item: ``"exp2"`` is :math:`2^{y}-1`, ``"linear"`` is :math:`y`, a sequence is a table per grade.
+
+    The numpy form of the rule the kernels apply (validated by :func:`gain_input`); used where a
+    gain vector is needed outside a kernel (the NDCG hinge of :mod:`rankwise.losses.structured`).
+    """
+    y = np.asarray(labels, dtype=np.float64)
+    values, tf = gain_input(y, gain, (float(y.min()), float(y.max())) if y.size else (0.0, 0.0))
+    out = K.apply_gain(values, tf)
+    return out.copy() if out is y else out
+
+
 def gain_input(y: np.ndarray, gain, label_range) -> tuple:
     """``(values, tf)`` that give a kernel each row's gain (``_kernels._g``), after validation.
 
