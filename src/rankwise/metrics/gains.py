@@ -10,12 +10,11 @@ GAINS = ("exp2", "linear")
 DISCOUNTS = {"log2": K.DISC_LOG2, "jarvelin": K.DISC_JARVELIN}
 
 
-def gain_values(labels: np.ndarray, gain) -> np.ndarray:
+def gain_values(labels, gain) -> np.ndarray:
     """Gain per item: ``"exp2"`` is :math:`2^{y}-1`, ``"linear"`` is :math:`y`, a sequence is a table per grade.
 
-    Labels must be non-negative for ``"exp2"`` and ``"linear"``, and integer indices into the
-    table for a table. (Used where a whole gain vector is needed at once, e.g. the structured
-    hinges' loss-augmented inference.)
+    The numpy form of the rule the kernels apply (validated by :func:`gain_input`); used where a
+    gain vector is needed outside a kernel (the NDCG hinge of :mod:`rankwise.losses.structured`).
     """
     y = np.asarray(labels, dtype=np.float64)
     values, tf = gain_input(y, gain, (float(y.min()), float(y.max())) if y.size else (0.0, 0.0))
