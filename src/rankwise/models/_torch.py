@@ -77,6 +77,8 @@ class Standardizer:
 
     def transform(self, X):
         if sp.issparse(X):
+            if np.any(self.mean != 0):  # fitted on dense rows (centred): centring densifies, as it must
+                return self.transform(X.toarray())
             return sp.csr_matrix(X.multiply(1.0 / self.scale[None, :]), dtype=np.float32)
         return ((np.asarray(X, dtype=np.float64) - self.mean) / self.scale).astype(np.float32)
 

@@ -221,7 +221,7 @@ class LinearRanker(_TorchRanker):
         curvature memory from the saved coefficients, so a resumed lbfgs run reaches the same
         optimum, not bit-identical iterates). lbfgs warns (``ConvergenceWarning``, a
         ``UserWarning``) when it stops at ``max_iter`` while the objective is still falling
-        (by more than 1e-4 relative over its last 10 iterations); a run that merely did not reach
+        (by more than 1e-4 relative over the last tenth of its iterations, at least 3); a run that merely did not reach
         the tight ``tol`` is not warned about. ``group`` (query sizes) may replace ``qid``.
         """
         self._check_params()
@@ -363,12 +363,13 @@ class LinearRanker(_TorchRanker):
                 bar.close()
         if res is not None and res.status == 1:
             losses = [v for v in self.history_["loss"] if v is not None]
-            back = losses[-min(10, len(losses))] if losses else 0.0
+            window = max(3, len(losses) // 10)  # the last tenth of the run (at least 3 iterations)
+            back = losses[-min(window, len(losses))] if losses else 0.0
             drop = (back - losses[-1]) / max(abs(losses[-1]), 1e-12) if losses else np.inf
             if not drop <= 1e-4:  # still falling: a real problem, not a tight tol
                 warn_user(f"LinearRanker(solver='lbfgs') reached max_iter={int(self.max_iter)} iterations without "
                           f"converging (tol={self.tol:g}): the objective still fell by {drop:.2g} (relative) over "
-                          f"the last {min(10, len(losses))} iterations; raise max_iter"
+                          f"the last {min(window, len(losses))} iterations; raise max_iter"
                           + ("" if self.standardize else ", or standardise the features (standardize=True)"),
                           ConvergenceWarning)
         if early and best["theta"] is not None:
