@@ -368,3 +368,19 @@ def test_models_pickle_with_their_torch_modules():
     m = NeuralRanker(hidden=(4,), max_iter=1, random_state=0, verbose=False).fit(X, y, qid=q)
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(m)).predict(X), m.predict(X))
     assert hasattr(m, "module_")  # pickling left the model intact
+
+
+def test_distributed_predict_groups_the_rows_of_a_reduction_by_query():
+    """Before: distributed.predict called predict(X) for every model but the attention network, so
+    the pairwise reduction scored each partition as one list."""
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    from rankwise import distributed as rd
+
+    X, y, q = make_data(n_queries=10, list_len=6, shuffle=True)
+    m = PairwiseReductionRanker(random_state=0).fit(X, y, qid=q)
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])]).assign(qid=q, label=y)
+    got = rd.predict(m, dd.from_pandas(df, npartitions=3), features=[f"f{i}" for i in range(X.shape[1])])
+    got = got.compute(scheduler="synchronous")
+    want = pd.Series(m.predict(X, qid=q), index=df.index)
+    np.testing.assert_allclose(got["score"].sort_index().to_numpy(), want.sort_index().to_numpy(), rtol=1e-9)
