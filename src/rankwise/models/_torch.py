@@ -7,7 +7,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from rankwise._validation import Interval, Options, n_jobs_threads
+from rankwise._validation import Interval, Options, check_nonneg_float, check_positive_int, n_jobs_threads  # noqa: F401
 from rankwise.errors import InputError
 from rankwise.models import persistence
 from rankwise.models.base import BaseRanker
@@ -27,22 +27,6 @@ TORCH_CONSTRAINTS = {
     "verbose": [Options("auto"), "boolean"],
     "n_jobs": ["n_jobs"],
 }
-
-
-def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
-
-
-def check_nonneg_float(value, name: str, *, positive: bool = False) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number; got {value!r}") from None
-    if not np.isfinite(v) or v < 0 or (positive and v == 0):
-        raise InputError(f"{name} must be a finite {'positive' if positive else 'non-negative'} number; got {value!r}")
-    return v
 
 
 def fit_seed(random_state) -> int:
