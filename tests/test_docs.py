@@ -365,6 +365,8 @@ def test_model_signatures_on_the_models_page_are_current():
             documented[arg.arg] = ast.literal_eval(default) if default is not None else inspect.Parameter.empty
         for arg, default in zip(tree.kwonlyargs, tree.kw_defaults):
             documented[arg.arg] = ast.literal_eval(default) if default is not None else inspect.Parameter.empty
+        if tree.kwarg is not None:  # e.g. **deprecated: the former parameter names
+            documented[tree.kwarg.arg] = inspect.Parameter.empty
         actual = {k: p.default for k, p in inspect.signature(getattr(models, name)).parameters.items()}
         assert documented == actual, f"docs/models.md:{block.line}: {name} signature differs from the code"
         seen.add(name)

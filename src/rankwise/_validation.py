@@ -3,8 +3,17 @@
 The bottom layer with :mod:`rankwise.errors`: every package may import it, and it imports
 nothing from rankwise but the errors. Checks that need the query grouping live one layer up, in
 :mod:`rankwise.data.ranking_input`.
+
+Also the one place where model hyper-parameters are checked: every model declares
+``_parameter_constraints`` (as scikit-learn's estimators do) and :func:`check_params` validates
+them with one message format, ``Model: name must be <what>; got <value>``.
 """
 from __future__ import annotations
+
+import numbers
+import os
+import sys
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -12,19 +21,205 @@ import scipy.sparse as sp
 from rankwise.errors import InputError
 
 
-def check_features(X, *, name: str = "X", allow_nan: bool = False):
-    """Dense float32 2-d array or scipy CSR (float32); never densifies a sparse matrix."""
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_user(message: str, category=UserWarning) -> None:
+    """``warnings.warn`` pointing at the first frame outside rankwise: the user's own line."""
+    frame, level = sys._getframe(0), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+# ---------------------------------------------------------------------------------------------
+# parameter constraints (declared per model, checked here)
+
+
+class Interval:
+    """Numbers of one kind (``"int"`` or ``"real"``) in an interval; ``None`` bounds are open ends.
+
+    ``closed`` is ``"both"``, ``"left"``, ``"right"`` or ``"neither"`` (for the finite bounds).
+    Booleans are never numbers here, and reals must be finite.
+    """
+
+    def __init__(self, kind: str, left=None, right=None, *, closed: str = "both"):
+        if kind not in ("int", "real") or closed not in ("both", "left", "right", "neither"):
+            raise ValueError(f"bad Interval({kind!r}, closed={closed!r})")
+        self.kind, self.left, self.right, self.closed = kind, left, right, closed
+
+    def accepts(self, v) -> bool:
+        if isinstance(v, (bool, np.bool_)):
+            return False
+        if self.kind == "int":
+            if not isinstance(v, numbers.Integral):
+                return False
+        else:
+            if not isinstance(v, numbers.Real) or not np.isfinite(float(v)):
+                return False
+        lo_ok = self.left is None or (v >= self.left if self.closed in ("both", "left") else v > self.left)
+        hi_ok = self.right is None or (v <= self.right if self.closed in ("both", "right") else v < self.right)
+        return bool(lo_ok and hi_ok)
+
+    def describe(self) -> str:
+        what = "an integer" if self.kind == "int" else "a finite number"
+        if self.left is not None and self.right is None:
+            op = ">=" if self.closed in ("both", "left") else ">"
+            return f"{what} {op} {self.left:g}" if self.kind == "real" else f"{what} {op} {self.left}"
+        if self.left is None and self.right is not None:
+            op = "<=" if self.closed in ("both", "right") else "<"
+            return f"{what} {op} {self.right}"
+        if self.left is None:
+            return what
+        lb = "[" if self.closed in ("both", "left") else "("
+        rb = "]" if self.closed in ("both", "right") else ")"
+        return f"{what} in {lb}{self.left}, {self.right}{rb}"
+
+
+class Options:
+    """One of a fixed set of values (compared with ``==``; strings, None, numbers)."""
+
+    def __init__(self, *values):
+        self.values = tuple(values)
+
+    def accepts(self, v) -> bool:
+        try:
+            return any(v == o and type(v) is type(o) for o in self.values if not isinstance(v, np.ndarray))
+        except Exception:  # noqa: BLE001 - an odd object that cannot be compared is not an option
+            return False
+
+    def describe(self) -> str:
+        return f"one of {self.values!r}" if len(self.values) > 1 else repr(self.values[0])
+
+
+def _is_random_state(v) -> bool:
+    if v is None or isinstance(v, (np.random.Generator, np.random.RandomState)):
+        return True
+    return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) and 0 <= int(v) < 2**63
+
+
+_NAMED = {
+    "boolean": (lambda v: isinstance(v, (bool, np.bool_)), "a bool"),
+    "callable": (callable, "a callable"),
+    "dict": (lambda v: isinstance(v, dict), "a dict"),
+    "string": (lambda v: isinstance(v, str), "a string"),
+    "random_state": (_is_random_state, "an int >= 0, a numpy Generator/RandomState or None"),
+    "n_jobs": (lambda v: v is None or (isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+                                       and int(v) != 0), "None or a non-zero integer (-1: all cores)"),
+}
+
+
+def _describe(c) -> str:
+    if c is None:
+        return "None"
+    if isinstance(c, str):
+        return _NAMED[c][1]
+    return c.describe()
+
+
+def _accepts(c, v) -> bool:
+    if c is None:
+        return v is None
+    if isinstance(c, str):
+        return bool(_NAMED[c][0](v))
+    return c.accepts(v)
+
+
+def check_params(owner: str, params: dict, constraints: dict) -> None:
+    """Check every declared parameter against its constraints (a list: any one may match).
+
+    Raises :class:`~rankwise.errors.InputError` ``"owner: name must be A or B; got value"``
+    for the first parameter that satisfies none.
+    """
+    for name, allowed in constraints.items():
+        if name not in params:
+            continue
+        v = params[name]
+        if not any(_accepts(c, v) for c in allowed):
+            what = " or ".join(_describe(c) for c in allowed)
+            raise InputError(f"{owner}: {name} must be {what}; got {v!r}")
+
+
+def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
+    """An integer >= ``minimum`` (for arguments of methods; constructor parameters use check_params)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise InputError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    return int(value)
+
+
+def check_nonneg_float(value, name: str, *, positive: bool = False) -> float:
+    """A finite number >= 0 (> 0 with ``positive``)."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number; got {value!r}") from None
+    if not np.isfinite(v) or v < 0 or (positive and v == 0):
+        raise InputError(f"{name} must be a finite {'positive' if positive else 'non-negative'} number; got {value!r}")
+    return v
+
+
+def n_jobs_threads(n_jobs) -> int | None:
+    """Threads for ``n_jobs`` (scikit-learn's convention: -1 all cores, -2 all but one; None: leave as is)."""
+    if n_jobs is None:
+        return None
+    import os
+
+    n_cpu = os.cpu_count() or 1
+    return int(n_jobs) if n_jobs > 0 else max(1, n_cpu + 1 + int(n_jobs))
+
+
+# ---------------------------------------------------------------------------------------------
+# arrays
+
+
+class InputTypeError(InputError, TypeError):
+    """An array of the wrong kind (not numbers): an InputError that is also a TypeError, as numpy's."""
+
+
+def feature_names_of(X):
+    """Column names of a DataFrame whose column names are all strings, else None (scikit-learn's rule)."""
+    cols = getattr(X, "columns", None)
+    if cols is None or sp.issparse(X) or hasattr(X, "query_offsets"):
+        return None
+    names = np.asarray([c for c in cols], dtype=object)
+    if len(names) and all(isinstance(c, str) for c in names):
+        return names
+    return None
+
+
+def check_features(X, *, name: str = "X", allow_nan: bool = False, min_features: int = 0):
+    """Dense float32 2-d array or scipy CSR (float32); never densifies a sparse matrix.
+
+    Complex values are refused (casting would drop the imaginary part silently); with
+    ``min_features`` a matrix with fewer columns is refused.
+    """
     if sp.issparse(X):
+        if np.iscomplexobj(X.data if hasattr(X, "data") else X):
+            raise InputError(f"{name} has complex values (dtype {X.dtype}): Complex data not supported; ranking "
+                             "features must be real numbers")
         X = sp.csr_matrix(X, dtype=np.float32) if X.format != "csr" or X.dtype != np.float32 else X
         data = X.data
     else:
+        if np.iscomplexobj(X) if not hasattr(X, "dtypes") else any(np.iscomplexobj(np.empty(0, d)) for d in X.dtypes):
+            raise InputError(f"{name} has complex values: Complex data not supported; ranking features must be real "
+                             "numbers")
         try:
-            X = np.asarray(X, dtype=np.float32)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"{name} must be a numeric 2-d array or scipy sparse matrix; {exc}") from None
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", np.exceptions.ComplexWarning)
+                X = np.asarray(X, dtype=np.float32)
+        except (TypeError, ValueError, np.exceptions.ComplexWarning) as exc:
+            if isinstance(exc, np.exceptions.ComplexWarning):
+                raise InputError(f"{name} has complex values: Complex data not supported; ranking features must be "
+                                 "real numbers") from None
+            raise InputTypeError(f"{name} must be a numeric 2-d array or scipy sparse matrix; {exc}") from None
         if X.ndim != 2:
-            raise InputError(f"{name} must be 2-d (n_rows, n_features); got shape {X.shape}")
+            raise InputError(f"{name} must be 2-d (n_rows, n_features); got shape {X.shape}"
+                             + ("; Reshape your data: X.reshape(-1, 1) if it holds one feature, X.reshape(1, -1) "
+                                "if it holds one row" if X.ndim == 1 else ""))
         data = X
+    if X.shape[1] < min_features:
+        raise InputError(f"{name} has {X.shape[1]} feature(s) (shape={X.shape}) while a minimum of {min_features} is "
+                         "required: a ranker needs at least one feature column")
     if not allow_nan:
         bad = ~np.isfinite(data)
         if bad.any():
@@ -36,10 +231,14 @@ def check_features(X, *, name: str = "X", allow_nan: bool = False):
 
 def check_vector(v, n: int, *, name: str, dtype=np.float64, allow_nan: bool = False) -> np.ndarray:
     """A 1-d finite vector of length ``n``."""
+    if np.iscomplexobj(v):
+        raise InputError(f"{name} has complex values; it must be real")
     try:
         arr = np.asarray(v, dtype=dtype)
     except (TypeError, ValueError) as exc:
         raise InputError(f"{name} must be numeric; {exc}") from None
+    if arr.ndim == 2 and arr.shape[1] == 1 and len(arr) == n:
+        raise InputError(f"{name} must be 1-d; got shape {arr.shape} (a column): pass {name}.ravel()")
     if arr.ndim != 1:
         raise InputError(f"{name} must be 1-d; got shape {arr.shape}")
     if len(arr) != n:
@@ -47,6 +246,27 @@ def check_vector(v, n: int, *, name: str, dtype=np.float64, allow_nan: bool = Fa
     if not allow_nan and arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
         raise InputError(f"{name} contains NaN or inf")
     return arr
+
+
+def qid_from_group(group, n: int, *, prefix: str = "") -> np.ndarray:
+    """Per-row query ids ``0, 0, ..., 1, ...`` from LightGBM/XGBoost-style group sizes.
+
+    ``group[i]`` is the number of consecutive rows of query ``i``; the sizes must be
+    non-negative integers summing to the number of rows.
+    """
+    try:
+        g = np.asarray(group)
+    except (TypeError, ValueError):
+        g = None
+    if g is None or g.ndim != 1 or g.dtype.kind not in "iuf" or (g.dtype.kind == "f" and not np.all(g == np.round(g))):
+        raise InputError(f"{prefix}group must be a 1-d array of query sizes (LightGBM's layout: group[i] consecutive "
+                         f"rows belong to query i); got {type(group).__name__}"
+                         + (f" of shape {g.shape}" if g is not None else ""))
+    g = g.astype(np.int64)
+    if np.any(g < 0) or int(g.sum()) != n:
+        raise InputError(f"{prefix}group sizes must be non-negative and sum to the number of rows ({n}); "
+                         f"they sum to {int(g.sum())}" + (" and some are negative" if np.any(g < 0) else ""))
+    return np.repeat(np.arange(len(g), dtype=np.int64), g)
 
 
 K_MAX = 2**63 - 1  # the metric kernels index in int64; any k beyond a list's length cuts nothing
@@ -75,24 +295,6 @@ def check_k(k, name: str = "k", *, allow_none: bool = True, whole: int | None = 
         raise InputError(f"{name} must be at most 2**63 - 1 (any value above a list's length keeps the whole "
                          f"list); got {k}")
     return int(k)
-
-
-def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
-    """An integer hyper-parameter ``>= minimum`` (bools refused)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}; got {value!r}")
-    return int(value)
-
-
-def check_nonneg_float(value, name: str, *, positive: bool = False) -> float:
-    """A finite non-negative (or, with ``positive=True``, positive) real hyper-parameter."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number; got {value!r}") from None
-    if not np.isfinite(v) or v < 0 or (positive and v == 0):
-        raise InputError(f"{name} must be a finite {'positive' if positive else 'non-negative'} number; got {value!r}")
-    return v
 
 
 def fit_seed(random_state) -> int:

@@ -28,8 +28,24 @@ class ParseError(InputError):
 DataFormatError = ParseError
 
 
-class NotFittedError(RankwiseError, AttributeError):
-    """A model was used before ``fit``."""
+def _not_fitted_error():
+    # scikit-learn's NotFittedError is a base (so sklearn.utils.validation.check_is_fitted users
+    # and meta-estimators catch ours), built on first use: importing sklearn costs ~1 s, and
+    # rankwise.data / rankwise.metrics must stay light.
+    from sklearn.exceptions import NotFittedError as SklearnNotFittedError
+
+    class NotFittedError(RankwiseError, SklearnNotFittedError):
+        """A model was used before ``fit`` (a scikit-learn ``NotFittedError`` too)."""
+
+    NotFittedError.__module__ = __name__
+    return NotFittedError
+
+
+def __getattr__(name):
+    if name == "NotFittedError":
+        cls = globals()["NotFittedError"] = _not_fitted_error()
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class TrainingDivergedError(RankwiseError, FloatingPointError):

@@ -108,7 +108,7 @@ def test_linear_ddp_default_intercept_matches_where_it_must(data):
 
 
 def test_neural_ddp_equals_single_process(data):
-    kw = dict(loss="ranknet", hidden=(8,), epochs=2, batch_queries=6, lr=0.01, dropout=0.0, random_state=1,
+    kw = dict(loss="ranknet", hidden=(8,), max_iter=2, batch_queries=6, learning_rate=0.01, dropout=0.0, random_state=1,
               verbose=False)
     single = NeuralRanker(**kw).fit(data.X, data.labels, qid=data.qid)
     dist = fit_ddp(NeuralRanker(**kw), data.X, data.labels, qid=data.qid, world_size=2)
@@ -160,12 +160,12 @@ def test_global_standardisation_equals_the_definition(monkeypatch, sparse):
     monkeypatch.setattr(ddp, "_CHUNK", 7)  # several row chunks
     tdist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
     try:
-        sc = _global_standardizer(sp.csr_matrix(X) if sparse else X, True, None)
+        got_mean, got_scale = _global_standardizer(sp.csr_matrix(X) if sparse else X, True, None)
     finally:
         tdist.destroy_process_group()
     mean, scale = ref.standardization_stats(X.astype(np.float64).tolist(), sparse=sparse)
-    np.testing.assert_allclose(sc.mean, mean, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(sc.scale, scale, rtol=1e-12)
+    np.testing.assert_allclose(got_mean, mean, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got_scale, scale, rtol=1e-12)
 
 
 # --------------------------------------------------------------------------- torchrun, one shard file per rank
@@ -227,7 +227,7 @@ ds = make_synthetic(20, n_features=4, list_length=(2, 6), seed=r)
 X, y, own_qid = np.asarray(ds.X), ds.labels, ds.qid + 1000 * r
 out = []
 for model, Xr, q in [
-        (LinearRanker(solver="adam", max_iter=1, lr=0.01 if r == 0 else 0.1), X, own_qid),  # params differ
+        (LinearRanker(solver="adam", max_iter=1, learning_rate=0.01 if r == 0 else 0.1), X, own_qid),  # params differ
         (LinearRanker(solver="adam", max_iter=1), X, ds.qid),                 # the same query ids on both ranks
         (LinearRanker(solver="adam", max_iter=1), sp.csr_matrix(X) if r else X, own_qid),   # sparse on rank 1
         (LinearRanker(solver="adam", max_iter=1), X, own_qid)]:               # fine: the group is still usable
@@ -250,7 +250,7 @@ def test_fit_shard_mismatches_between_ranks_raise_on_every_rank(tmp_path):
     lines = {ln.split("|")[0]: ln.split("|")[1:] for ln in r.stdout.splitlines() if ln.startswith("RANK")}
     assert set(lines) == {"RANK0", "RANK1"}
     for rank, out in lines.items():
-        assert "the model parameter 'lr' differs between ranks (rank 0: 0.01, rank 1: 0.1)" in out[0], rank
+        assert "the model parameter 'learning_rate' differs between ranks (rank 0: 0.01, rank 1: 0.1)" in out[0], rank
         assert "appears on ranks 0 and 1: a query must live on exactly one rank" in out[1], rank
         assert "X is sparse differs between ranks (rank 0: False, rank 1: True)" in out[2], rank
         assert out[3] == "fitted", rank

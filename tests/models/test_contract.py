@@ -15,9 +15,9 @@ from rankwise.models import GBDTRanker, LinearRanker, NeuralRanker
 
 FACTORIES = {
     "linear": lambda: LinearRanker("listnet", max_iter=10),
-    "neural": lambda: NeuralRanker("listnet", hidden=(8,), epochs=1, random_state=0),
+    "neural": lambda: NeuralRanker("listnet", hidden=(8,), max_iter=1, random_state=0),
     # the listwise attention scorer: predict needs qid (the one documented deviation)
-    "neural-attention": lambda: NeuralRanker("listnet", architecture="attention", hidden=(8,), epochs=1,
+    "neural-attention": lambda: NeuralRanker("listnet", architecture="attention", hidden=(8,), max_iter=1,
                                              random_state=0),
     "gbdt-lgb": lambda: GBDTRanker("listnet", n_estimators=3, random_state=0),
     "gbdt-xgb": lambda: GBDTRanker("listnet", backend="xgboost", n_estimators=3, random_state=0),
@@ -114,7 +114,7 @@ def test_negative_sample_weight_is_refused_for_arrays_and_ranking_datasets(model
 
 
 @pytest.mark.parametrize("make", [lambda **kw: LinearRanker("ranknet", max_iter=3, **kw),
-                                  lambda **kw: NeuralRanker("ranknet", hidden=(4,), epochs=1, **kw),
+                                  lambda **kw: NeuralRanker("ranknet", hidden=(4,), max_iter=1, **kw),
                                   lambda **kw: GBDTRanker("ranknet", n_estimators=2, min_child_samples=2, **kw)])
 def test_loss_params_are_checked_before_training(make):
     X, y, qid = make_data(n_queries=6, list_len=4)
@@ -141,8 +141,8 @@ def test_loss_params_of_a_callable_loss():
 @pytest.mark.parametrize("est,grid", [
     (GBDTRanker("listnet", n_estimators=8, num_leaves=4, min_child_samples=3, random_state=0),
      {"learning_rate": [1e-4, 0.3]}),
-    (NeuralRanker("listnet", hidden=(8,), epochs=4, lr=0.05, dropout=0.0, random_state=0),
-     {"lr": [1e-6, 0.05]}),
+    (NeuralRanker("listnet", hidden=(8,), max_iter=4, learning_rate=0.05, dropout=0.0, random_state=0),
+     {"learning_rate": [1e-6, 0.05]}),
 ], ids=["gbdt", "neural"])
 def test_grid_search_with_group_kfold_for_gbdt_and_neural(est, grid):
     X, y, qid = make_data(n_queries=24, list_len=6)
@@ -226,7 +226,7 @@ def test_validation_set_with_other_features(model):
     with pytest.raises(InputError, match=r"eval_set must be \(X_val, y_val, qid_val\)"):
         model.fit(X, y, qid=qid, eval_set=(X, y))
     model.fit(X, y, qid=qid)
-    with pytest.raises(InputError, match="X has 5 features but .* was fitted with 6"):
+    with pytest.raises(InputError, match=r"X has 5 features, but .* is expecting 6 features as input"):
         _predict(model, X[:, :5], qid)
 
 
@@ -256,5 +256,5 @@ def test_progress_bar_is_off_when_not_a_terminal(capsys):
     X, y, qid = make_data(n_queries=8, list_len=5)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        NeuralRanker(hidden=(4,), epochs=2).fit(X, y, qid=qid)
+        NeuralRanker(hidden=(4,), max_iter=2).fit(X, y, qid=qid)
     assert capsys.readouterr().err == ""

@@ -49,7 +49,7 @@ def test_stochastic_solvers_approach_the_erm_solution(solver):
     (X, y, qid), (Xt, yt, qt) = make_data(seed=0), make_data(seed=1)
     erm = LinearRanker("listnet", alpha=1e-3, tol=1e-10, max_iter=500).fit(X, y, qid=qid)
     m = LinearRanker("listnet", alpha=1e-3, solver=solver, max_iter=40, random_state=0,
-                     lr=0.5 if solver == "ogd" else 0.05).fit(X, y, qid=qid)
+                     learning_rate=0.5 if solver == "ogd" else 0.05).fit(X, y, qid=qid)
     cos = m.coef_ @ erm.coef_ / np.linalg.norm(m.coef_) / np.linalg.norm(erm.coef_)
     assert cos > 0.98
     assert m.score(Xt, yt, qid=qt) > erm.score(Xt, yt, qid=qt) - 0.03
@@ -58,7 +58,7 @@ def test_stochastic_solvers_approach_the_erm_solution(solver):
 
 def test_ogd_returns_the_average_of_its_iterates():
     X, y, qid = make_data(n_queries=12, list_len=5)
-    m = LinearRanker("listnet", alpha=0.0, solver="ogd", max_iter=1, lr=1.0, standardize=False,
+    m = LinearRanker("listnet", alpha=0.0, solver="ogd", max_iter=1, learning_rate=1.0, standardize=False,
                      fit_intercept=False, random_state=0).fit(X, y, qid=qid)
     from reference.models_reference import averaged_ogd, listnet_loss_and_grad
     from rankwise.train.batching import query_batches
@@ -107,7 +107,7 @@ def test_score_is_mean_ndcg10_of_naive_reference():
 
 def test_early_stopping_keeps_best_iteration():
     (X, y, qid), (Xv, yv, qv) = make_data(seed=0), make_data(seed=1)
-    m = LinearRanker("listnet", solver="adam", max_iter=60, lr=0.05, early_stopping_rounds=3, random_state=0)
+    m = LinearRanker("listnet", solver="adam", max_iter=60, learning_rate=0.05, early_stopping_rounds=3, random_state=0)
     m.fit(X, y, qid=qid, eval_set=(Xv, yv, qv))
     vals = m.history_["ndcg@10"]
     assert len(vals) < 60  # stopped early
@@ -118,7 +118,7 @@ def test_early_stopping_keeps_best_iteration():
 @pytest.mark.parametrize("solver", ["ogd", "adam"])
 def test_checkpoint_resume_equals_uninterrupted_run(tmp_path, solver):
     X, y, qid = make_data(n_queries=20, list_len=6)
-    kw = dict(loss="listnet", solver=solver, random_state=7, lr=0.1)
+    kw = dict(loss="listnet", solver=solver, random_state=7, learning_rate=0.1)
     full = LinearRanker(max_iter=6, **kw).fit(X, y, qid=qid)
     ck = tmp_path / "ck.npz"
     LinearRanker(max_iter=3, **kw).fit(X, y, qid=qid, checkpoint=ck)

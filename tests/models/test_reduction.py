@@ -110,7 +110,7 @@ def test_weights_reach_the_classifier_as_sample_weight():
 
 def test_aggregate_equals_naive_rank_test():
     X, y, qid, _ = _planted(np.random.default_rng(5), n_q=6, r=7)
-    m = PairwiseReductionRanker(LogisticRegression(), inference="aggregate").fit(X, y, qid=qid)
+    m = PairwiseReductionRanker(LogisticRegression(), inference="aggregate", standardize=False).fit(X, y, qid=qid)
     off = np.arange(0, len(y) + 1, 7)
     est = m.estimator_
 
@@ -127,7 +127,8 @@ def test_aggregate_of_a_linear_classifier_orders_like_its_weights(mq2008_dir):
 
     X, y, qid = load_svmlight_file(str(mq2008_dir / "Fold1" / "vali.txt.gz"), query_id=True, n_features=46)
     X = X.toarray()
-    m = PairwiseReductionRanker(LogisticRegression(max_iter=500), pairs=40, random_state=0).fit(X, y, qid=qid)
+    m = PairwiseReductionRanker(LogisticRegression(max_iter=500), pairs=40, random_state=0,
+                                standardize=False).fit(X, y, qid=qid)
     s = m.predict(X, qid=qid)
     lin = X.astype(np.float32) @ m.estimator_.coef_[0]
     for q in np.unique(qid)[:50]:
@@ -221,8 +222,8 @@ def test_ndcg_weights_favour_the_feature_that_orders_the_top():
     X = np.column_stack([a, b]) + noise
     y = np.tile([3.0, 2.0, 1.0, 0.0], n_q)
     qid = np.repeat(np.arange(n_q), 4)
-    kem = PairwiseReductionRanker(LogisticRegression(), weights="kemeny").fit(X, y, qid=qid)
-    ndc = PairwiseReductionRanker(LogisticRegression(), weights="ndcg").fit(X, y, qid=qid)
+    kem = PairwiseReductionRanker(LogisticRegression(), weights="kemeny", standardize=False).fit(X, y, qid=qid)
+    ndc = PairwiseReductionRanker(LogisticRegression(), weights="ndcg", standardize=False).fit(X, y, qid=qid)
     ck, cn = kem.estimator_.coef_[0], ndc.estimator_.coef_[0]
     assert abs(ck[0] - ck[1]) < 0.1 * abs(ck).max()
     assert cn[0] - cn[1] > 0.5 * abs(cn).max()
@@ -297,7 +298,7 @@ def test_bad_input_messages():
         PairwiseReductionRanker(LinearSVC(), inference="quicksort").fit(X, y, qid=qid)
     with pytest.raises(InputError, match="takes no sample_weight"):
         PairwiseReductionRanker(KNeighborsClassifier(), weights="kemeny").fit(X, y, qid=qid)
-    with pytest.raises(InputError, match="pairs must be 'all' or a positive integer"):
+    with pytest.raises(InputError, match="pairs must be 'all' or an integer >= 1"):
         PairwiseReductionRanker(pairs=0).fit(X, y, qid=qid)
     with pytest.raises(InputError, match="weights must be one of"):
         PairwiseReductionRanker(weights="dcg").fit(X, y, qid=qid)
@@ -316,8 +317,9 @@ def test_concat_pair_features_and_sparse_input():
     import scipy.sparse as sp
 
     X, y, qid, _ = _planted(np.random.default_rng(15), n_q=10)
-    dense = PairwiseReductionRanker(LogisticRegression(), pair_features="concat").fit(X, y, qid=qid)
-    sparse = PairwiseReductionRanker(LogisticRegression(), pair_features="concat").fit(sp.csr_matrix(X), y, qid=qid)
+    dense = PairwiseReductionRanker(LogisticRegression(), pair_features="concat", standardize=False).fit(X, y, qid=qid)
+    sparse = PairwiseReductionRanker(LogisticRegression(), pair_features="concat", standardize=False).fit(
+        sp.csr_matrix(X), y, qid=qid)
     assert dense.estimator_.coef_.shape == (1, 2 * X.shape[1])
     np.testing.assert_allclose(sparse.predict(sp.csr_matrix(X), qid=qid), dense.predict(X, qid=qid), rtol=1e-3,
                                atol=1e-3)
@@ -388,11 +390,11 @@ def test_sample_weight_multiplies_pair_weights_and_eval_set_records_validation_n
     qid = data.qid
     w = np.where(qid == qid[0], 0.0, 1.0)  # the first query carries no weight
     rest = data.take(np.arange(1, data.n_queries))
-    weighted = PairwiseReductionRanker(LogisticRegression(max_iter=1000), random_state=0).fit(
+    weighted = PairwiseReductionRanker(LogisticRegression(max_iter=1000), random_state=0, standardize=False).fit(
         data, sample_weight=w, eval_set=data)
-    dropped = PairwiseReductionRanker(LogisticRegression(max_iter=1000), random_state=0).fit(rest)
+    dropped = PairwiseReductionRanker(LogisticRegression(max_iter=1000), random_state=0, standardize=False).fit(rest)
     np.testing.assert_allclose(weighted.estimator_.coef_, dropped.estimator_.coef_, rtol=1e-5, atol=1e-7)
-    want = ndcg(weighted.predict(data.X), data.labels, qid=qid, k=10)
+    want = ndcg(weighted.predict(data.X, qid=qid), data.labels, qid=qid, k=10)
     assert weighted.history_ == {"ndcg@10": [pytest.approx(want)]}
     weighted.save(tmp_path / "m.npz")
     assert rankwise.load(tmp_path / "m.npz").history_["ndcg@10"] == [pytest.approx(want)]

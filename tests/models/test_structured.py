@@ -135,7 +135,7 @@ def test_ranker_trains_on_the_chosen_constraint_brute_force(measure, constraint)
     ±1 vectors with the constraint, ρ computed independently) at the fitted w and intercept."""
     rng = np.random.default_rng(3)
     X, y, qid = _small_lists(rng)
-    model = StructuredHingeRanker(measure, constraint=constraint, n_epochs=2, random_state=0).fit(X, y, qid=qid)
+    model = StructuredHingeRanker(measure, constraint=constraint, max_iter=2, random_state=0).fit(X, y, qid=qid)
     name, k = measure.split("@")
     used = constraint or {"precision": "ge", "recall": "le"}[name]
     scores = model.predict(X)
@@ -149,9 +149,9 @@ def test_ranker_trains_on_the_chosen_constraint_brute_force(measure, constraint)
         total.append(multivariate_hinge_brute(list(scores[idx]), list(y[idx]), name, kk, used, rho)[0])
     assert model.train_loss_[-1] == pytest.approx(np.mean(total), rel=1e-9, abs=1e-9)
     if constraint is None:  # the default is UML's choice, not "exactly k"
-        ref = StructuredHingeRanker(measure, constraint=used, n_epochs=2, random_state=0).fit(X, y, qid=qid)
+        ref = StructuredHingeRanker(measure, constraint=used, max_iter=2, random_state=0).fit(X, y, qid=qid)
         np.testing.assert_array_equal(model.coef_, ref.coef_)
-        eq = StructuredHingeRanker(measure, constraint="eq", n_epochs=2, random_state=0).fit(X, y, qid=qid)
+        eq = StructuredHingeRanker(measure, constraint="eq", max_iter=2, random_state=0).fit(X, y, qid=qid)
         assert not np.array_equal(model.coef_, eq.coef_)
 
 
@@ -258,7 +258,7 @@ def test_ranker_learns_a_planted_linear_order(measure):
 
     rng = np.random.default_rng(0)
     X, y, qid, w = _synthetic(rng)
-    model = StructuredHingeRanker(measure, C=10.0, n_epochs=15, random_state=0).fit(X, y, qid=qid)
+    model = StructuredHingeRanker(measure, alpha=0.1, max_iter=15, random_state=0).fit(X, y, qid=qid)
     Xt, yt, qt, _ = _synthetic(np.random.default_rng(1), w=w, noise=0.0)
     ut = Xt @ w
     got = ndcg(model.predict(Xt), yt, qid=qt, k=5)
@@ -275,8 +275,8 @@ def test_ranker_is_reproducible_and_saves_without_pickle(tmp_path):
 
     rng = np.random.default_rng(2)
     X, y, qid, _ = _synthetic(rng, n_q=10)
-    a = StructuredHingeRanker("f1", n_epochs=3, random_state=5).fit(X, y, qid=qid)
-    b = StructuredHingeRanker("f1", n_epochs=3, random_state=5).fit(X, y, qid=qid)
+    a = StructuredHingeRanker("f1", max_iter=3, random_state=5).fit(X, y, qid=qid)
+    b = StructuredHingeRanker("f1", max_iter=3, random_state=5).fit(X, y, qid=qid)
     np.testing.assert_array_equal(a.coef_, b.coef_)
     path = a.save(tmp_path / "m.npz")
     c = rankwise.load(path)
@@ -291,7 +291,7 @@ def test_ranker_mq2008_beats_constant(mq2008_dir):
 
     X, y, qid = load_svmlight_file(str(mq2008_dir / "Fold1" / "train.txt.gz"), query_id=True, n_features=46)
     Xt, yt, qt = load_svmlight_file(str(mq2008_dir / "Fold1" / "test.txt.gz"), query_id=True, n_features=46)
-    model = StructuredHingeRanker("ndcg@10", n_epochs=3, random_state=0).fit(X, y, qid=qid)
+    model = StructuredHingeRanker("ndcg@10", max_iter=3, random_state=0).fit(X, y, qid=qid)
     got = ndcg(model.predict(Xt), yt, qid=qt, k=10)
     const = ndcg(np.zeros(len(yt)), yt, qid=qt, k=10)
     assert got > const + 0.05
@@ -300,9 +300,9 @@ def test_ranker_mq2008_beats_constant(mq2008_dir):
 @pytest.mark.parametrize("kwargs,match", [
     ({"measure": "map"}, "unknown measure 'map'"),
     ({"measure": "precision"}, "needs a cutoff"),
-    ({"measure": "ndcg@10", "C": -1.0}, "C must be a positive"),
+    ({"measure": "ndcg@10", "alpha": -1.0}, r"StructuredHingeRanker: alpha must be a finite number > 0; got -1.0"),
     ({"measure": "ndcg@10", "solver": "lbfgs"}, "solver must be 'sgd'"),
-    ({"measure": "ndcg@10", "n_epochs": 0}, "n_epochs must be a positive integer"),
+    ({"measure": "ndcg@10", "max_iter": 0}, "max_iter must be an integer >= 1; got 0"),
 ])
 def test_ranker_bad_params(kwargs, match):
     X, y, qid, _ = _synthetic(np.random.default_rng(0), n_q=3)
@@ -332,8 +332,8 @@ def test_ranker_sample_weight_and_eval_set_history(tmp_path):
 
     data = make_synthetic(25, n_features=4, list_length=(4, 9), seed=2)
     w = np.where(data.qid == data.qid[0], 0.0, 1.0)
-    a = StructuredHingeRanker(measure="ndcg@5", n_epochs=3, random_state=0).fit(data, sample_weight=w, eval_set=data)
-    b = StructuredHingeRanker(measure="ndcg@5", n_epochs=3, random_state=0).fit(data)
+    a = StructuredHingeRanker(measure="ndcg@5", max_iter=3, random_state=0).fit(data, sample_weight=w, eval_set=data)
+    b = StructuredHingeRanker(measure="ndcg@5", max_iter=3, random_state=0).fit(data)
     assert not np.allclose(a.coef_, b.coef_)  # the weight changed the training
     assert len(a.history_["ndcg@10"]) == 3 and all(0.0 <= v <= 1.0 for v in a.history_["ndcg@10"])
     assert a.history_["loss"] == a.train_loss_

@@ -31,12 +31,15 @@ def parse_params(items) -> dict:
     return out
 
 
-def load_dataset(path, *, fmt: str = "auto", part: str = "train", split: str = "u1"):
+def load_dataset(path, *, fmt: str = "auto", part: str = "train", split: str = "u1", n_features: int | None = None,
+                 query_file=None):
     """Read a data set for the CLI.
 
     ``fmt="auto"`` chooses by the path: a folder holding ``u.data`` is MovieLens 100k (``part``
     ``"train"`` or ``"test"`` of ``split``), ``.parquet`` is Parquet, a folder or ``.npz``
     written by ``RankingDataset.save`` is the binary cache, anything else LETOR/SVMlight.
+    ``n_features`` (SVMlight: the column count, e.g. a model's) and ``query_file`` (SVMlight:
+    group sizes, the CLI's ``--group``) are passed to :func:`rankwise.data.read_svmlight`.
     """
     from rankwise import data
 
@@ -63,7 +66,7 @@ def load_dataset(path, *, fmt: str = "auto", part: str = "train", split: str = "
         return data.read_parquet(p)
     if fmt == "npz":
         return data.RankingDataset.load(p)
-    return data.read_svmlight(p)
+    return data.read_svmlight(p, n_features=n_features, query_file=query_file)
 
 
 def read_scores(path, n_rows: int) -> np.ndarray:

@@ -13,8 +13,7 @@ import sys
 from rankwise.errors import RankwiseError
 
 MODELS = ("linear", "neural", "gbdt", "reduction", "structured")
-#: the classifiers a saved PairwiseReductionRanker can hold (saved without pickle); trees,
-#: forests and sklearn's HistGradientBoosting work from Python but cannot be saved
+#: the classifiers a saved PairwiseReductionRanker can hold (the table lives in rankwise.models.reduction)
 CLASSIFIERS = ("logistic", "linear_svc", "lightgbm")
 
 
@@ -23,29 +22,16 @@ def _csv(text: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- train / predict
-def _make_classifier(name: str, seed):
-    if name == "logistic":
-        from sklearn.linear_model import LogisticRegression
-
-        return LogisticRegression(max_iter=1000)
-    if name == "linear_svc":
-        from sklearn.svm import LinearSVC
-
-        return LinearSVC(random_state=seed)
-    if name == "lightgbm":
-        from lightgbm import LGBMClassifier
-
-        return LGBMClassifier(random_state=seed, verbose=-1, n_jobs=1)
-    from rankwise.errors import InputError
-
-    raise InputError(f"--param classifier must be one of {', '.join(CLASSIFIERS)} (the classifiers a saved "
-                     f"model can hold without pickle; others work from the Python API); got {name!r}")
-
-
 def build_model(kind: str, loss: str | None, params: dict, seed):
-    """The model a ``rankwise train`` command line describes."""
+    """The model a ``rankwise train`` command line describes.
+
+    Defaults are the Python API's (one place: the model's constructor; e.g. GBDTRanker's
+    default loss); every model standardises its features itself (trees need not), so every
+    ``--model`` gets the same preprocessing.
+    """
     from rankwise import models
     from rankwise.errors import InputError
+    from rankwise.models.reduction import make_classifier
 
     params = dict(params)
     if kind == "reduction":
@@ -53,20 +39,32 @@ def build_model(kind: str, loss: str | None, params: dict, seed):
         if loss is not None:
             raise InputError("--loss does not apply to --model reduction; choose the classifier with "
                              "--param classifier=NAME and the pair weights with --param weights=kemeny|ndcg")
-        cls, args = models.PairwiseReductionRanker, {"estimator": _make_classifier(clf, seed)}
+        try:
+            estimator = make_classifier(clf, seed)
+        except InputError as exc:
+            raise InputError(f"--param {exc}") from None
+        cls, args = models.PairwiseReductionRanker, {"estimator": estimator}
     elif kind == "structured":
-        cls, args = models.StructuredHingeRanker, {"measure": loss or "ndcg@10"}
+        cls, args = models.StructuredHingeRanker, {} if loss is None else {"measure": loss}
     else:
         cls = {"linear": models.LinearRanker, "neural": models.NeuralRanker, "gbdt": models.GBDTRanker}[kind]
-        args = {"loss": loss or ("native:lambdarank" if kind == "gbdt" else "listnet")}
+        args = {} if loss is None else {"loss": loss}
+    for old in [k for k in params if k in cls._deprecated_params]:  # former names, for one release
+        new = cls._deprecated_params[old]
+        new, convert = (new, None) if isinstance(new, str) else new
+        print(f"rankwise: --param {old} is deprecated; use --param {new}", file=sys.stderr)
+        value = params.pop(old)
+        params[new] = value if convert is None else convert(value)
     args.update(params)
-    if "random_state" in cls().get_params():
-        args.setdefault("random_state", seed)
     valid = set(cls().get_params())
+    if "random_state" in valid:
+        args.setdefault("random_state", seed)
     unknown = sorted(set(args) - valid)
     if unknown:
         raise InputError(f"--param {unknown[0]} is not a parameter of {cls.__name__}; valid: {', '.join(sorted(valid))}")
-    return cls(**args)
+    model = cls(**args)
+    model._validate_params()  # a bad value fails before the data is read
+    return model
 
 
 def best_point(history, metric):
@@ -135,16 +133,15 @@ def _cmd_train(args) -> int:
         get(args.loss)
     model = build_model(args.model, args.loss, parse_params(args.param), args.seed)
     _check_model_params(model)  # e.g. --param max_iter=-3 or alpha=abc, before reading the data
-    train = load_dataset(args.train, fmt=args.format, part="train", split=args.split)
-    valid = None
-    if args.valid is not None:
-        valid = load_dataset(args.valid, fmt=args.format, part="test", split=args.split)
+    with _cli_hints():
+        train = load_dataset(args.train, fmt=args.format, part="train", split=args.split, query_file=args.group)
+        valid = None
+        if args.valid is not None:
+            valid = load_dataset(args.valid, fmt=args.format, part="test", split=args.split,
+                                 n_features=train.X.shape[1])
     print(f"training {type(model).__name__} on {train.n_queries} queries, {len(train)} rows, "
           f"{train.X.shape[1]} features", file=sys.stderr)
-    fit_kwargs = {}
-    if valid is not None and "eval_set" in model.fit.__code__.co_varnames:
-        fit_kwargs["eval_set"] = valid
-    model.fit(train, **fit_kwargs)
+    model.fit(train, eval_set=valid)
     best = best_point(getattr(model, "history_", None), getattr(model, "eval_metric", None))
     if best is not None:
         step, value = best
@@ -158,11 +155,7 @@ def _cmd_train(args) -> int:
 
 
 def _predict_scores(model, ds):
-    import inspect
-
-    if "qid" in inspect.signature(model.predict).parameters:
-        return model.predict(ds.X, qid=ds.qid)
-    return model.predict(ds.X)
+    return model.predict(ds.X, qid=ds.qid)  # every ranker takes qid (models scoring a whole list use it)
 
 
 def _cmd_predict(args) -> int:
@@ -174,7 +167,9 @@ def _cmd_predict(args) -> int:
 
     _check_out_dir(args.out)
     model = rankwise.load(args.model)
-    ds = load_dataset(args.data, fmt=args.format, part="test", split=args.split)
+    # the column count comes from the model: a sparse file whose highest index is lower still fits
+    with _cli_hints():
+        ds = _load_predict_data(args, n_features=getattr(model, "n_features_in_", None))
     scores = np.asarray(_predict_scores(model, ds), dtype=np.float64)
     if args.trec:
         write_trec_run(ds, args.out, scores=scores, tag=args.tag)
@@ -183,6 +178,73 @@ def _cmd_predict(args) -> int:
             fh.write("".join(f"{s!r}\n" for s in scores.tolist()))
     print(f"wrote {len(scores)} scores for {ds.n_queries} queries to {args.out}")
     return 0
+
+
+class _cli_hints:
+    """Reword the Python-only hints of data errors into the command line's options."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        from rankwise.errors import InputError
+
+        if isinstance(exc, InputError) and "query_file=" in str(exc):
+            raise InputError(str(exc).replace("pass query_file=", "pass --group FILE").replace(
+                "query_file=", "--group FILE")) from None
+        return False
+
+
+def _load_predict_data(args, *, n_features):
+    """The rows to score: LETOR/SVMlight with or without relevance labels (unlabelled rows get label 0)."""
+    from rankwise.cli.inputs import load_dataset
+
+    kw = dict(fmt=args.format, part="test", split=args.split, query_file=getattr(args, "group", None))
+    path = str(args.data)
+    unlabelled = args.format in ("auto", "svmlight") and _svmlight_is_unlabelled(path)
+    if not unlabelled:
+        return load_dataset(args.data, n_features=n_features, **kw)
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix="rankwise-predict-") as tmp:
+        labelled = Path(tmp) / (Path(path).name.removesuffix(".gz") + ".txt")
+        with _open_text(path) as src, open(labelled, "w", encoding="utf-8") as dst:
+            for line in src:  # "qid:1 1:0.5 ..." -> "0 qid:1 1:0.5 ..." (comments and blank lines unchanged)
+                body = line.lstrip()
+                dst.write(line if not body or body.startswith("#") else "0 " + body)
+        if kw["query_file"] is None:
+            for ext in (".query", ".group"):
+                if Path(path + ext).exists():
+                    kw["query_file"] = path + ext
+        return load_dataset(labelled, n_features=n_features, **kw)
+
+
+def _open_text(path):
+    import gzip
+
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def _svmlight_is_unlabelled(path) -> bool:
+    """Whether the first data line of an SVMlight/LETOR file has no label (starts with ``qid:`` or ``i:v``)."""
+    from pathlib import Path
+
+    if not Path(path).is_file() or Path(path).suffix in (".parquet", ".npz"):
+        return False
+    try:
+        with _open_text(path) as fh:
+            for line in fh:
+                body = line.strip()
+                if body and not body.startswith("#"):
+                    return ":" in body.split()[0]
+    except (OSError, UnicodeDecodeError, EOFError):
+        return False
+    return False
 
 
 # ---------------------------------------------------------------- evaluate / compare / report
@@ -430,6 +492,7 @@ def build_parser() -> argparse.ArgumentParser:
                         f"classifier={'|'.join(CLASSIFIERS)}")
     p.add_argument("--out", required=True, help="model file to write")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--group", help="SVMlight without qid: file of query sizes, one per line (LightGBM .query)")
     data_opts(p)
     p.set_defaults(func=_cmd_train)
 
@@ -439,6 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="scores (one per line) or, with --trec, a TREC run file")
     p.add_argument("--trec", action="store_true", help="write a TREC run file")
     p.add_argument("--tag", default="rankwise", help="run tag for --trec")
+    p.add_argument("--group", help="SVMlight without qid: file of query sizes, one per line (LightGBM .query)")
     data_opts(p)
     p.set_defaults(func=_cmd_predict)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankwise._validation import check_features, check_vector
+from rankwise._validation import check_features, check_vector, qid_from_group
 from rankwise.data.groups import group_by_qid
 from rankwise.errors import InputError
 
@@ -40,25 +40,35 @@ class RankingInput:
         return len(self.offsets) - 1
 
 
-def check_ranking_input(X, y=None, qid=None, *, sample_weight=None, prefix: str = "",
-                        allow_nan_features: bool = False) -> RankingInput:
-    """Validate ``(X, y, qid)`` or a RankingDataset (passed as ``X``) and group the rows by query."""
+def check_ranking_input(X, y=None, qid=None, *, sample_weight=None, group=None, prefix: str = "",
+                        allow_nan_features: bool = False, method: str = "fit", min_features: int = 0) -> RankingInput:
+    """Validate ``(X, y, qid)`` or a RankingDataset (passed as ``X``) and group the rows by query.
+
+    ``group`` (query sizes, LightGBM's layout) is accepted instead of ``qid``. ``method`` names
+    the caller in messages (``"fit"``, ``"score"``).
+    """
     if hasattr(X, "query_offsets") and hasattr(X, "labels"):  # a RankingDataset
         ds = X
-        if y is not None or qid is not None:
-            raise InputError(f"{prefix}y and qid must be None when a RankingDataset is given")
-        Xv = check_features(ds.X, name=f"{prefix}X", allow_nan=allow_nan_features)
+        if y is not None or qid is not None or group is not None:
+            raise InputError(f"{prefix}y, qid and group must be None when a RankingDataset is given")
+        Xv = check_features(ds.X, name=f"{prefix}X", allow_nan=allow_nan_features, min_features=min_features)
         yv = check_vector(ds.labels, Xv.shape[0], name=f"{prefix}labels")
         offsets = np.asarray(ds.query_offsets, dtype=np.int64)
         qids = np.asarray(ds.query_ids) if hasattr(ds, "query_ids") else np.arange(len(offsets) - 1)
         sw = None if sample_weight is None else _check_sample_weight(sample_weight, Xv.shape[0], prefix)
         return RankingInput(Xv, yv, offsets, qids, sw, None)
-    Xv = check_features(X, name=f"{prefix}X", allow_nan=allow_nan_features)
+    Xv = check_features(X, name=f"{prefix}X", allow_nan=allow_nan_features, min_features=min_features)
     n = Xv.shape[0]
     if y is None:
-        raise InputError(f"{prefix}y is required: one relevance label per row")
+        raise InputError(f"{prefix}y is required: this ranker requires y to be passed, but the target y is None; "
+                         f"give one relevance label per row, {method}(X, y, qid=qid)")
+    if group is not None:
+        if qid is not None:
+            raise InputError(f"{prefix}give qid (one query id per row) or group (query sizes), not both")
+        qid = qid_from_group(group, n, prefix=prefix)
     if qid is None:
-        raise InputError(f"{prefix}qid is required: one query id per row, e.g. fit(X, y, qid=qid)")
+        raise InputError(f"{prefix}qid is required: one query id per row, e.g. {method}(X, y, qid=qid)"
+                         + (" (or LightGBM-style query sizes: fit(X, y, group=sizes))" if method == "fit" else ""))
     yv = check_vector(y, n, name=f"{prefix}y")
     qarr = np.asarray(qid)
     if qarr.ndim != 1 or len(qarr) != n:

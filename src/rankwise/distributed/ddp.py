@@ -118,18 +118,16 @@ def _all_reduce_sum(arr: np.ndarray, group=None) -> np.ndarray:
 
 
 def _global_standardizer(X, enabled: bool, group=None):
-    """:class:`rankwise.models._torch.Standardizer` statistics over the rows of every rank.
+    """Standardisation statistics ``(mean, scale)`` over the rows of every rank (the models' Standardizer rule).
 
     Dense: the mean from all-reduced column sums, then the (population) standard deviation from
     all-reduced sums of squared deviations about that mean — two passes, as numerically stable
     as the single-process ``np.std``. Sparse: no centring, scale = root mean square (as
     ``Standardizer.fit``). Sums in float64, in row chunks.
     """
-    from rankwise.models._torch import Standardizer
-
     d = X.shape[1]
     if not enabled:
-        return Standardizer(np.zeros(d), np.ones(d))
+        return np.zeros(d), np.ones(d)
     n_rows = X.shape[0]
     if sp.issparse(X):
         sq = np.zeros(d)
@@ -149,35 +147,29 @@ def _global_standardizer(X, enabled: bool, group=None):
             ss += ((np.asarray(X[a:a + _CHUNK], dtype=np.float64) - mean) ** 2).sum(axis=0)
         scale = np.sqrt(_all_reduce_sum(ss, group) / tot[d])
     scale = np.where(scale > 1e-12, scale, 1.0)
-    return Standardizer(mean, scale)
+    return mean, scale
 
 
 # ----------------------------------------------------------------------------- model checks
 
 def _check_model(model):
-    """Validate the model's parameters for data-parallel training; return ``"linear"`` or ``"neural"``."""
+    """Validate the model's parameters for data-parallel training (the model's own checks)."""
     from rankwise.models import LinearRanker, NeuralRanker
     from rankwise.train.loop import resolve_loss
 
     if isinstance(model, type):
         raise InputError(f"model must be a configured instance, e.g. LinearRanker('listnet', solver='adam'); "
                          f"got the class {model.__name__}")
-    if isinstance(model, LinearRanker):
-        model._check_params()
-        if model.solver not in ("adam", "ogd"):
-            raise InputError(f"data-parallel training uses minibatch solvers; LinearRanker(solver={model.solver!r}) "
-                             "is not one: use solver='adam' or 'ogd'")
-        kind = "linear"
-    elif isinstance(model, NeuralRanker):
-        model._hidden = model._check_params()
-        kind = "neural"
-    else:
+    if not isinstance(model, (LinearRanker, NeuralRanker)):
         raise InputError(f"model must be a rankwise LinearRanker or NeuralRanker; got {type(model).__name__}")
+    model._check_params()
+    if getattr(model, "solver", "adam") not in ("adam", "ogd"):
+        raise InputError(f"data-parallel training uses minibatch solvers; LinearRanker(solver={model.solver!r}) "
+                         "is not one: use solver='adam' or 'ogd'")
     if model.early_stopping_rounds is not None:
         raise InputError("data-parallel training does not support early_stopping_rounds (no eval_set); "
                          "set it to None")
     resolve_loss(model.loss, model.loss_params)
-    return kind
 
 
 def _params_key(model) -> dict:
@@ -189,16 +181,62 @@ def _params_key(model) -> dict:
     return {k: norm(v) for k, v in model.get_params().items()}
 
 
-def _config(model, kind: str, seed: int) -> dict:
-    if kind == "linear":
-        averaged = model.solver == "ogd"
-        lr = model.lr if model.lr is not None else (0.1 if averaged else 0.01)
-        batch = model.batch_queries if model.batch_queries is not None else (1 if averaged else 16)
-        return dict(kind=kind, averaged=averaged, lr=float(lr), batch=int(batch), epochs=int(model.max_iter),
-                    alpha=float(model.alpha), l1=float(model.l1), radius=model.radius, weight_decay=0.0, seed=seed)
-    return dict(kind=kind, averaged=False, lr=float(model.lr), batch=int(model.batch_queries),
-                epochs=int(model.epochs), alpha=0.0, l1=0.0, radius=None, weight_decay=float(model.weight_decay),
-                seed=seed)
+def _DDPHooks(seed, **kwargs):
+    """:class:`rankwise.train.loop.TrainingHooks` for one rank of a process group (class built on first use)."""
+    global _DDP_HOOKS_CLASS
+    if _DDP_HOOKS_CLASS is None:
+        _DDP_HOOKS_CLASS = _make_hooks_class()
+    return _DDP_HOOKS_CLASS(seed, **kwargs)
+
+
+_DDP_HOOKS_CLASS = None
+
+
+def _make_hooks_class():
+    from rankwise.train.loop import TrainingHooks
+
+    class DDPHooks(TrainingHooks):
+        """The model's own loop on one rank: global statistics and schedule, DDP-averaged gradients."""
+
+        check_gradients = True  # on the averaged gradients, alike on every rank: all ranks stop together
+
+        def __init__(self, seed, *, rank, world_size, group, global_sizes, start, n_local):
+            super().__init__(seed, verbose=None if rank == 0 else False)
+            self.world_size, self.group = world_size, group
+            self.goff = np.concatenate(([0], np.cumsum(global_sizes))).astype(np.int64)
+            self.n_q = max(int(np.count_nonzero(np.asarray(global_sizes) > 0)), 1)
+            self.start, self.n_local = start, n_local
+
+        def scaler_stats(self, X, enabled):
+            return _global_standardizer(X, enabled, self.group)
+
+        def wrap(self, module):
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            return DDP(module, process_group=self.group)  # its backward averages the gradients over ranks
+
+        def batches(self, offsets, batch_queries, rng):
+            from rankwise.train.batching import query_batches
+
+            # the single-process schedule over global query indices; this rank's part of every batch, its
+            # loss divided by |B|/R so that DDP's average over R ranks is the single-process minibatch gradient
+            for qs in query_batches(self.goff, batch_queries, rng=rng):
+                local = qs - self.start
+                yield local[(local >= 0) & (local < self.n_local)], len(qs) / self.world_size
+
+        def empty_batch_loss(self, module, n_features):
+            import torch
+
+            x = torch.zeros((1, 1, n_features), dtype=torch.float32)
+            return module(x, torch.ones((1, 1), dtype=torch.bool)).sum() * 0.0  # joins the allreduce
+
+        def reduce_sum(self, value):
+            return float(_all_reduce_sum(np.array([value]), self.group)[0])
+
+        def n_queries(self, offsets):
+            return self.n_q
+
+    return DDPHooks
 
 
 # ----------------------------------------------------------------------------- per-rank training
@@ -263,9 +301,9 @@ def fit_shard(model, X, y=None, *, qid=None, sample_weight=None, group=None):
     t0 = time.perf_counter()
 
     # 1. local validation; every rank learns whether any rank failed
-    error = train = kind = info = None
+    error = train = info = None
     try:
-        kind = _check_model(model)
+        _check_model(model)
         train = check_ranking_input(X, y, qid, sample_weight=sample_weight)
         if train.X.shape[0] == 0:
             raise InputError("this rank's shard has no rows; every rank needs at least one query")
@@ -306,29 +344,10 @@ def fit_shard(model, X, y=None, *, qid=None, sample_weight=None, group=None):
         warnings.warn(f"{n_single} of {len(gsizes)} queries have a single document; they carry no ordering "
                       "information and contribute nothing to pairwise or listwise losses", UserWarning, stacklevel=2)
 
-    # 4. preprocessing fitted on all ranks' rows together
-    sc = _global_standardizer(train.X, bool(model.standardize), group)
-    model.scaler_mean_, model.scaler_scale_ = sc.mean, sc.scale
-    d = train.X.shape[1]
-    if kind == "linear":
-        model._fit_feature_map(d, seed)
-    model.n_features_in_ = d
-    Z = model._transform(train.X)
-
-    # 5. training
-    cfg = _config(model, kind, seed)
-    module, losses = _train(model, cfg, Z, train.y, train.offsets, train.sample_weight, gsizes, start, rank,
-                            world_size, group)
-    from rankwise.train.history import History
-
-    model.history_ = History()
-    for e, v in enumerate(losses):
-        model.history_.record(epoch=e, loss=v)
-    for k in ("best_iteration_", "best_score_"):  # from a previous fit of this instance
-        model.__dict__.pop(k, None)
-    model.module_ = module
-    if kind == "linear":
-        model._sync_from_module()
+    # 4. the model's own training loop; the hooks synchronise statistics, schedule and gradients
+    hooks = _DDPHooks(seed, rank=rank, world_size=world_size, group=group, global_sizes=gsizes, start=start,
+                      n_local=train.n_queries)
+    model.fit_with_hooks(train, hooks)
     model.fit_time_ = time.perf_counter() - t0
     return model
 
@@ -349,76 +368,6 @@ def _check_disjoint(qid_lists) -> None:
         q, ranks = s[i].item() if hasattr(s[i], "item") else s[i], sorted({int(owner[order[i]]), int(owner[order[i + 1]])})
         raise InputError(f"query id {q!r} appears on ranks {ranks[0]} and {ranks[-1]}: a query must live on exactly one "
                          f"rank ({len(dup)} such ids); shard whole queries, with ids unique across shards")
-
-
-def _train(model, cfg: dict, Z, y, off, w, global_sizes, start: int, rank: int, world_size: int, group):
-    """The per-rank loop over the global minibatch schedule; returns ``(module, losses per epoch)``."""
-    import torch
-    import torch.distributed as dist
-    from torch.nn.parallel import DistributedDataParallel as DDP
-
-    from rankwise.train.batching import gather_padded, query_batches
-    from rankwise.train.loop import epoch_seed, resolve_loss, train_loss_sum
-    from rankwise.train.optim import make_averaged_ogd
-
-    n_local = len(off) - 1
-    goff = np.concatenate(([0], np.cumsum(global_sizes))).astype(np.int64)
-    n_q = max(int(np.count_nonzero(global_sizes > 0)), 1)
-    seed = cfg["seed"]
-    torch.manual_seed(seed)
-    module = model._build_module(Z.shape[1])
-    ddp = DDP(module, process_group=group)
-    if cfg["averaged"]:
-        optimizer = make_averaged_ogd(module.parameters(), lr=cfg["lr"], radius=cfg["radius"])
-    elif cfg["kind"] == "linear":
-        optimizer = torch.optim.Adam(module.parameters(), lr=cfg["lr"])
-    else:
-        optimizer = torch.optim.AdamW(module.parameters(), lr=cfg["lr"], weight_decay=cfg["weight_decay"])
-    penalty = None
-    if cfg["kind"] == "linear" and (cfg["alpha"] or cfg["l1"]):
-        wt = module.linear.weight
-        alpha, l1 = cfg["alpha"], cfg["l1"]
-        penalty = lambda: 0.5 * alpha * (wt * wt).sum() + l1 * wt.abs().sum()  # noqa: E731
-    loss_fn = resolve_loss(model.loss, model.loss_params)
-    dummy_x = torch.zeros((1, 1, Z.shape[1]), dtype=torch.float32)
-    dummy_where = torch.ones((1, 1), dtype=torch.bool)
-    losses = []
-    for epoch in range(cfg["epochs"]):
-        es = epoch_seed(seed, epoch)
-        rng = np.random.default_rng(es)
-        torch.manual_seed(es)
-        ddp.train()
-        for qs in query_batches(goff, cfg["batch"], rng=rng):
-            local = qs - start
-            mine = local[(local >= 0) & (local < n_local)]  # this rank's queries of the batch, batch order
-            optimizer.zero_grad(set_to_none=True)
-            if len(mine):
-                Xb, yb, wb, where, _ = gather_padded(Z, y, off, mine, w)
-                s = ddp(torch.from_numpy(Xb), torch.from_numpy(where))
-                loss = loss_fn(s, torch.from_numpy(yb).to(s.dtype), torch.from_numpy(where),
-                               None if wb is None else torch.from_numpy(wb).to(s.dtype)) * (world_size / len(qs))
-            else:  # this rank owns none of the batch: join the allreduce with a zero gradient
-                loss = ddp(dummy_x, dummy_where).sum() * 0.0
-            if penalty is not None:
-                loss = loss + penalty()
-            loss.backward()  # DDP averages the gradients over the ranks here
-            # checked on the averaged gradients, which every rank holds alike: all ranks stop together
-            # (a check of this rank's loss alone would leave the others waiting in the next allreduce)
-            if not all(bool(torch.isfinite(p.grad).all()) for p in module.parameters() if p.grad is not None):
-                raise TrainingDivergedError(f"rank {rank}: the gradient became non-finite at epoch {epoch}; "
-                                            "lower the learning rate or standardise the features")
-            optimizer.step()
-        if cfg["averaged"]:
-            optimizer.swap_average()
-        total = torch.tensor([train_loss_sum(module, loss_fn, Z, y, off, w)], dtype=torch.float64)
-        dist.all_reduce(total, group=group)
-        if cfg["averaged"]:
-            optimizer.swap_average()
-        losses.append(float(total[0]) / n_q)
-    if cfg["averaged"]:
-        optimizer.swap_average()  # predict with the online-to-batch average
-    module.eval()
-    return module, losses
 
 
 # ----------------------------------------------------------------------------- local processes
@@ -488,7 +437,7 @@ def fit_ddp(model, X, y=None, *, qid=None, sample_weight=None, world_size: int =
         raise InputError(f"threads_per_rank must be a positive integer; got {threads_per_rank!r}")
     if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
         raise InputError("this torch build has no gloo backend; fit_ddp needs torch.distributed with gloo")
-    kind = _check_model(model)
+    _check_model(model)
     train, _ = model._validate_fit(X, y, qid, sample_weight=sample_weight)
     cuts = shard_bounds(train.offsets, int(world_size))
     t0 = time.perf_counter()
@@ -507,8 +456,6 @@ def fit_ddp(model, X, y=None, *, qid=None, sample_weight=None, world_size: int =
             state, arrays = pickle.load(f)
     model._set_state(state, arrays)
     model.__dict__.pop("_resumed_history", None)
-    if kind == "linear":  # model.fit leaves the torch module too
-        model.module_ = model._module_from_state()
     model.fit_time_ = time.perf_counter() - t0
     return model
 

@@ -5,10 +5,11 @@
     s_i = f(x_i) \\quad \\text{for every row } i \\text{ of every partition}
 
 The model is shipped once to every worker (Dask serialises it with the task graph; the
-cluster is trusted) and each partition is scored where it lives. Row-wise models (linear,
-GBDT, MLP, reductions) need no grouping; a list-wise scorer (``NeuralRanker`` with the
-attention architecture) gets ``qid`` and relies on whole-query partitions, which
-:func:`rankwise.distributed.whole_queries` guarantees.
+cluster is trusted) and each partition is scored where it lives, with
+``model.predict(X, qid=qid)`` (the one predict contract). Row-wise models (linear, GBDT, MLP,
+structured) need no grouping; models whose score of a row depends on the other rows of its
+query (``NeuralRanker`` with the attention architecture, ``PairwiseReductionRanker``) rely on
+whole-query partitions, which :func:`rankwise.distributed.whole_queries` guarantees.
 """
 from __future__ import annotations
 
@@ -25,9 +26,10 @@ def _score_partition(part, model, feats, qid, listwise):
     X = part[feats].to_numpy(dtype=np.float32, na_value=np.nan)
     if len(X) == 0:
         return np.zeros(0, dtype=np.float64)
-    if listwise:
-        return np.asarray(model.predict(X, qid=part[qid].to_numpy()), dtype=np.float64)
-    return np.asarray(model.predict(X), dtype=np.float64)
+    if not hasattr(model, "_listwise_predict"):  # not a rankwise ranker: anything with predict(X)
+        return np.asarray(model.predict(X), dtype=np.float64)
+    q = part[qid].to_numpy() if qid in part.columns else None
+    return np.asarray(model.predict(X, qid=q), dtype=np.float64)
 
 
 def _assign_scores(part, model, feats, qid, listwise, column):
@@ -66,7 +68,7 @@ def predict(model, frame, *, features=None, qid: str = "qid", label: str = "labe
     if n_in is not None and n_in != len(feats):
         raise InputError(f"the model was trained on {n_in} features but {len(feats)} feature columns were found "
                          f"({feats[:5]}...); pass features=[...] in training order")
-    listwise = getattr(model, "architecture", None) == "attention"
+    listwise = bool(getattr(model, "_listwise_predict", False))  # declared by each rankwise model
     if listwise:
         _check_frame(frame, [qid])
         frame = whole_queries(frame, qid=qid)

@@ -1,12 +1,14 @@
 """Shared machinery of the torch-trained rankers (LinearRanker's ogd/adam solvers, NeuralRanker)."""
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
 import scipy.sparse as sp
 
-from rankwise._validation import check_nonneg_float, check_positive_int, fit_seed  # noqa: F401 (re-exported)
+from rankwise._validation import (Interval, Options, check_nonneg_float, check_positive_int,  # noqa: F401
+                                  fit_seed, n_jobs_threads)
 from rankwise.errors import InputError
 from rankwise.models import persistence
 from rankwise.models.base import BaseRanker
@@ -14,7 +16,18 @@ from rankwise.train.checkpoint import (arrays_to_module_state, load_optimizer_st
                                        optimizer_state)
 from rankwise.train.early_stopping import EarlyStopping, resolve_metric
 from rankwise.train.history import History
-from rankwise.train.loop import resolve_loss, run_epochs
+from rankwise.train.loop import TrainingHooks, resolve_loss, run_epochs
+
+#: constraints of the parameters every torch-trained ranker has (checked by BaseRanker._validate_params)
+TORCH_CONSTRAINTS = {
+    "loss": ["string", "callable"],
+    "standardize": ["boolean"],
+    "eval_metric": ["string"],
+    "early_stopping_rounds": [None, Interval("int", 1)],
+    "random_state": [None, Interval("int", 0)],
+    "verbose": [Options("auto"), "boolean"],
+    "n_jobs": ["n_jobs"],
+}
 
 
 class Standardizer:
@@ -41,6 +54,8 @@ class Standardizer:
 
     def transform(self, X):
         if sp.issparse(X):
+            if np.any(self.mean != 0):  # fitted on dense rows (centred): centring densifies, as it must
+                return self.transform(X.toarray())
             return sp.csr_matrix(X.multiply(1.0 / self.scale[None, :]), dtype=np.float32)
         return ((np.asarray(X, dtype=np.float64) - self.mean) / self.scale).astype(np.float32)
 
@@ -48,13 +63,47 @@ class Standardizer:
 class _TorchRanker(BaseRanker):
     """Fit/predict/checkpoint logic for rankers whose scorer is a torch module over padded queries."""
 
-    _resume_free_params = ("epochs", "max_iter", "verbose")
+    _resume_free_params = ("max_iter", "verbose", "n_jobs")
 
     # subclasses define: _build_module(n_inputs) -> nn.Module, _transform(X) -> model inputs,
     # _make_optimizer(module), _penalty(module) (or None), _epochs, _batch_queries, _lr_check
 
-    def _setup_common(self, X, y, qid, sample_weight, eval_set):
-        train, val = self._validate_fit(X, y, qid, sample_weight=sample_weight, eval_set=eval_set)
+    @contextlib.contextmanager
+    def _torch_threads(self):
+        """torch's intra-op threads set to ``n_jobs`` for the duration (restored after)."""
+        import torch
+
+        before = torch.get_num_threads()
+        n = n_jobs_threads(getattr(self, "n_jobs", None))
+        try:
+            if n is not None:
+                torch.set_num_threads(n)
+            yield
+        finally:
+            torch.set_num_threads(before)
+
+    def fit_with_hooks(self, train, hooks: TrainingHooks):
+        """Run this model's own training loop on validated rows under training ``hooks``; returns ``self``.
+
+        The hook point for distributed trainers (:mod:`rankwise.distributed.ddp`): ``train`` is a
+        :class:`rankwise._validation.RankingInput` (this process's rows), ``hooks`` a
+        :class:`rankwise.train.loop.TrainingHooks` that supplies the seed, the feature
+        statistics, the minibatch schedule, the module wrapper that synchronises gradients and
+        the reduction of the training loss. Minibatch solvers only, no eval_set / checkpoints.
+        """
+        self._check_params()
+        if getattr(self, "solver", "adam") == "lbfgs":
+            raise InputError(f"training hooks (data-parallel training) drive minibatch solvers; {type(self).__name__}"
+                             "(solver='lbfgs') is not one: use solver='adam' or 'ogd'")
+        if self.early_stopping_rounds is not None:
+            raise InputError("training hooks (data-parallel training) do not support early_stopping_rounds (no "
+                             "eval_set); set it to None")
+        self._loss_fn = resolve_loss(self.loss, self.loss_params)
+        with self._torch_threads():
+            return self._fit_validated(train, None, None, None, None, hooks=hooks)
+
+    def _setup_common(self, X, y, qid, sample_weight, eval_set, group=None):
+        train, val = self._validate_fit(X, y, qid, sample_weight=sample_weight, eval_set=eval_set, group=group)
         self._loss_fn = resolve_loss(self.loss, self.loss_params)
         metric = resolve_metric(self.eval_metric) if val is not None else None
         if self.early_stopping_rounds is not None and val is None:
@@ -75,13 +124,13 @@ class _TorchRanker(BaseRanker):
         return write
 
     def _fit_minibatch(self, train_in, val_in, metric, *, optimizer_factory, penalty_factory, epochs, batch_queries,
-                       checkpoint, resume, averaged: bool = False, desc: str):
+                       checkpoint, resume, averaged: bool = False, desc: str, hooks=None):
         import torch
 
         self.history_ = History()
         for k in ("best_iteration_", "best_score_"):  # from a previous fit of this instance
             self.__dict__.pop(k, None)
-        seed = fit_seed(self.random_state)
+        seed = fit_seed(self.random_state) if hooks is None else hooks.seed
         start_epoch, best_state = 0, None
         stopper = EarlyStopping(self.early_stopping_rounds)
         torch.manual_seed(seed)
@@ -125,7 +174,7 @@ class _TorchRanker(BaseRanker):
                                 history=self.history_, start_epoch=start_epoch, verbose=self.verbose, desc=desc,
                                 penalty=penalty_factory(module), before_eval=swap, after_eval=swap,
                                 checkpoint_fn=None if checkpoint is None else ckpt, best_state=best_state,
-                                score_fn=self._val_score_fn(module))
+                                score_fn=self._val_score_fn(module), hooks=hooks)
         if averaged:
             optimizer.swap_average()  # predict with the online-to-batch average
         if best_state is not None and self.early_stopping_rounds is not None:
@@ -138,6 +187,22 @@ class _TorchRanker(BaseRanker):
 
     def _val_score_fn(self, module):
         return None
+
+    # torch modules are built from classes local to a function (torch is imported lazily), so a
+    # pickled model (joblib, scikit-learn's clone-and-pickle) carries the module's weights instead
+    def __getstate__(self):
+        state = dict(super().__getstate__())  # a copy: object.__getstate__ is the live __dict__
+        module = state.pop("module_", None)
+        if module is not None:
+            state["_pickled_module"] = (module_state_to_arrays(module), int(next(iter(module.parameters())).shape[1]))
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        packed = state.pop("_pickled_module", None)
+        super().__setstate__(state)
+        if packed is not None:
+            self.module_ = self._load_module(*packed)
 
     def _module_state(self):
         return module_state_to_arrays(self.module_)

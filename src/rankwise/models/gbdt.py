@@ -6,7 +6,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from rankwise._validation import check_nonneg_float, check_positive_int, fit_seed
+from rankwise._validation import Interval, Options, check_nonneg_float, check_positive_int, fit_seed
 from rankwise.errors import InputError
 from rankwise.models import _booster_text, persistence
 from rankwise.models.base import BaseRanker
@@ -95,6 +95,25 @@ class GBDTRanker(BaseRanker):
     """
 
     _resume_free_params = ("n_estimators", "verbose")
+    _allow_nan = True  # NaN features are missing values
+    _parameter_constraints = {
+        "loss": ["string"],
+        "backend": [Options(*_BACKENDS)],
+        "n_estimators": [Interval("int", 1)],
+        "learning_rate": [Interval("real", 0, closed="neither")],
+        "num_leaves": [Interval("int", 2)],
+        "max_depth": [None, Interval("int", 1)],
+        "min_child_samples": [Interval("int", 0)],
+        "subsample": [Interval("real", 0, 1, closed="right")],
+        "colsample_bytree": [Interval("real", 0, 1, closed="right")],
+        "reg_lambda": [Interval("real", 0)],
+        "backend_params": [None, "dict"],
+        "eval_metric": ["string"],
+        "early_stopping_rounds": [None, Interval("int", 1)],
+        "random_state": [None, Interval("int", 0)],
+        "n_jobs": [None, Interval("int", 1)],
+        "verbose": [Options("auto"), "boolean"],
+    }
 
     def __init__(self, loss="listnet", *, loss_params=None, backend="lightgbm", n_estimators=100, learning_rate=0.1,
                  num_leaves=31, max_depth=None, min_child_samples=20, subsample=1.0, colsample_bytree=1.0,
@@ -139,23 +158,7 @@ class GBDTRanker(BaseRanker):
         return None, losses.as_objective(self.loss, self.backend, on_value=on_value, **hyper)
 
     def _check_params(self):
-        if self.backend not in _BACKENDS:
-            raise InputError(f"backend must be one of {_BACKENDS}; got {self.backend!r}")
-        check_positive_int(self.n_estimators, "n_estimators")
-        check_nonneg_float(self.learning_rate, "learning_rate", positive=True)
-        check_positive_int(self.num_leaves, "num_leaves", minimum=2)
-        if self.max_depth is not None:
-            check_positive_int(self.max_depth, "max_depth")
-        check_positive_int(self.min_child_samples, "min_child_samples", minimum=0)
-        for name in ("subsample", "colsample_bytree"):
-            v = check_nonneg_float(getattr(self, name), name, positive=True)
-            if v > 1:
-                raise InputError(f"{name} must be in (0, 1]; got {v}")
-        check_nonneg_float(self.reg_lambda, "reg_lambda")
-        if self.n_jobs is not None:
-            check_positive_int(self.n_jobs, "n_jobs")
-        if self.backend_params is not None and not isinstance(self.backend_params, dict):
-            raise InputError(f"backend_params must be a dict; got {type(self.backend_params).__name__}")
+        self._validate_params()
 
     def _lgb_params(self, native, seed):
         p = {"objective": native if native else "none", "learning_rate": float(self.learning_rate),
@@ -163,7 +166,10 @@ class GBDTRanker(BaseRanker):
              "min_data_in_leaf": int(self.min_child_samples), "bagging_fraction": float(self.subsample),
              "bagging_freq": 1 if self.subsample < 1 else 0, "feature_fraction": float(self.colsample_bytree),
              "lambda_l2": float(self.reg_lambda), "seed": seed, "deterministic": True, "force_row_wise": True,
-             "verbosity": -1, "metric": "None"}
+             "verbosity": -1, "metric": "None",
+             # keep features LightGBM could not split on: on tiny data it then grows constant trees, as
+             # LGBMRanker does, instead of aborting ("num_features() > 0") under a custom objective
+             "feature_pre_filter": False}
         if self.n_jobs is not None:
             p["num_threads"] = int(self.n_jobs)
         if native:
@@ -201,8 +207,8 @@ class GBDTRanker(BaseRanker):
                              "first (pip install 'rankwise[dask]'), or call rankwise.distributed.fit_gbdt")
         return fit_collection(self, frame, label=y or "label", qid=qid or "qid")
 
-    def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, checkpoint=None, checkpoint_every=10,
-            resume=None):
+    def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, group=None, checkpoint=None,
+            checkpoint_every=10, resume=None):
         """Boost ``n_estimators`` rounds on rows ``X`` grouped by ``qid`` (or a RankingDataset).
 
         ``eval_set`` is scored with ``eval_metric`` each round and recorded in ``history_``;
@@ -220,7 +226,8 @@ class GBDTRanker(BaseRanker):
             return self._fit_dask(X, y, qid, sample_weight, eval_set, checkpoint, resume)
         self._check_params()
         checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
-        train, val = self._validate_fit(X, y, qid, sample_weight=sample_weight, eval_set=eval_set, allow_nan=True)
+        train, val = self._validate_fit(X, y, qid, sample_weight=sample_weight, eval_set=eval_set, group=group,
+                                        allow_nan=True)
         _check_no_inf(train.X)
         if val is not None:
             _check_no_inf(val.X, "eval_set X")
@@ -395,11 +402,10 @@ class GBDTRanker(BaseRanker):
         return int(self.booster_.num_boosted_rounds())
 
     # -- predict ------------------------------------------------------------------------------
-    def predict(self, X):
+    def _predict_rows(self, Xv):
         """One score per row: the raw boosted score of every round, or of rounds
         ``0..best_iteration_`` when ``early_stopping_rounds`` stopped the fit (an ``eval_set``
         alone does not truncate the booster)."""
-        Xv = self._check_predict_features(X, allow_nan=True)
         _check_no_inf(Xv)
         best = getattr(self, "best_iteration_", None)
         if self.backend == "lightgbm":

@@ -2,18 +2,19 @@
 from __future__ import annotations
 
 import time
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
 from sklearn.exceptions import ConvergenceWarning
 
+from rankwise._validation import Interval, Options, warn_user
 from rankwise.errors import InputError, TrainingDivergedError
-from rankwise.models._torch import (Standardizer, _TorchRanker, check_nonneg_float, check_positive_int, fit_seed)
+from rankwise.models._torch import TORCH_CONSTRAINTS, Standardizer, _TorchRanker, fit_seed
 from rankwise.train.batching import gather_padded, query_batches
 from rankwise.train.early_stopping import EarlyStopping
 from rankwise.train.history import History
+
 from rankwise.train.optim import make_averaged_ogd, minimize_erm
 from rankwise.train.progress import Progress
 
@@ -78,8 +79,9 @@ class LinearRanker(_TorchRanker):
         Learn an unpenalised offset (matters for pointwise losses only).
     max_iter : int
         L-BFGS iterations (lbfgs) or epochs over the queries (ogd, adam).
-    lr : float
-        Step size :math:`\\eta` (ogd) or Adam learning rate.
+    learning_rate : float, optional
+        Step size :math:`\\eta` (ogd, default 0.1) or Adam learning rate (default 0.01); unused by
+        lbfgs. (Called ``lr`` before; the old name still works, with a DeprecationWarning.)
     radius : float, optional
         Projection radius :math:`W` of OGD (None: no projection).
     batch_queries : int
@@ -91,6 +93,8 @@ class LinearRanker(_TorchRanker):
     random_state : int, optional
     verbose : "auto" or bool
         Progress bar ("auto": only on a terminal).
+    n_jobs : int, optional
+        torch threads during fit and predict (None: torch's default; -1: all cores).
 
     Attributes
     ----------
@@ -120,8 +124,8 @@ class LinearRanker(_TorchRanker):
 
     def __init__(self, loss="listnet", *, loss_params=None, alpha=1e-4, l1=0.0, solver="lbfgs",
                  feature_map=None, n_components=256, gamma=None, standardize=True, fit_intercept=True,
-                 max_iter=200, lr=None, radius=None, batch_queries=None, tol=1e-7, eval_metric="ndcg@10",
-                 early_stopping_rounds=None, random_state=None, verbose="auto"):
+                 max_iter=200, learning_rate=None, radius=None, batch_queries=None, tol=1e-7, eval_metric="ndcg@10",
+                 early_stopping_rounds=None, random_state=None, verbose="auto", n_jobs=None, **deprecated):
         self.loss = loss
         self.loss_params = loss_params
         self.alpha = alpha
@@ -133,7 +137,7 @@ class LinearRanker(_TorchRanker):
         self.standardize = standardize
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
-        self.lr = lr
+        self.learning_rate = learning_rate
         self.radius = radius
         self.batch_queries = batch_queries
         self.tol = tol
@@ -141,13 +145,32 @@ class LinearRanker(_TorchRanker):
         self.early_stopping_rounds = early_stopping_rounds
         self.random_state = random_state
         self.verbose = verbose
+        self.n_jobs = n_jobs
+        self._init_deprecated(deprecated)
+
+    _deprecated_params = {"lr": "learning_rate"}
+    _parameter_constraints = {
+        **TORCH_CONSTRAINTS,
+        "alpha": [Interval("real", 0)],
+        "l1": [Interval("real", 0)],
+        "solver": [Options(*_SOLVERS)],
+        "feature_map": [Options(*_FEATURE_MAPS)],
+        "n_components": [Interval("int", 1)],
+        "gamma": [None, Interval("real", 0, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "max_iter": [Interval("int", 1)],
+        "learning_rate": [None, Interval("real", 0, closed="neither")],
+        "radius": [None, Interval("real", 0, closed="neither")],
+        "batch_queries": [None, Interval("int", 1)],
+        "tol": [Interval("real", 0)],
+    }
 
     # -- features -----------------------------------------------------------------------------
     def _fit_feature_map(self, d: int, seed: int) -> None:
         self.rff_weights_ = self.rff_offsets_ = None
         if self.feature_map == "rff":
-            n = check_positive_int(self.n_components, "n_components")
-            gamma = 1.0 / d if self.gamma is None else check_nonneg_float(self.gamma, "gamma", positive=True)
+            n = int(self.n_components)
+            gamma = 1.0 / d if self.gamma is None else float(self.gamma)
             rng = np.random.default_rng(seed)
             self.rff_weights_ = rng.normal(scale=np.sqrt(2 * gamma), size=(d, n))
             self.rff_offsets_ = rng.uniform(0, 2 * np.pi, size=n)
@@ -166,19 +189,7 @@ class LinearRanker(_TorchRanker):
         return Z
 
     def _check_params(self):
-        if self.solver not in _SOLVERS:
-            raise InputError(f"solver must be one of {_SOLVERS}; got {self.solver!r}")
-        if self.feature_map not in _FEATURE_MAPS:
-            raise InputError(f"feature_map must be one of {_FEATURE_MAPS}; got {self.feature_map!r}")
-        check_nonneg_float(self.alpha, "alpha")
-        check_nonneg_float(self.l1, "l1")
-        check_positive_int(self.max_iter, "max_iter")
-        if self.lr is not None:
-            check_nonneg_float(self.lr, "lr", positive=True)
-        if self.radius is not None:
-            check_nonneg_float(self.radius, "radius", positive=True)
-        if self.batch_queries is not None:
-            check_positive_int(self.batch_queries, "batch_queries")
+        self._validate_params()
 
     # -- torch module hooks -------------------------------------------------------------------
     def _build_module(self, n_inputs):
@@ -200,7 +211,7 @@ class LinearRanker(_TorchRanker):
         self.intercept_ = float(self.module_.linear.bias.detach()[0]) if self.fit_intercept else 0.0
 
     # -- fit ----------------------------------------------------------------------------------
-    def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, checkpoint=None, resume=None):
+    def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, group=None, checkpoint=None, resume=None):
         """Fit on rows ``X`` with labels ``y`` grouped by ``qid`` (or a RankingDataset as ``X``).
 
         ``eval_set=(X_val, y_val, qid_val)`` (or a RankingDataset) is scored with ``eval_metric``
@@ -210,13 +221,20 @@ class LinearRanker(_TorchRanker):
         continues a run from such a file up to ``max_iter`` steps in all (lbfgs restarts its
         curvature memory from the saved coefficients, so a resumed lbfgs run reaches the same
         optimum, not bit-identical iterates). lbfgs warns (``ConvergenceWarning``, a
-        ``UserWarning``) when it stops at ``max_iter`` before converging.
+        ``UserWarning``) when it stops at ``max_iter`` while the objective is still falling
+        (by more than 1e-4 relative over the last tenth of its iterations, at least 3); a run that merely did not reach
+        the tight ``tol`` is not warned about. ``group`` (query sizes) may replace ``qid``.
         """
         self._check_params()
-        train, val, metric = self._setup_common(X, y, qid, sample_weight, eval_set)
-        seed = fit_seed(self.random_state)
+        train, val, metric = self._setup_common(X, y, qid, sample_weight, eval_set, group)
+        with self._torch_threads():
+            return self._fit_validated(train, val, metric, checkpoint, resume)
+
+    def _fit_validated(self, train, val, metric, checkpoint, resume, hooks=None):
+        seed = fit_seed(self.random_state) if hooks is None else hooks.seed
         if resume is None:
-            sc = Standardizer.fit(train.X, bool(self.standardize))
+            sc = Standardizer.fit(train.X, bool(self.standardize)) if hooks is None else \
+                Standardizer(*hooks.scaler_stats(train.X, bool(self.standardize)))
             self.scaler_mean_, self.scaler_scale_ = sc.mean, sc.scale
             self._fit_feature_map(train.X.shape[1], seed)
         else:  # the scaler and feature map come from the checkpoint
@@ -233,15 +251,15 @@ class LinearRanker(_TorchRanker):
         if self.solver == "lbfgs":
             self._fit_lbfgs(train_in, val_in, metric, checkpoint, resume)
         else:
-            self._fit_sgd(train_in, val_in, metric, checkpoint, resume)
+            self._fit_sgd(train_in, val_in, metric, checkpoint, resume, hooks)
         return self
 
-    def _fit_sgd(self, train_in, val_in, metric, checkpoint, resume):
+    def _fit_sgd(self, train_in, val_in, metric, checkpoint, resume, hooks=None):
         import torch
 
         alpha, l1 = float(self.alpha), float(self.l1)
         averaged = self.solver == "ogd"
-        lr = self.lr if self.lr is not None else (0.1 if averaged else 0.01)
+        lr = self.learning_rate if self.learning_rate is not None else (0.1 if averaged else 0.01)
         batch = self.batch_queries if self.batch_queries is not None else (1 if averaged else 16)
         if averaged:
             factory = lambda m: make_averaged_ogd(m.parameters(), lr=float(lr), radius=self.radius)  # noqa: E731
@@ -256,7 +274,7 @@ class LinearRanker(_TorchRanker):
 
         self._fit_minibatch(train_in, val_in, metric, optimizer_factory=factory, penalty_factory=penalty_factory,
                             epochs=int(self.max_iter), batch_queries=int(batch), checkpoint=checkpoint,
-                            resume=resume, averaged=averaged, desc=f"LinearRanker[{self.solver}]")
+                            resume=resume, averaged=averaged, desc=f"LinearRanker[{self.solver}]", hooks=hooks)
         self._sync_from_module()
         del self.module_
 
@@ -345,9 +363,16 @@ class LinearRanker(_TorchRanker):
             finally:
                 bar.close()
         if res is not None and res.status == 1:
-            warnings.warn(f"LinearRanker(solver='lbfgs') reached max_iter={int(self.max_iter)} iterations without "
-                          f"converging (tol={self.tol:g}); raise max_iter or tol, or standardise the features",
-                          ConvergenceWarning, stacklevel=3)
+            losses = [v for v in self.history_["loss"] if v is not None]
+            window = max(3, len(losses) // 10)  # the last tenth of the run (at least 3 iterations)
+            back = losses[-min(window, len(losses))] if losses else 0.0
+            drop = (back - losses[-1]) / max(abs(losses[-1]), 1e-12) if losses else np.inf
+            if not drop <= 1e-4:  # still falling: a real problem, not a tight tol
+                warn_user(f"LinearRanker(solver='lbfgs') reached max_iter={int(self.max_iter)} iterations without "
+                          f"converging (tol={self.tol:g}): the objective still fell by {drop:.2g} (relative) over "
+                          f"the last {min(window, len(losses))} iterations; raise max_iter"
+                          + ("" if self.standardize else ", or standardise the features (standardize=True)"),
+                          ConvergenceWarning)
         if early and best["theta"] is not None:
             theta = best["theta"]  # early stopping keeps the best iterate; an eval_set alone does not
             self.best_iteration_ = int(stopper.best_step)
@@ -365,9 +390,8 @@ class LinearRanker(_TorchRanker):
         persistence.save_checkpoint(self, path, {"epoch": epoch, "stopper": stopper.state()}, arrays)
 
     # -- predict ------------------------------------------------------------------------------
-    def predict(self, X):
+    def _predict_rows(self, Xv):
         """One score per row: :math:`\\langle w, \\phi(x) \\rangle + b`."""
-        Xv = self._check_predict_features(X)
         Z = self._transform(Xv)
         s = Z @ self.coef_
         return np.asarray(s, dtype=np.float64).ravel() + self.intercept_

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from rankwise._validation import Interval, Options
 from rankwise.errors import InputError
-from rankwise.models._torch import (Standardizer, _TorchRanker, check_nonneg_float, check_positive_int, fit_seed)
+from rankwise.models._torch import TORCH_CONSTRAINTS, Standardizer, _TorchRanker
 from rankwise.train.checkpoint import arrays_to_module_state, module_state_to_arrays
 from rankwise.train.history import History
 from rankwise.train.loop import score_padded
@@ -80,21 +81,32 @@ class NeuralRanker(_TorchRanker):
     architecture : {"mlp", "attention"}
     n_heads, n_layers : int
         Attention heads and encoder layers (attention only).
-    epochs, batch_queries, lr, weight_decay, dropout
-        Adam training schedule over minibatches of queries.
+    max_iter : int
+        Epochs over the queries.
+    batch_queries : int
+        Queries per minibatch.
+    learning_rate : float
+        AdamW step size.
+    alpha : float
+        ℓ2 strength, applied as AdamW's decoupled weight decay (Loshchilov & Hutter 2019).
+    dropout : float
+        Dropout probability of the hidden layers.
+
+    (``epochs``, ``lr`` and ``weight_decay`` are the former names of ``max_iter``,
+    ``learning_rate`` and ``alpha``; they still work, with a DeprecationWarning.)
     standardize : bool
         Centre and scale the features on the training rows.
-    eval_metric, early_stopping_rounds, random_state, verbose
+    eval_metric, early_stopping_rounds, random_state, verbose, n_jobs
         As in :class:`~rankwise.models.LinearRanker`.
 
     Notes
     -----
-    ``predict(X)`` of the MLP needs no ``qid``. The attention scorer deviates from the estimator
-    contract (``predict(X)`` without query ids): it scores a document in the context of the other
-    documents of its query, so it needs ``predict(X, qid=qid)`` and refuses ``predict(X)`` with
-    an :class:`~rankwise.errors.InputError` saying so. This is inherent to listwise scoring, not a
-    missing feature; ``score(X, y, qid=qid)``, ``GridSearchCV`` (which routes ``qid``) and
-    save/load work as for every model.
+    ``predict(X)`` of the MLP needs no ``qid``. The attention scorer scores a document in the
+    context of the other documents of its query, so it needs ``predict(X, qid=qid)`` and refuses
+    ``predict(X)`` with an :class:`~rankwise.errors.InputError` saying so. This is inherent to
+    listwise scoring, not a missing feature; ``score(X, y, qid=qid)``, ``GridSearchCV`` (which
+    routes ``qid``) and save/load work as for every model. Sparse ``X`` is accepted (densified
+    per minibatch).
 
     References
     ----------
@@ -104,48 +116,58 @@ class NeuralRanker(_TorchRanker):
     listwise approach. ICML 2007.
     """
 
-    _resume_free_params = ("epochs", "verbose")
+    _resume_free_params = ("max_iter", "verbose", "n_jobs")
+    _deprecated_params = {"epochs": "max_iter", "lr": "learning_rate", "weight_decay": "alpha"}
+    _parameter_constraints = {
+        **TORCH_CONSTRAINTS,
+        "architecture": [Options(*_ARCHS)],
+        "n_heads": [Interval("int", 1)],
+        "n_layers": [Interval("int", 1)],
+        "max_iter": [Interval("int", 1)],
+        "batch_queries": [Interval("int", 1)],
+        "learning_rate": [Interval("real", 0, closed="neither")],
+        "alpha": [Interval("real", 0)],
+        "dropout": [Interval("real", 0, 1, closed="left")],
+    }
 
     def __init__(self, loss="listnet", *, loss_params=None, hidden=(64, 32), architecture="mlp", n_heads=2,
-                 n_layers=1, epochs=30, batch_queries=32, lr=1e-3, weight_decay=0.0, dropout=0.1,
+                 n_layers=1, max_iter=30, batch_queries=32, learning_rate=1e-3, alpha=0.0, dropout=0.1,
                  standardize=True, eval_metric="ndcg@10", early_stopping_rounds=None, random_state=None,
-                 verbose="auto"):
+                 verbose="auto", n_jobs=None, **deprecated):
         self.loss = loss
         self.loss_params = loss_params
         self.hidden = hidden
         self.architecture = architecture
         self.n_heads = n_heads
         self.n_layers = n_layers
-        self.epochs = epochs
+        self.max_iter = max_iter
         self.batch_queries = batch_queries
-        self.lr = lr
-        self.weight_decay = weight_decay
+        self.learning_rate = learning_rate
+        self.alpha = alpha
         self.dropout = dropout
         self.standardize = standardize
         self.eval_metric = eval_metric
         self.early_stopping_rounds = early_stopping_rounds
         self.random_state = random_state
         self.verbose = verbose
+        self.n_jobs = n_jobs
+        self._init_deprecated(deprecated)
+
+    @property
+    def _listwise_predict(self):
+        return self.architecture == "attention"
 
     def _check_params(self):
-        if self.architecture not in _ARCHS:
-            raise InputError(f"architecture must be one of {_ARCHS}; got {self.architecture!r}")
+        self._validate_params()
         try:
             hidden = tuple(int(h) for h in self.hidden)
         except (TypeError, ValueError):
             raise InputError(f"hidden must be a tuple of positive layer widths; got {self.hidden!r}") from None
         if any(h < 1 for h in hidden) or (self.architecture == "attention" and not hidden):
             raise InputError(f"hidden must hold positive widths (attention needs at least one); got {self.hidden!r}")
-        if self.architecture == "attention" and hidden[0] % check_positive_int(self.n_heads, "n_heads"):
+        if self.architecture == "attention" and hidden[0] % int(self.n_heads):
             raise InputError(f"hidden[0]={hidden[0]} must be divisible by n_heads={self.n_heads}")
-        check_positive_int(self.n_layers, "n_layers")
-        check_positive_int(self.epochs, "epochs")
-        check_positive_int(self.batch_queries, "batch_queries")
-        check_nonneg_float(self.lr, "lr", positive=True)
-        check_nonneg_float(self.weight_decay, "weight_decay")
-        d = check_nonneg_float(self.dropout, "dropout")
-        if d >= 1:
-            raise InputError(f"dropout must be in [0, 1); got {self.dropout!r}")
+        self._hidden = hidden
         return hidden
 
     def _build_module(self, n_inputs):
@@ -166,19 +188,25 @@ class NeuralRanker(_TorchRanker):
     def _transform(self, X):
         return Standardizer(self.scaler_mean_, self.scaler_scale_).transform(X)
 
-    def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, checkpoint=None, resume=None):
+    def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, group=None, checkpoint=None, resume=None):
         """Fit on rows ``X`` with labels ``y`` grouped by ``qid`` (or a RankingDataset as ``X``).
 
         ``eval_set=(X_val, y_val, qid_val)`` is scored with ``eval_metric`` after each epoch;
         ``checkpoint=path`` writes the training state after every epoch and ``resume=path``
         continues from it (the result equals an uninterrupted run with the same ``random_state``).
+        ``group`` (query sizes) may replace ``qid``.
         """
+        self._check_params()
+        train, val, metric = self._setup_common(X, y, qid, sample_weight, eval_set, group)
+        with self._torch_threads():
+            return self._fit_validated(train, val, metric, checkpoint, resume)
+
+    def _fit_validated(self, train, val, metric, checkpoint, resume, hooks=None):
         import torch
 
-        self._hidden = self._check_params()
-        train, val, metric = self._setup_common(X, y, qid, sample_weight, eval_set)
         if resume is None:
-            sc = Standardizer.fit(train.X, bool(self.standardize))
+            sc = Standardizer.fit(train.X, bool(self.standardize)) if hooks is None else \
+                Standardizer(*hooks.scaler_stats(train.X, bool(self.standardize)))
             self.scaler_mean_, self.scaler_scale_ = sc.mean, sc.scale
         else:  # the scaler comes from the checkpoint
             from rankwise.models import persistence
@@ -189,41 +217,41 @@ class NeuralRanker(_TorchRanker):
         self.n_features_in_ = train.X.shape[1]
         Z = self._transform(train.X)
         val_in = None if val is None else (self._transform(val.X), val.y, val.offsets, None)
-        wd = float(self.weight_decay)
-        factory = lambda m: torch.optim.AdamW(m.parameters(), lr=float(self.lr), weight_decay=wd)  # noqa: E731
+        wd = float(self.alpha)
+        factory = lambda m: torch.optim.AdamW(m.parameters(), lr=float(self.learning_rate), weight_decay=wd)  # noqa: E731
         threads = torch.get_num_threads()
         try:
             self._fit_minibatch((Z, train.y, train.offsets, train.sample_weight), val_in, metric,
-                                optimizer_factory=factory, penalty_factory=lambda m: None, epochs=int(self.epochs),
+                                optimizer_factory=factory, penalty_factory=lambda m: None, epochs=int(self.max_iter),
                                 batch_queries=int(self.batch_queries), checkpoint=checkpoint, resume=resume,
-                                desc=f"NeuralRanker[{self.architecture}]")
+                                desc=f"NeuralRanker[{self.architecture}]", hooks=hooks)
         finally:
             torch.set_num_threads(threads)
         return self
 
-    def predict(self, X, qid=None):
-        """One score per row (``qid`` is required by the attention architecture only)."""
+    def _predict_rows(self, Xv):
         import torch
 
-        Xv = self._check_predict_features(X)
         Z = self._transform(Xv)
+        with torch.no_grad(), self._torch_threads():
+            out = np.empty(Z.shape[0])
+            for start in range(0, Z.shape[0], 65536):
+                zb = Z[start:start + 65536]
+                xb = torch.from_numpy(np.ascontiguousarray(zb.toarray() if hasattr(zb, "toarray") else zb))
+                out[start:start + 65536] = self.module_(xb, None).double().numpy()
+        return out
+
+    def predict(self, X, *, qid=None):
+        """One score per row (``qid`` is required by the attention architecture only)."""
+        Xv = self._check_predict_features(X)
+        g = self._check_predict_qid(qid, Xv.shape[0])
         if self.architecture == "mlp":
-            with torch.no_grad():
-                out = np.empty(Z.shape[0])
-                for start in range(0, Z.shape[0], 65536):
-                    xb = torch.from_numpy(np.asarray(Z[start:start + 65536]))
-                    out[start:start + 65536] = self.module_(xb, None).double().numpy()
-            return out
-        if qid is None:
+            return self._predict_rows(Xv)
+        if g is None:
             raise InputError("predict(X) got no qid, but NeuralRanker(architecture='attention') scores each "
                              "document in the context of the other documents of its query: call "
                              "predict(X, qid=qid) with one query id per row of X")
-        from rankwise.data.groups import group_by_qid
-
-        q = np.asarray(qid)
-        if q.ndim != 1 or len(q) != Z.shape[0]:
-            raise InputError(f"qid has shape {q.shape} but X has {Z.shape[0]} rows; one query id per row is expected")
-        g = group_by_qid(q, name="qid")
+        Z = self._transform(Xv)
         Zg = Z if g.order is None else Z[g.order]
         s = score_padded(self.module_, Zg, g.offsets)
         if g.order is None:
@@ -233,9 +261,9 @@ class NeuralRanker(_TorchRanker):
         return out
 
     def _predict_input(self, data):
+        self._check_predict_features_only(data.X)
         if self.architecture == "mlp":
-            return self.predict(data.X)
-        self._check_predict_features(data.X)
+            return self._predict_rows(data.X)
         return score_padded(self.module_, self._transform(data.X), data.offsets)
 
     def _get_state(self):
@@ -249,7 +277,7 @@ class NeuralRanker(_TorchRanker):
         return state, arrays
 
     def _set_state(self, state, arrays):
-        self._hidden = self._check_params()
+        self._check_params()
         self.n_features_in_ = int(state["n_features_in_"])
         self.history_ = History(state.get("history", {}))
         for k in ("best_iteration_", "best_score_", "fit_time_"):

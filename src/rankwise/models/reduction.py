@@ -29,13 +29,14 @@ import json
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.stats import rankdata
 
-from rankwise.data.groups import group_by_qid
+from rankwise._validation import Interval, Options, warn_user
 from rankwise.errors import InputError
-from rankwise.models.base import BaseRanker
+from rankwise.metrics.correlation import ideal_positions as _list_ideal_positions
+from rankwise.models.base import BaseRanker, warn_unscaled
 
-__all__ = ["PairwiseReductionRanker", "ideal_positions", "make_pairs", "pair_weights", "pair_features"]
+__all__ = ["PairwiseReductionRanker", "ideal_positions", "make_pairs", "pair_weights", "pair_features",
+           "CLASSIFIERS", "make_classifier"]
 
 _WEIGHTS = ("none", "kemeny", "ndcg")
 _FEATURES = ("difference", "concat")
@@ -47,14 +48,15 @@ def ideal_positions(labels, offsets) -> np.ndarray:
     """σ: 1-based position of each row in its query's ideal ranking (label descending).
 
     Rows with equal labels share the mean of their positions (the expectation over random
-    tie-breaking), so ``σ`` does not depend on the input order.
+    tie-breaking), so ``σ`` does not depend on the input order. Per query this is
+    :func:`rankwise.metrics.correlation.ideal_positions` (the one definition).
     """
     y = np.asarray(labels, dtype=np.float64)
     out = np.empty(len(y), dtype=np.float64)
     for q in range(len(offsets) - 1):
         a, b = offsets[q], offsets[q + 1]
         if b > a:
-            out[a:b] = rankdata(-y[a:b], method="average")
+            out[a:b] = _list_ideal_positions(y[a:b])
     return out
 
 
@@ -193,6 +195,39 @@ def _seed_from(random_state) -> int:
     raise InputError(f"random_state must be an int, a numpy Generator/RandomState or None; got {random_state!r}")
 
 
+def _logistic(random_state=None):
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(max_iter=1000)
+
+
+def _linear_svc(random_state=None):
+    from sklearn.svm import LinearSVC
+
+    return LinearSVC(random_state=random_state)
+
+
+def _lightgbm(random_state=None):
+    from lightgbm import LGBMClassifier
+
+    return LGBMClassifier(random_state=random_state, verbose=-1, n_jobs=1)
+
+
+#: the classifiers a saved PairwiseReductionRanker can hold (saved without pickle: coefficients or
+#: LightGBM model text), by short name -> (scikit-learn class name, factory(random_state)).
+#: Trees, forests and HistGradientBoosting work from Python but cannot be saved.
+CLASSIFIERS = {"logistic": ("LogisticRegression", _logistic), "linear_svc": ("LinearSVC", _linear_svc),
+               "lightgbm": ("LGBMClassifier", _lightgbm)}
+
+
+def make_classifier(name: str, random_state=None):
+    """A classifier of :data:`CLASSIFIERS` by short name (what ``rankwise train --param classifier=`` takes)."""
+    if name not in CLASSIFIERS:
+        raise InputError(f"classifier must be one of {', '.join(CLASSIFIERS)} (the classifiers a saved model can "
+                         f"hold without pickle; others work from the Python API); got {name!r}")
+    return CLASSIFIERS[name][1](random_state)
+
+
 class PairwiseReductionRanker(BaseRanker):
     """Ranker that reduces ranking to weighted binary classification with any scikit-learn classifier.
 
@@ -227,6 +262,11 @@ class PairwiseReductionRanker(BaseRanker):
         Pair rows per classifier call at inference. Pair indices are generated per block of at
         most ``batch_size`` pairs (a long query is split into blocks of rows), so inference memory
         is O(batch_size + n) whatever the list length.
+    standardize : bool
+        Centre and scale every feature on the training rows before forming pairs (scale only for
+        sparse ``X``), so that a scale-sensitive classifier (the default regularised
+        LogisticRegression) sees comparable features; ``predict`` applies the same transform.
+        With ``standardize=False`` and feature scales more than 1e6 apart, ``fit`` warns.
 
     Attributes
     ----------
@@ -236,6 +276,8 @@ class PairwiseReductionRanker(BaseRanker):
     n_features_in_ : int
     random_seed_ : int
         The seed of pair sampling and QuickSort inference (``random_state`` itself when an int).
+    scaler_mean_, scaler_scale_ : ndarray, shape (n_features,)
+        The standardisation (zeros and ones with ``standardize=False``).
 
     References
     ----------
@@ -243,8 +285,18 @@ class PairwiseReductionRanker(BaseRanker):
     N. Ailon and M. Mohri. An efficient reduction of ranking to classification. COLT 2008.
     """
 
+    _parameter_constraints = {
+        "weights": [Options(*_WEIGHTS), "callable"],
+        "pairs": [Options("all"), Interval("int", 1)],
+        "pair_features": [Options(*_FEATURES)],
+        "inference": [Options(*_INFERENCE)],
+        "random_state": ["random_state"],
+        "batch_size": [Interval("int", 1)],
+        "standardize": ["boolean"],
+    }
+
     def __init__(self, estimator=None, *, weights="none", pairs="all", pair_features="difference",
-                 inference="aggregate", random_state=None, batch_size=500_000):
+                 inference="aggregate", random_state=None, batch_size=500_000, standardize=True):
         self.estimator = estimator
         self.weights = weights
         self.pairs = pairs
@@ -252,25 +304,18 @@ class PairwiseReductionRanker(BaseRanker):
         self.inference = inference
         self.random_state = random_state
         self.batch_size = batch_size
+        self.standardize = standardize
+
+    @property
+    def _listwise_predict(self):
+        return True
 
     # -- parameters -----------------------------------------------------------------------------
-    def _validate_params(self):
-        if not (callable(self.weights) or self.weights in _WEIGHTS):
-            raise InputError(f"weights must be one of {_WEIGHTS} or a callable omega(sigma_u, sigma_v); "
-                             f"got {self.weights!r}")
-        if not (self.pairs == "all" if isinstance(self.pairs, str) else (_is_int(self.pairs) and self.pairs >= 1)):
-            raise InputError(f"pairs must be 'all' or a positive integer (pairs sampled per query); got {self.pairs!r}")
-        if self.pair_features not in _FEATURES:
-            raise InputError(f"pair_features must be one of {_FEATURES}; got {self.pair_features!r}")
-        if self.inference not in _INFERENCE:
-            raise InputError(f"inference must be one of {_INFERENCE}; got {self.inference!r}")
-        if not _is_int(self.batch_size) or self.batch_size < 1:
-            raise InputError(f"batch_size must be a positive integer; got {self.batch_size!r}")
+    def _check_params(self):
+        self._validate_params()
         est = self.estimator
         if est is None:
-            from sklearn.linear_model import LogisticRegression
-
-            est = LogisticRegression(max_iter=1000)
+            est = make_classifier("logistic")
         if not hasattr(est, "fit") or not (hasattr(est, "predict") or hasattr(est, "predict_proba")):
             raise InputError(f"estimator must be a scikit-learn classifier (with fit and predict); got {est!r}")
         if self.inference == "quicksort" and not hasattr(est, "predict_proba"):
@@ -278,7 +323,7 @@ class PairwiseReductionRanker(BaseRanker):
                              f"that u precedes the pivot); {type(est).__name__} has none. Use "
                              "inference='aggregate', or a probabilistic classifier (e.g. LogisticRegression, "
                              "or CalibratedClassifierCV around this one)")
-        if self.weights != "none":
+        if not isinstance(self.weights, str) or self.weights != "none":
             from sklearn.utils.validation import has_fit_parameter
 
             if not has_fit_parameter(est, "sample_weight"):
@@ -288,22 +333,29 @@ class PairwiseReductionRanker(BaseRanker):
         return est
 
     # -- fit --------------------------------------------------------------------------------------
-    def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None):
+    def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, group=None):
         """Build the pairs of every query, fit the classifier on them; returns ``self``.
 
         ``sample_weight`` (one per row) multiplies the weight of pair (u, v) by ``w_u · w_v``, as
         the item weights of the pairwise losses do. With ``eval_set`` the validation NDCG@10 of
         the fitted model is kept in ``history_`` (training is one classifier fit: no curve).
+        ``group`` (query sizes) may replace ``qid``.
         """
         from sklearn.base import clone
 
-        est = self._validate_params()
+        from rankwise.models._torch import Standardizer
+
+        est = self._check_params()
         seed = _seed_from(self.random_state)
-        data, val = self._validate_fit(X, y, qid, sample_weight=sample_weight, eval_set=eval_set)
+        data, val = self._validate_fit(X, y, qid, sample_weight=sample_weight, eval_set=eval_set, group=group)
         u, v, yp = make_pairs(data.y, data.offsets, pairs=self.pairs, random_state=seed)
         if len(u) == 0:
             raise InputError("no query has two rows with different labels, so there is no pair to learn from")
-        Xp = pair_features(data.X, u, v, self.pair_features)
+        sc = Standardizer.fit(data.X, bool(self.standardize))
+        self.scaler_mean_, self.scaler_scale_ = sc.mean, sc.scale
+        if not self.standardize:
+            warn_unscaled(data.X, type(self).__name__)
+        Xp = pair_features(self._transform(data.X), u, v, self.pair_features)
         pw = None
         if self.weights != "none":
             sigma = ideal_positions(data.y, data.offsets)
@@ -325,12 +377,19 @@ class PairwiseReductionRanker(BaseRanker):
             self.history_ = {"ndcg@10": [self._validation_ndcg(val)]}
         return self
 
+    def _transform(self, X):
+        from rankwise.models._torch import Standardizer
+
+        mean = getattr(self, "scaler_mean_", None)
+        if mean is None or not self.standardize:
+            return X
+        return Standardizer(mean, self.scaler_scale_).transform(X)
+
     def _validation_ndcg(self, val) -> float:
         from rankwise.metrics import ndcg
 
-        kw = {"qid": val.qids[np.repeat(np.arange(val.n_queries), np.diff(val.offsets))]}
-        scores = self.predict(val.X, **kw) if self.inference == "quicksort" else self.predict(val.X)
-        return float(ndcg(scores, val.y, k=10, **kw))
+        qidx = np.repeat(np.arange(val.n_queries), np.diff(val.offsets))
+        return float(ndcg(self._scores_grouped(val.X, val.offsets), val.y, k=10, qid=qidx))
 
     # -- pair evaluation ----------------------------------------------------------------------------
     def _pos_column(self):
@@ -440,6 +499,7 @@ class PairwiseReductionRanker(BaseRanker):
         return (np.repeat(sizes, sizes) - position).astype(np.float64)
 
     def _scores_grouped(self, X, offsets):
+        X = self._transform(X)
         if self.inference == "quicksort":
             if not hasattr(self.estimator_, "predict_proba"):
                 raise InputError(f"inference='quicksort' needs predict_proba; {type(self.estimator_).__name__} has none")
@@ -447,27 +507,33 @@ class PairwiseReductionRanker(BaseRanker):
         return self._aggregate(X, offsets)
 
     def _predict_input(self, data):
+        self._check_predict_features_only(data.X)
         return self._scores_grouped(data.X, data.offsets)
 
     def predict(self, X, *, qid=None):
         """Scores whose order within each query is the predicted ranking.
 
         ``qid`` groups the rows into queries (pairs are formed within a query). Without it, all
-        rows form one list (allowed for ``"aggregate"`` only: ``"quicksort"`` returns positions,
-        which are meaningful only within a query). With ``"quicksort"`` the score of a row is
-        ``n_q − position`` (position 0 = top), so sorting by score gives the QuickSort order.
+        rows form one list: allowed for ``"aggregate"`` on a single query, with a ``UserWarning``
+        when there are several rows, since scores then compare every row with every other row
+        (other scores than per query, and quadratic in the number of rows); ``"quicksort"``
+        refuses it (positions are meaningful only within a query). With ``"quicksort"`` the
+        score of a row is ``n_q − position`` (position 0 = top), so sorting by score gives the
+        QuickSort order.
         """
         Xv = self._check_predict_features(X)
         n = Xv.shape[0]
-        if qid is None:
+        g = self._check_predict_qid(qid, n)
+        if g is None:
             if self.inference == "quicksort":
                 raise InputError("predict with inference='quicksort' needs qid= (one query id per row): "
                                  "the order is built within each query")
+            if n > 2:
+                warn_user(f"PairwiseReductionRanker.predict(X) got no qid, so all {n} rows are scored as ONE query "
+                          "(every row compared with every other: other scores than per query, and quadratic time). "
+                          "If X holds several queries, call predict(X, qid=qid); for one query, pass qid to "
+                          "silence this warning")
             return self._scores_grouped(Xv, np.array([0, n], dtype=np.int64))
-        qarr = np.asarray(qid)
-        if qarr.ndim != 1 or len(qarr) != n:
-            raise InputError(f"qid has shape {qarr.shape} but X has {n} rows; one query id per row is expected")
-        g = group_by_qid(qarr)
         if g.order is None:
             return self._scores_grouped(Xv, g.offsets)
         grouped = self._scores_grouped(Xv[g.order], g.offsets)
@@ -500,11 +566,14 @@ class PairwiseReductionRanker(BaseRanker):
         state = {"n_features_in_": self.n_features_in_, "n_pairs_": self.n_pairs_, "estimator_class": name,
                  "classes": [int(c) for c in est.classes_], "random_seed_": self.random_seed_,
                  "history_": {k: [float(v) for v in vals] for k, vals in getattr(self, "history_", {}).items()}}
+        scaler = {"scaler_mean_": np.asarray(self.scaler_mean_, dtype=np.float64),
+                  "scaler_scale_": np.asarray(self.scaler_scale_, dtype=np.float64)}
         if name in ("LogisticRegression", "LinearSVC"):
-            return state, {"coef": np.asarray(est.coef_), "intercept": np.atleast_1d(np.asarray(est.intercept_))}
+            return state, {"coef": np.asarray(est.coef_), "intercept": np.atleast_1d(np.asarray(est.intercept_)),
+                           **scaler}
         if name == "LGBMClassifier":
             text = est.booster_.model_to_string()
-            return state, {"lightgbm_model": np.frombuffer(text.encode("utf-8"), dtype=np.uint8).copy()}
+            return state, {"lightgbm_model": np.frombuffer(text.encode("utf-8"), dtype=np.uint8).copy(), **scaler}
         raise InputError(f"cannot save a PairwiseReductionRanker around {name}: only LogisticRegression, LinearSVC "
                          "and LGBMClassifier are saved without pickle (coefficients / LightGBM model text). "
                          "Other scikit-learn classifiers can only be pickled, which rankwise does not do")
@@ -516,8 +585,7 @@ class PairwiseReductionRanker(BaseRanker):
         if name in ("LogisticRegression", "LinearSVC"):
             from sklearn.base import clone
 
-            est = (_estimator_from_spec({"class": name, "params": {"max_iter": 1000}}) if self.estimator is None
-                   else clone(self.estimator))
+            est = make_classifier("logistic") if self.estimator is None else clone(self.estimator)
             est.coef_ = np.asarray(arrays["coef"])  # dtype kept: float32 pairs give float32 coefficients
             est.intercept_ = np.asarray(arrays["intercept"])
             est.classes_ = classes
@@ -534,12 +602,18 @@ class PairwiseReductionRanker(BaseRanker):
             raise InputError(f"cannot load a PairwiseReductionRanker around {name!r}")
         self.estimator_ = est
         self.n_features_in_ = int(state["n_features_in_"])
+        d = self.n_features_in_
+        self.scaler_mean_ = np.asarray(arrays.get("scaler_mean_", np.zeros(d)), dtype=np.float64)
+        self.scaler_scale_ = np.asarray(arrays.get("scaler_scale_", np.ones(d)), dtype=np.float64)
+        if self.scaler_mean_.shape != (d,) or self.scaler_scale_.shape != (d,) or \
+                not (np.all(np.isfinite(self.scaler_mean_)) and np.all(self.scaler_scale_ > 0)):
+            raise ValueError(f"scaler arrays must be finite with shape ({d},) and positive scales")
         self.n_pairs_ = int(state["n_pairs_"])
         seed = state.get("random_seed_", self.random_state if _is_int(self.random_state) else None)
         self.random_seed_ = None if seed is None else int(seed)
 
 
-_SAVEABLE = ("LogisticRegression", "LinearSVC", "LGBMClassifier")
+_SAVEABLE = tuple(cls for cls, _ in CLASSIFIERS.values())
 
 
 def _estimator_spec(est):
@@ -558,15 +632,10 @@ def _estimator_spec(est):
 def _estimator_from_spec(spec):
     name = spec.get("class")
     params = spec.get("params", {})
-    if name == "LogisticRegression":
-        from sklearn.linear_model import LogisticRegression as cls
-    elif name == "LinearSVC":
-        from sklearn.svm import LinearSVC as cls
-    elif name == "LGBMClassifier":
-        from lightgbm import LGBMClassifier as cls
-    else:
+    factory = next((f for cls, f in CLASSIFIERS.values() if cls == name), None)
+    if factory is None:
         raise InputError(f"unknown estimator class {name!r} in model file; known: {', '.join(_SAVEABLE)}")
-    return cls(**params)
+    return type(factory())(**params)
 
 
 class _LightGBMPairClassifier:

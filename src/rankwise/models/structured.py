@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from rankwise._validation import Interval, Options
 from rankwise.errors import InputError
-from rankwise.models.base import BaseRanker
+from rankwise.models.base import BaseRanker, warn_unscaled
 
 __all__ = ["StructuredHingeRanker"]
 
@@ -38,24 +39,26 @@ class StructuredHingeRanker(BaseRanker):
 
     .. math::
 
-        \\min_w \\; \\frac{1}{2C} \\lVert w \\rVert^2 + \\frac{1}{m} \\sum_{q=1}^m
+        \\min_w \\; \\frac{\\alpha}{2} \\lVert w \\rVert^2 + \\frac{1}{m} \\sum_{q=1}^m
         \\max_{v \\in V} \\Big[ \\Delta(v, y_q) + \\sum_i (v_i - \\rho_{q,i}) \\langle w, x_{q,i} \\rangle \\Big]
 
     Each step takes one query, finds ``v*`` exactly (:func:`~rankwise.losses.structured.ndcg_hinge_argmax`,
     :func:`~rankwise.losses.structured.multivariate_hinge_argmax`; the Kendall hinge needs none) and moves along
-    ``−(w/C + X_q^T (v* − ρ))`` with step ``learning_rate/√t``; the returned ``w`` is the
-    average of the iterates (online-to-batch conversion).
+    ``−(αw + X_q^T (v* − ρ))`` with step ``learning_rate/√t``; the returned ``w`` is the
+    average of the iterates (online-to-batch conversion). By default the features are
+    standardised on the training rows first (``x ↦ (x − μ)/σ``) and the learned ``w`` is mapped
+    back, so ``coef_`` and ``intercept_`` apply to raw features.
 
     Parameters
     ----------
     measure : str
         ``"ndcg@10"``, ``"ndcg"``, ``"precision@5"``, ``"recall@5"``, ``"f1"``, ``"accuracy"``,
         ``"kendall"`` (any cutoff).
-    C : float
-        Inverse regularisation strength.
+    alpha : float
+        ℓ2 regularisation strength :math:`\\alpha` (formerly ``C = 1/alpha``).
     solver : {"sgd"}
-    n_epochs : int
-        Passes over the queries (shuffled each epoch).
+    max_iter : int
+        Passes over the queries (shuffled each epoch; formerly ``n_epochs``).
     learning_rate : float
         Base step size η₀.
     gain : {"exp2", "linear"}
@@ -67,6 +70,13 @@ class StructuredHingeRanker(BaseRanker):
         precision@k, ``"le"`` for recall@k, ``"any"`` for F1 and accuracy. Must be None for the
         NDCG and Kendall hinges.
     random_state : int, Generator or None
+    standardize : bool
+        Centre and scale the features on the training rows before the subgradient steps (the
+        step size and ``alpha`` then mean the same on every data set). With
+        ``standardize=False`` and feature scales more than 1e6 apart, ``fit`` warns.
+
+    (``C`` and ``n_epochs`` are the former names of ``1/alpha`` and ``max_iter``; they still work,
+    with a DeprecationWarning.)
 
     Attributes
     ----------
@@ -90,48 +100,64 @@ class StructuredHingeRanker(BaseRanker):
     §14.5 (SGD for convex Lipschitz losses). Cambridge University Press, 2014.
     """
 
-    def __init__(self, measure="ndcg@10", *, C=1.0, solver="sgd", n_epochs=20, learning_rate=0.1,
-                 gain="exp2", constraint=None, random_state=None):
+    _deprecated_params = {"C": ("alpha", lambda c: 1.0 / c if isinstance(c, (int, float)) and c > 0 else c),
+                          "n_epochs": "max_iter"}
+    _parameter_constraints = {
+        "alpha": [Interval("real", 0, closed="neither")],
+        "solver": [Options("sgd")],
+        "max_iter": [Interval("int", 1)],
+        "learning_rate": [Interval("real", 0, closed="neither")],
+        "gain": [Options("exp2", "linear")],
+        "random_state": ["random_state"],
+        "standardize": ["boolean"],
+    }
+
+    def __init__(self, measure="ndcg@10", *, alpha=1.0, solver="sgd", max_iter=20, learning_rate=0.1,
+                 gain="exp2", constraint=None, random_state=None, standardize=True, **deprecated):
         self.measure = measure
-        self.C = C
+        self.alpha = alpha
         self.solver = solver
-        self.n_epochs = n_epochs
+        self.max_iter = max_iter
         self.learning_rate = learning_rate
         self.gain = gain
         self.constraint = constraint
         self.random_state = random_state
+        self.standardize = standardize
+        self._init_deprecated(deprecated)
 
-    def _validate_params(self):
+    def _check_params(self):
         from rankwise.losses.structured import resolve_constraint, resolve_measure
 
         spec = resolve_measure(self.measure)
-        if self.solver != "sgd":
-            raise InputError(f"solver must be 'sgd'; got {self.solver!r}")
-        for name in ("C", "learning_rate"):
-            val = getattr(self, name)
-            if isinstance(val, bool) or not isinstance(val, (int, float, np.floating, np.integer)) \
-                    or not np.isfinite(val) or val <= 0:
-                raise InputError(f"{name} must be a positive finite number; got {val!r}")
-        if isinstance(self.n_epochs, bool) or not isinstance(self.n_epochs, (int, np.integer)) or self.n_epochs < 1:
-            raise InputError(f"n_epochs must be a positive integer; got {self.n_epochs!r}")
-        if self.gain not in ("exp2", "linear"):
-            raise InputError(f"gain must be 'exp2' or 'linear'; got {self.gain!r}")
+        self._validate_params()
         return spec, resolve_constraint(spec, self.constraint)
 
-    def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None):
+    def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, group=None):
         """Fit ``w`` on rows ``X`` with labels ``y`` grouped by ``qid``; returns ``self``.
 
         ``sample_weight`` (one per row): a query's subgradient is scaled by the mean weight of its
         rows. With ``eval_set`` the validation NDCG@10 of the averaged iterate is recorded per
-        epoch in ``history_`` (next to the training surrogate, ``history_["loss"]``).
+        epoch in ``history_`` (next to the training surrogate, ``history_["loss"]``). ``group``
+        (query sizes) may replace ``qid``.
         """
         from rankwise.losses.structured import structured_hinge
 
-        spec, constraint = self._validate_params()
-        data, val = self._validate_fit(X, y, qid, sample_weight=sample_weight, eval_set=eval_set)
+        spec, constraint = self._check_params()
+        data, val = self._validate_fit(X, y, qid, sample_weight=sample_weight, eval_set=eval_set, group=group)
         Xd = data.X.toarray() if hasattr(data.X, "toarray") else data.X
         Xd = np.asarray(Xd, dtype=np.float64)
         use_bias = spec.family == "multivariate" and constraint != "eq"
+        mean, scale = np.zeros(Xd.shape[1]), np.ones(Xd.shape[1])
+        if self.standardize:
+            # Without an intercept the hinge depends on score differences only (Σ(v_i − ρ_i) = 0),
+            # so centring would change nothing but the offset: scale only, keep intercept_ = 0.
+            if use_bias:
+                mean = Xd.mean(axis=0)
+            scale = np.sqrt(((Xd - mean) ** 2).mean(axis=0))
+            scale = np.where(scale > 1e-12, scale, 1.0)
+            Xd = (Xd - mean) / scale
+        else:
+            warn_unscaled(Xd, type(self).__name__)
         if use_bias:
             Xd = np.hstack([Xd, np.ones((Xd.shape[0], 1))])
         if spec.family == "ndcg" and self.gain == "exp2" and np.any(data.y < 0):
@@ -156,10 +182,16 @@ class StructuredHingeRanker(BaseRanker):
         self.history_ = {"epoch": [], "loss": []} if val is None else {"epoch": [], "loss": [], "ndcg@10": []}
         w = np.zeros(n_feat)
         w_avg = np.zeros(n_feat)
-        lam = 1.0 / float(self.C)
+        lam = float(self.alpha)
         t = 0
         self.train_loss_ = []
-        for _ in range(int(self.n_epochs)):
+
+        def raw(w):  # coefficients and intercept on the raw features: <w, (x - mean)/scale> + b
+            coef, b = (w[:-1], float(w[-1])) if use_bias else (w, 0.0)
+            coef = coef / scale
+            return coef, b - float(coef @ mean)
+
+        for _ in range(int(self.max_iter)):
             for q in rng.permutation(useful):
                 t += 1
                 Xq = Xd[off[q]:off[q + 1]]
@@ -174,20 +206,16 @@ class StructuredHingeRanker(BaseRanker):
             self.history_["epoch"].append(len(self.train_loss_))
             self.history_["loss"].append(self.train_loss_[-1])
             if val is not None:
-                self.history_["ndcg@10"].append(self._validation_ndcg(val, w_avg, use_bias))
-        if use_bias:
-            self.coef_, self.intercept_ = w_avg[:-1].copy(), float(w_avg[-1])
-        else:
-            self.coef_, self.intercept_ = w_avg, 0.0
+                self.history_["ndcg@10"].append(self._validation_ndcg(val, *raw(w_avg)))
+        self.coef_, self.intercept_ = raw(w_avg)
         self.n_iter_ = t
         self.n_features_in_ = data.X.shape[1]
         return self
 
     @staticmethod
-    def _validation_ndcg(val, w, use_bias) -> float:
+    def _validation_ndcg(val, coef, b) -> float:
         from rankwise.metrics import ndcg
 
-        coef, b = (w[:-1], w[-1]) if use_bias else (w, 0.0)
         scores = np.asarray(val.X @ coef, dtype=np.float64).ravel() + b
         qid = np.repeat(np.arange(val.n_queries), np.diff(val.offsets))
         return float(ndcg(scores, val.y, qid=qid, k=10))
@@ -206,7 +234,6 @@ class StructuredHingeRanker(BaseRanker):
         self.history_ = {k: list(v) for k, v in state.get("history_", {}).items()}
         self.n_features_in_ = int(state["n_features_in_"])
 
-    def predict(self, X):
+    def _predict_rows(self, Xv):
         """Scores ``⟨w, x_i⟩ + intercept`` (higher ranks first)."""
-        Xv = self._check_predict_features(X)
         return np.asarray(Xv @ self.coef_, dtype=np.float64).ravel() + self.intercept_

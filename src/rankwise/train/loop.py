@@ -8,6 +8,62 @@ from rankwise.train.batching import gather_padded, query_batches
 from rankwise.train.progress import Progress
 
 
+class TrainingHooks:
+    """How :func:`run_epochs` talks to the world around one process; the defaults train alone.
+
+    A distributed trainer (:mod:`rankwise.distributed.ddp`) subclasses it and passes it to the
+    model's own loop (``model.fit_with_hooks(train, hooks)``) instead of re-implementing the loop:
+
+    - :attr:`seed` — the seed of the schedule, the initial weights and the feature map;
+    - :meth:`scaler_stats` — feature means and scales for standardisation;
+    - :meth:`wrap` — the module used for the training forward pass (e.g. a
+      ``DistributedDataParallel`` wrapper, whose backward averages the gradients over ranks);
+    - :meth:`batches` — the minibatch schedule: ``(local query indices, divisor)`` pairs; the
+      loss of a step is the summed loss of its local queries divided by the divisor;
+    - :meth:`empty_batch_loss` — the loss of a step in which this process owns no query;
+    - :meth:`reduce_sum` and :meth:`n_queries` — the epoch's training objective over all processes;
+    - :attr:`check_gradients` — check the (synchronised) gradients for NaN/inf after backward
+      rather than the local loss before it, so that every process stops together;
+    - :attr:`verbose` — False silences the progress bar (ranks other than 0).
+    """
+
+    check_gradients = False
+
+    def __init__(self, seed: int, verbose=None):
+        self.seed = int(seed)
+        self.verbose = verbose
+
+    def scaler_stats(self, X, enabled: bool):
+        """Per-feature ``(mean, scale)``; centring only for dense ``X`` (as the models' Standardizer)."""
+        import scipy.sparse as sp
+
+        d = X.shape[1]
+        if not enabled:
+            return np.zeros(d), np.ones(d)
+        if sp.issparse(X):
+            mean, scale = np.zeros(d), np.sqrt(np.asarray(X.multiply(X).mean(axis=0)).ravel())
+        else:
+            Xd = np.asarray(X, dtype=np.float64)
+            mean, scale = Xd.mean(axis=0), Xd.std(axis=0)
+        return mean, np.where(scale > 1e-12, scale, 1.0)
+
+    def wrap(self, module):
+        return module
+
+    def batches(self, offsets, batch_queries: int, rng):
+        for qs in query_batches(offsets, batch_queries, rng=rng):
+            yield qs, len(qs)
+
+    def empty_batch_loss(self, module, n_features: int):
+        raise AssertionError("the single-process schedule has no empty batch")
+
+    def reduce_sum(self, value: float) -> float:
+        return value
+
+    def n_queries(self, offsets) -> int:
+        return max(int(np.count_nonzero(np.diff(offsets) > 0)), 1)
+
+
 def resolve_loss(loss, loss_params: dict | None):
     """A callable ``f(scores, labels, where, weights) -> summed loss`` from a name or a function.
 
@@ -28,13 +84,19 @@ def resolve_loss(loss, loss_params: dict | None):
         raise InputError(f"loss must be a rankwise loss name (see rankwise.losses.REGISTRY) or a callable; "
                          f"got {type(loss).__name__}")
     params = check_hyper(fn, loss_params, loss=name, param="loss_params")
+    return _SummedLoss(fn, params)
 
-    def call(scores, labels, where, weights=None):
+
+class _SummedLoss:
+    """``f(scores, labels, where, weights) -> summed loss`` (a class, not a closure: models stay picklable)."""
+
+    def __init__(self, fn, params: dict):
+        self.fn, self.params = fn, params
+
+    def __call__(self, scores, labels, where, weights=None):
         if weights is None:
-            return fn(scores, labels, where=where, reduction="sum", **params)
-        return fn(scores, labels, where=where, weights=weights, reduction="sum", **params)
-
-    return call
+            return self.fn(scores, labels, where=where, reduction="sum", **self.params)
+        return self.fn(scores, labels, where=where, weights=weights, reduction="sum", **self.params)
 
 
 def epoch_seed(seed: int, epoch: int) -> int:
@@ -77,7 +139,7 @@ def train_loss_sum(module, loss_fn, X, y, offsets, weights, *, batch_queries: in
 def run_epochs(*, module, optimizer, loss_fn, train, val, metric, epochs: int, batch_queries: int, seed: int,
                stopper, history, start_epoch: int = 0, verbose="auto", desc: str = "fit",
                penalty=None, before_eval=None, after_eval=None, checkpoint_fn=None, best_state=None,
-               score_fn=None):
+               score_fn=None, hooks: TrainingHooks | None = None):
     """Train ``module`` for ``epochs`` epochs over minibatches of whole queries.
 
     ``train``/``val`` are ``(X, y, offsets, weights)`` tuples (``val`` may be None). After each
@@ -86,35 +148,47 @@ def run_epochs(*, module, optimizer, loss_fn, train, val, metric, epochs: int, b
     and the module state of the best epoch is kept. ``before_eval``/``after_eval`` bracket
     evaluation (OGD swaps in its averaged iterate there). ``checkpoint_fn(epoch, best_state)`` is
     called after each epoch. Returns the best module state (None without early stopping: a
-    validation set alone only records the curve, the final state is the model).
+    validation set alone only records the curve, the final state is the model). ``hooks``
+    (:class:`TrainingHooks`) adapts the loop to data-parallel training; None trains alone.
     """
     import torch
 
+    hooks = hooks if hooks is not None else TrainingHooks(seed)
+    if hooks.verbose is not None:
+        verbose = hooks.verbose
     X, y, offsets, weights = train
-    n_q = max(int(np.count_nonzero(np.diff(offsets) > 0)), 1)
+    n_q = hooks.n_queries(offsets)
     score_fn = score_fn or (lambda Xs, offs: score_padded(module, Xs, offs))
+    forward = hooks.wrap(module)
     with Progress(epochs, desc=desc, verbose=verbose, initial=start_epoch) as bar:
         for epoch in range(start_epoch, epochs):
             es = epoch_seed(seed, epoch)
             rng = np.random.default_rng(es)
             torch.manual_seed(es)
-            module.train()
-            for qs in query_batches(offsets, batch_queries, rng=rng):
-                Xb, yb, wb, where, _ = gather_padded(X, y, offsets, qs, weights)
+            forward.train()
+            for qs, divisor in hooks.batches(offsets, batch_queries, rng):
                 optimizer.zero_grad(set_to_none=True)
-                s = module(torch.from_numpy(Xb), torch.from_numpy(where))
-                loss = loss_fn(s, torch.from_numpy(yb).to(s.dtype), torch.from_numpy(where),
-                               None if wb is None else torch.from_numpy(wb).to(s.dtype)) / len(qs)
+                if len(qs):
+                    Xb, yb, wb, where, _ = gather_padded(X, y, offsets, qs, weights)
+                    s = forward(torch.from_numpy(Xb), torch.from_numpy(where))
+                    loss = loss_fn(s, torch.from_numpy(yb).to(s.dtype), torch.from_numpy(where),
+                                   None if wb is None else torch.from_numpy(wb).to(s.dtype)) / divisor
+                else:  # this process owns none of the batch's queries (data-parallel training)
+                    loss = hooks.empty_batch_loss(forward, X.shape[1])
                 if penalty is not None:
                     loss = loss + penalty()
-                if not torch.isfinite(loss):
+                if not hooks.check_gradients and not torch.isfinite(loss):
                     raise TrainingDivergedError(f"training loss became {float(loss)} at epoch {epoch}; "
                                                 "lower the learning rate or standardise the features")
                 loss.backward()
+                if hooks.check_gradients and not all(bool(torch.isfinite(p.grad).all())
+                                                     for p in module.parameters() if p.grad is not None):
+                    raise TrainingDivergedError(f"the gradient became non-finite at epoch {epoch}; "
+                                                "lower the learning rate or standardise the features")
                 optimizer.step()
             if before_eval is not None:
                 before_eval()
-            objective = train_loss_sum(module, loss_fn, X, y, offsets, weights) / n_q
+            objective = hooks.reduce_sum(train_loss_sum(module, loss_fn, X, y, offsets, weights)) / n_q
             record = {"epoch": epoch, "loss": objective}
             stop = False
             if val is not None:
