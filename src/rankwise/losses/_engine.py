@@ -132,50 +132,36 @@ def _ideal_dcg(g, k):
 
 
 @njit(cache=True, nogil=True)
-def _order_desc(s):
-    """Stable descending order of scores (input order breaks ties) and 1-based ranks."""
-    order = np.argsort(-s, kind="mergesort")
-    rank = np.empty(len(s))
-    for p in range(len(s)):
-        rank[order[p]] = p + 1.0
-    return order, rank
-
-
-# ------------------------------------------------------------------------------------ pair forms
-
-
-@njit(cache=True, nogil=True)
-def _pair_weight(scheme, i, j, y, g, rank, mu):
-    """Weight of the pair (i, j) with y_i > y_j before item weights and the 1/maxDCG factor."""
-    if scheme == W_NONE:
-        return 1.0
-    if scheme == W_LABEL:
-        return y[i] - y[j]
-    dg = abs(g[i] - g[j])
-    if scheme == W_NDCG or scheme == W_LL_LAMBDARANK:
-        return dg * abs(_inv_log2p1(rank[i]) - _inv_log2p1(rank[j]))
-    if scheme == W_LL_NDCG1:
-        return g[i] * _inv_log2p1(rank[i])
-    k = max(abs(rank[i] - rank[j]), 1.0)
-    delta = abs(_inv_log2p1(k) - _inv_log2p1(k + 1.0))
-    if scheme == W_LL_NDCG2:
-        return delta * dg
-    # NDCG-Loss2++: mu * NDCG-Loss2 + LambdaRank
-    return mu * delta * dg + dg * abs(_inv_log2p1(rank[i]) - _inv_log2p1(rank[j]))
-
-
-@njit(cache=True, nogil=True)
 def _uses_gains(scheme):
     return scheme == W_NDCG or (W_LL_NDCG2 <= scheme <= W_LL_NDCG2PP)
 
 
 @njit(cache=True, nogil=True)
-def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, g, h):
-    """One query of a pair-form loss: returns its value and fills g, h (zeroed by the caller).
+def _phi_fast(kind, d, sigma, scale):
+    """``_phi`` with one exponential per call for the logistic (the hot path of the pair loops)."""
+    if kind != PHI_LOGISTIC:
+        return _phi(kind, d, sigma, scale)
+    x = -sigma * d
+    e = math.exp(-abs(x))
+    inv = 1.0 / (1.0 + e)
+    sx = inv if x >= 0.0 else e * inv  # sigmoid(x)
+    sxc = e * inv if x >= 0.0 else inv  # sigmoid(-x)
+    f = x if x > 20.0 else max(x, 0.0) + math.log1p(e)  # torch's softplus (linear beyond 20)
+    d1 = 1.0 if x > 20.0 else sx
+    return scale * f, -sigma * scale * d1, sigma * sigma * scale * sx * sxc
 
-    Pairs: y_i > y_j (``W_OP``: every ordered pair i != j, weight v_i), visited from
-    the score order so that with ``trunc`` > 0 only pairs with an item in the top ``trunc``
-    positions are seen."""
+
+@njit(cache=True, nogil=True)
+def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, g, h):
+    """One query of a pair-form loss: returns (value, counts) and fills g, h (zeroed by the caller).
+
+    Pairs: y_i > y_j (``W_OP``: every ordered pair i != j, weight v_i), visited in the order of
+    the scores (items copied into score order once, so the loops run over contiguous memory), so
+    that with ``trunc`` > 0 only pairs with an item in the top ``trunc`` positions are seen. The
+    weight of a pair (i above j in the label order) before item weights and 1/maxDCG:
+    ``W_NDCG``/``W_LL_LAMBDARANK``: |G_i - G_j| |1/D_i - 1/D_j|; ``W_LL_NDCG1``: G_i / D_i;
+    ``W_LL_NDCG2``: δ(|r_i - r_j|) |G_i - G_j|; ``W_LL_NDCG2PP``: μ NDCG2 + LambdaRank;
+    ``W_LABEL``: y_i - y_j; ``W_NONE``: 1."""
     n = len(s)
     if n < 2:
         return 0.0, False
@@ -187,51 +173,81 @@ def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, g,
                 break
     if not ok:
         return 0.0, False
-    order, rank = _order_desc(s)
-    gains = np.empty(0)
+    order = np.argsort(-s, kind="mergesort")  # stable: input order breaks ties
+    ss = np.empty(n)
+    ys = np.empty(n)
+    ws = np.empty(n)
+    vs = np.empty(n)
+    for p in range(n):
+        ss[p] = s[order[p]]
+        ys[p] = y[order[p]]
+        ws[p] = w[order[p]]
+        vs[p] = v[order[p]]
+    gs = np.zeros(n)
+    hs = np.zeros(n)
     inv_idcg = 1.0
+    gain = np.empty(0)
+    inv_d = np.empty(0)
+    delta = np.empty(0)
     if _uses_gains(scheme):
-        gains = _gains(y, exp2)
-        idcg = _ideal_dcg(gains, trunc)
+        gain = _gains(ys, exp2)
+        idcg = _ideal_dcg(gain, trunc)
         if not idcg > 0.0:
             return 0.0, True
         inv_idcg = 1.0 / idcg
-    all_equal = s[order[0]] == s[order[n - 1]]
+        inv_d = np.empty(n)
+        delta = np.empty(n + 1)
+        for p in range(n):
+            inv_d[p] = 1.0 / math.log2(2.0 + p)
+        for k in range(1, n + 1):
+            delta[k] = abs(1.0 / math.log2(1.0 + k) - 1.0 / math.log2(2.0 + k))
+    all_equal = ss[0] == ss[n - 1]
     top = n if trunc <= 0 else min(trunc, n)
     value = 0.0
     sum_lambda = 0.0
     for p in range(top):
-        a = order[p]
         for q in range(p + 1, n):
-            b = order[q]
             for side in range(2):
                 if scheme == W_OP:
-                    i, j = (a, b) if side == 0 else (b, a)
-                    wt = v[i] * w[i] * w[j]
+                    i, j = (p, q) if side == 0 else (q, p)
+                    wt = vs[i] * ws[i] * ws[j]
                 else:
-                    if side == 1 or y[a] == y[b]:
+                    if side == 1 or ys[p] == ys[q]:
                         continue
-                    i, j = (a, b) if y[a] > y[b] else (b, a)
-                    wt = w[i] * w[j] * _pair_weight(scheme, i, j, y, gains, rank, mu) * inv_idcg
+                    i, j = (p, q) if ys[p] > ys[q] else (q, p)
+                    wt = ws[i] * ws[j]
+                    if scheme == W_LABEL:
+                        wt *= ys[i] - ys[j]
+                    elif scheme != W_NONE:
+                        dg = abs(gain[i] - gain[j])
+                        if scheme == W_NDCG or scheme == W_LL_LAMBDARANK:
+                            wt *= dg * abs(inv_d[i] - inv_d[j])
+                        elif scheme == W_LL_NDCG1:
+                            wt *= gain[i] * inv_d[i]
+                        elif scheme == W_LL_NDCG2:
+                            wt *= delta[q - p] * dg
+                        else:
+                            wt *= mu * delta[q - p] * dg + dg * abs(inv_d[i] - inv_d[j])
+                        wt *= inv_idcg
                 if wt == 0.0:
                     continue
-                d = s[i] - s[j]
+                d = ss[i] - ss[j]
                 if norm and not all_equal:
                     wt = wt / (0.01 + abs(d))
-                f, d1, d2 = _phi(phi, d, sigma, scale)
+                f, d1, d2 = _phi_fast(phi, d, sigma, scale)
                 value += wt * f
-                g[i] += wt * d1
-                g[j] -= wt * d1
-                h[i] += wt * d2
-                h[j] += wt * d2
+                gs[i] += wt * d1
+                gs[j] -= wt * d1
+                hs[i] += wt * d2
+                hs[j] += wt * d2
                 sum_lambda += 2.0 * abs(wt * d1)
+    factor = 1.0
     if norm and sum_lambda > 0.0:
         factor = math.log2(1.0 + sum_lambda) / sum_lambda
-        for i in range(n):
-            g[i] *= factor
-            h[i] *= factor
-        value *= factor
-    return value, True
+    for p in range(n):
+        g[order[p]] = gs[p] * factor
+        h[order[p]] = hs[p] * factor
+    return value * factor, True
 
 
 @njit(cache=True, nogil=True)
