@@ -43,17 +43,19 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "bench_training.md"
 
 # objective -> loss_params; the ΔNDCG/LambdaLoss pair objectives first
+LAMBDAMART = {"pair_weights": "delta_ndcg", "truncation_level": 30, "norm": True}
 OBJECTIVES = [
     ("native:lambdarank", None),
-    ("ranknet", {"pair_weights": "delta_ndcg", "truncation_level": 30, "norm": True}),
+    ("ranknet", LAMBDAMART),
     ("ranknet", {"pair_weights": "delta_ndcg"}),
     ("lambdaloss", None),
-    ("lambdaloss", {"weighting": "ndcg2pp", "truncation_level": 30, "norm": True}),
-    ("lambdaloss", {"weighting": "lambdarank", "truncation_level": 30, "norm": True}),
+    ("lambdaloss", {"weighting": "ndcg2pp", "mu": 1.0, "truncation_level": 30, "norm": True}),
     ("listnet", None),
     ("listmle", None),
     ("pointwise_squared", None),
 ]
+# the quality runs (each up to 300 rounds): a subset, to keep the run within the machine's budget
+QUALITY = [OBJECTIVES[i] for i in (0, 1, 3, 4, 5, 7)]
 PAIR = ("ranknet", "lambdaloss", "pairwise_hinge", "rankboost")
 
 
@@ -233,105 +235,129 @@ def scaling(row_counts, losses, threads=1):
 # ----------------------------------------------------------------------------------- main
 
 
+class Report:
+    """The results file, rewritten after every section (a run cut short keeps what it measured)."""
+
+    def __init__(self, lines):
+        self.lines = list(lines)
+
+    def guard(self, title, fn):
+        """Run one section; an exception is written into the report instead of losing the run."""
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - a benchmark reports, it does not stop
+            import traceback
+
+            self.add([f"### {title}: FAILED", "", "```", traceback.format_exc()[-1500:], "```", ""])
+            print(exc, file=sys.stderr)
+
+    def add(self, lines):
+        self.lines += list(lines)
+        OUT.parent.mkdir(parents=True, exist_ok=True)
+        OUT.write_text("\n".join(self.lines) + "\n")
+        print("\n".join(lines), flush=True)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sets (smoke run)")
     ap.add_argument("--data", default=os.environ.get("RANKWISE_DATA", str(HERE.parent.parent / "shared" / "data")))
+    ap.add_argument("--sections", default="12345", help="which sections to run (default all)")
     args = ap.parse_args(argv)
     from rankwise.data.synthetic import make_synthetic
 
     t_start = time.time()
     sizes = (300, 600) if args.quick else (1500, 6000)
-    rounds, warm = (8, 3) if args.quick else (20, 5)
-    lines = ["## Training on the compiled engine (`benchmarks/bench_training.py`)", ""]
-    lines.append(f"Machine: {platform.machine()}, {os.cpu_count()} CPUs **shared with other jobs while this ran** "
-                 "(load average at the end below); CPU time = `time.process_time` of the process (all threads). "
-                 "Every ratio comes from this one run.")
-    lines.append("")
+    rounds, warm = (6, 2) if args.quick else (12, 4)
+    rep = Report(["## Training on the compiled engine (`benchmarks/bench_training.py`)", "",
+                  f"Machine: {platform.machine()}, {os.cpu_count()} CPUs **shared with other jobs while this ran** "
+                  f"(load average {os.getloadavg()[0]:.1f} at the start); CPU time = `time.process_time` of the "
+                  "process (all its threads), so other jobs slow the wall clock but not these figures, except "
+                  "through shared caches. Every ratio comes from this one run.", ""])
 
-    # 1. per round
-    lines += ["### 1. CPU per boosting round ÷ LightGBM's native lambdarank", "",
-              f"`GBDTRanker`'s LightGBM parameters (31 leaves, 255 bins, min_child_samples 20) and objective; "
-              f"CPU of rounds {warm + 1}..{rounds} of one run ÷ {rounds - warm}. Goal: ≤ 1.2× for the ΔNDCG/LambdaLoss "
-              "pair objectives, ≤ 1.0× for listwise and pointwise ones.", ""]
-    header = "| objective | " + " | ".join(f"{q:,} q, {t} thr" for q in sizes for t in (1, 2)) + " |"
-    lines += [header, "|---|" + "---:|" * (2 * len(sizes))]
-    table, rows_info = {}, []
-    for nq in sizes:
-        ds = make_synthetic(nq, n_features=136, seed=1)
-        rows_info.append(f"{nq:,} queries = {ds.X.shape[0]:,} rows")
-        for thr in (1, 2):
-            table[(nq, thr)] = per_round(ds, thr, rounds, warm, OBJECTIVES)
-        del ds
-    base = {k: v["native:lambdarank"] for k, v in table.items()}
-    for loss, params in OBJECTIVES:
-        name = label(loss, params)
-        cells = []
+    def section1():
+        lines = ["### 1. CPU per boosting round ÷ LightGBM's native lambdarank", "",
+                 "`GBDTRanker`'s LightGBM parameters (31 leaves, 255 bins, min_child_samples 20) and objective, "
+                 f"CPU of rounds {warm + 1}..{rounds} of one run ÷ {rounds - warm}. Goal: ≤ 1.2× for the ΔNDCG/"
+                 "LambdaLoss pair objectives, ≤ 1.0× for listwise and pointwise ones.", ""]
+        table, rows_info, cols = {}, [], []
         for nq in sizes:
-            for thr in (1, 2):
-                r = table[(nq, thr)][name] / base[(nq, thr)]
-                cells.append(f"{r:.2f}×" if name != "native:lambdarank" else f"{base[(nq, thr)]:.3f} s")
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += ["", "Sets: " + "; ".join(rows_info) + ". The native row gives its CPU seconds per round.", ""]
+            ds = make_synthetic(nq, n_features=136, seed=1)
+            rows_info.append(f"{nq:,} queries = {ds.X.shape[0]:,} rows")
+            for thr in ((1, 2) if nq == sizes[0] else (1,)):
+                table[(nq, thr)] = per_round(ds, thr, rounds, warm, OBJECTIVES)
+                cols.append((nq, thr))
+            del ds
+        lines += ["| objective | " + " | ".join(f"{q:,} q, {t} thr" for q, t in cols) + " |",
+                  "|---|" + "---:|" * len(cols)]
+        for loss, params in OBJECTIVES:
+            name = label(loss, params)
+            cells = [f"{table[c][name]:.3f} s" if loss.startswith("native") else
+                     f"{table[c][name] / table[c]['native:lambdarank']:.2f}×" for c in cols]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines += ["", "Sets: " + "; ".join(rows_info) + ". The native row gives its CPU seconds per round; "
+                  f"the {sizes[1]:,}-query set ran with 1 thread only (CPU budget of the shared machine).", ""]
+        rep.add(lines)
 
-    # 2. eval_set
     ds = make_synthetic(sizes[0], n_features=136, seed=1)
     tr, va, te = split_queries(ds)
-    ours, peer, n_ours, n_peer = eval_set_overhead(tr, va)
-    lines += ["### 2. Validation set and early stopping: `GBDTRanker('native:lambdarank')` vs `LGBMRanker`", "",
-              f"{sizes[0]:,}-query set split 60/20/20 by query, `n_estimators=300, learning_rate=0.1`, early stopping 30 "
-              "rounds on the validation queries, 1 thread.", "",
-              "| | CPU s | rounds |", "|---|---:|---:|",
-              f"| GBDTRanker(native:lambdarank, eval_set) | {ours:.1f} | {n_ours} |",
-              f"| LGBMRanker(eval_set, early_stopping) | {peer:.1f} | {n_peer} |",
-              f"| ratio (goal ≤ 1.1×) | {ours / peer:.2f}× | |", ""]
+    del ds
+    def section2():
+        small = split_queries(make_synthetic(sizes[0] * 2 // 3, n_features=136, seed=2))
+        ours, peer, n_ours, n_peer = eval_set_overhead(small[0], small[1])
+        rep.add(["### 2. Validation set and early stopping: `GBDTRanker('native:lambdarank')` vs `LGBMRanker`", "",
+                 f"{sizes[0] * 2 // 3:,}-query set (seed 2) split 60/20/20 by query, `n_estimators=300, "
+                 "learning_rate=0.1`, early stopping 30 rounds on the validation queries, 1 thread.", "",
+                 "| | CPU s | rounds |", "|---|---:|---:|",
+                 f"| GBDTRanker(native:lambdarank, eval_set) | {ours:.1f} | {n_ours} |",
+                 f"| LGBMRanker(eval_set, early_stopping) | {peer:.1f} | {n_peer} |",
+                 f"| ratio (goal ≤ 1.1×) | {ours / peer:.2f}× | |", ""])
 
-    # 3. quality
-    q_objs = OBJECTIVES if not args.quick else OBJECTIVES[:4]
-    per_q, rnds, cpu = quality([(tr, va, te)], q_objs)
-    lines += [f"### 3. Quality, {sizes[0]:,}-query synthetic set (seed 1), test NDCG@10", "",
-              "Equal budgets: `n_estimators=300, learning_rate=0.1, early_stopping_rounds=30` on the validation "
-              "queries, 1 thread; p: paired randomisation test (5,000 sign flips) against native lambdarank on the "
-              "per-query test NDCG@10.", ""]
-    lines += quality_table(per_q, rnds, cpu) + [""]
-    del ds, tr, va, te
-    mq = Path(args.data) / "MQ2008" / "Fold1" / "train.txt.gz"
-    if mq.exists():
-        folds = [load_mq2008(args.data, f) for f in ((1,) if args.quick else (1, 2, 3, 4, 5))]
-        per_q, rnds, cpu = quality(folds, q_objs)
-        lines += [f"### 3b. Quality, MQ2008 ({len(folds)} folds, every test query once), test NDCG@10", "",
-                  "Same budget; train on `train`, early stopping on `vali`, scored on `test`.", ""]
-        lines += quality_table(per_q, rnds, cpu) + [""]
-    else:
-        lines += ["MQ2008 not found (set RANKWISE_DATA): its quality table was not run.", ""]
+    def section3():
+        q_objs = QUALITY if not args.quick else QUALITY[:3]
+        per_q, rnds, cpu = quality([(tr, va, te)], q_objs)
+        lines = [f"### 3. Quality, {sizes[0]:,}-query synthetic set (seed 1), test NDCG@10", "",
+                 "Equal budgets: `n_estimators=300, learning_rate=0.1, early_stopping_rounds=30` on the validation "
+                 "queries, 1 thread; p: paired randomisation test (5,000 sign flips) against native lambdarank on "
+                 "the per-query test NDCG@10.", ""]
+        rep.add(lines + quality_table(per_q, rnds, cpu) + [""])
+        mq = Path(args.data) / "MQ2008" / "Fold1" / "train.txt.gz"
+        if mq.exists():
+            folds = [load_mq2008(args.data, f) for f in ((1,) if args.quick else (1, 2, 3, 4, 5))]
+            per_q, rnds, cpu = quality(folds, q_objs)
+            lines = [f"### 3b. Quality, MQ2008 ({len(folds)} folds, every test query once), test NDCG@10", "",
+                     "Same budget; train on `train`, early stopping on `vali`, scored on `test`.", ""]
+            rep.add(lines + quality_table(per_q, rnds, cpu) + [""])
+        else:
+            rep.add(["MQ2008 not found (set RANKWISE_DATA): its quality table was not run.", ""])
 
-    # 4. neural
-    nq = sizes[0]
-    epochs = 1 if args.quick else 2
-    nr = neural(nq, epochs)
-    lines += [f"### 4. NeuralRanker MLP (128, 64), {nq:,}-query set: CPU per epoch and peak RSS", "",
-              "Each in its own process (peak RSS of that process: data, model and training). Goal: lambdaloss "
-              "≤ 2× listnet per epoch, peak RSS ≤ 1.5 GB.", "", "| loss | CPU s / epoch | peak RSS (MB) | training rows |",
-              "|---|---:|---:|---:|"]
-    for loss, v in nr.items():
-        lines.append(f"| {loss} | " + (" | ".join([f"{v[0]:.1f}", f"{v[1]:.0f}", f"{v[2]:,}"]) if v[0] != "error"
-                                        else f"error: {v[1]} | | ") + " |")
-    if all(v[0] != "error" for v in nr.values()):
-        lines.append(f"| ratio lambdaloss / listnet | {nr['lambdaloss'][0] / nr['listnet'][0]:.2f}× | | |")
-    lines.append("")
+    def section4():
+        nq = sizes[0]
+        nr = neural(nq, 1)
+        lines = [f"### 4. NeuralRanker MLP (128, 64), {nq:,}-query set: CPU per epoch and peak RSS", "",
+                 "Each in its own process (peak RSS of that process: data, model and training, 1 epoch). Goal: "
+                 "lambdaloss ≤ 2× listnet per epoch, peak RSS ≤ 1.5 GB.", "",
+                 "| loss | CPU s / epoch | peak RSS (MB) | training rows |", "|---|---:|---:|---:|"]
+        for loss, v in nr.items():
+            lines.append(f"| {loss} | " + (" | ".join([f"{v[0]:.1f}", f"{v[1]:.0f}", f"{v[2]:,}"])
+                                            if v[0] != "error" else f"error: {v[1]} | | ") + " |")
+        if all(v[0] != "error" for v in nr.values()):
+            lines.append(f"| ratio lambdaloss / listnet | {nr['lambdaloss'][0] / nr['listnet'][0]:.2f}× | | |")
+        rep.add(lines + [""])
 
-    # 5. scaling
-    counts = (20_000, 50_000) if args.quick else (100_000, 500_000, 1_000_000, 2_000_000)
-    sc = scaling(counts, [("ranknet", {"pair_weights": "delta_ndcg", "truncation_level": 30, "norm": True}),
-                          ("lambdaloss", None), ("listnet", None)])
-    lines += ["### 5. One `grad_hess` call against rows (MSLR-like list lengths, 1 thread)", "",
-              "| objective | rows | queries | CPU s | CPU µs / row | peak traced bytes / row |", "|---|---:|---:|---:|---:|---:|"]
-    for name, n, nqq, c, per_row in sc:
-        lines.append(f"| {name} | {n:,} | {nqq:,} | {c:.2f} | {1e6 * c / n:.2f} | {per_row:.0f} |")
-    lines += ["", f"Load average at the end: {os.getloadavg()[0]:.1f}; total {time.time() - t_start:.0f} s.", ""]
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text("\n".join(lines))
-    print("\n".join(lines))
+    def section5():
+        counts = (20_000, 50_000) if args.quick else (100_000, 500_000, 1_000_000, 2_000_000)
+        sc = scaling(counts, [("ranknet", LAMBDAMART), ("lambdaloss", None), ("listnet", None)])
+        lines = ["### 5. One `grad_hess` call against rows (MSLR-like list lengths, 1 thread)", "",
+                 "| objective | rows | queries | CPU s | CPU µs / row | peak traced bytes / row |",
+                 "|---|---:|---:|---:|---:|---:|"]
+        for name, n, nqq, c, per_row in sc:
+            lines.append(f"| {name} | {n:,} | {nqq:,} | {c:.2f} | {1e6 * c / n:.2f} | {per_row:.0f} |")
+        rep.add(lines + [""])
+    for n, fn in (("1", section1), ("2", section2), ("3", section3), ("4", section4), ("5", section5)):
+        if n in args.sections:
+            rep.guard(f"section {n}", fn)
+    rep.add([f"Load average at the end: {os.getloadavg()[0]:.1f}; total wall {time.time() - t_start:.0f} s.", ""])
 
 
 if __name__ == "__main__":
