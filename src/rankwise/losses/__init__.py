@@ -23,6 +23,7 @@ from rankwise.losses._autograd import compiled, training_loss
 from rankwise.losses.objective import as_objective, grad_hess
 from rankwise.losses.pairwise import (
     kendall_hinge_loss,
+    lambdarank_loss,
     op_pairwise_loss,
     pairwise_hinge_loss,
     pairwise_squared_loss,
@@ -46,7 +47,7 @@ __all__ = [
     "training_loss", "compiled",
     "pointwise_squared_loss", "pointwise_utility_regression_loss", "pointwise_logistic_loss",
     "pointwise_exponential_loss", "pointwise_squared_hinge_loss", "pointwise_smooth_hinge_loss",
-    "sigmoid_ce_loss", "pairwise_hinge_loss", "ranknet_loss", "rankboost_loss",
+    "sigmoid_ce_loss", "pairwise_hinge_loss", "ranknet_loss", "lambdarank_loss", "rankboost_loss",
     "pairwise_squared_loss", "op_pairwise_loss", "kendall_hinge_loss", "listnet_loss",
     "listmle_loss", "smooth_dcg_loss", "smooth_dcg1_loss", "lambdaloss_loss", "approx_ndcg_loss",
     "bregman_loss",

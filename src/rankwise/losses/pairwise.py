@@ -185,13 +185,18 @@ def _hinge_pairs(b, *, pair_weights="none", **_):
     return W, _phi_hinge, valid
 
 
-def _ranknet_pairs(b, *, sigma=1.0, pair_weights="none", truncation_level=None, norm=False, gain="exp2", **_):
-    name = "ranknet"
+def _ranknet_pairs(b, *, sigma=1.0, pair_weights="none", truncation_level=None, norm=False, gain="exp2", name="ranknet",
+                   **_):
     sigma = check_positive(sigma, "sigma", name)
     T = check_truncation(truncation_level, name)
     W, valid = _weights(b, pair_weights, name, gain, T)
     phi = _phi_logistic(sigma)
     return lambdarank_options(b, W, phi, T, check_flag(norm, "norm", name)), phi, valid
+
+
+def _lambdarank_pairs(b, *, sigma=1.0, truncation_level=30, norm=True, gain="exp2", **_):
+    return _ranknet_pairs(b, sigma=sigma, pair_weights="delta_ndcg", truncation_level=truncation_level, norm=norm,
+                          gain=gain, name="lambdarank")
 
 
 def _rankboost_pairs(b, *, pair_weights="none", **_):
@@ -470,6 +475,34 @@ def ranknet_loss(scores, labels, *, where=None, weights=None, reduction="mean", 
     return reduce(_dense(b, W, phi), valid, b, reduction, loss=name)
 
 
+def lambdarank_loss(scores, labels, *, where=None, weights=None, reduction="mean", sigma=1.0, truncation_level=30,
+                    norm=True, gain="exp2"):
+    r"""LambdaMART's objective as LightGBM computes it (``objective="lambdarank"``): RankNet with
+    ΔNDCG pair weights, truncated and normalised.
+
+    .. math:: \ell = F \sum_{y_i > y_j,\ \min(r_i, r_j) \le T}
+       \frac{|G_i - G_j|\,|1/\log_2(1+r_i) - 1/\log_2(1+r_j)|}{\mathrm{maxDCG@}T\;(0.01 + |s_i - s_j|)}
+       \log\bigl(1 + e^{-\sigma (s_i - s_j)}\bigr), \quad F = \frac{\log_2(1 + S)}{S}
+
+    with r the current ranks, G the ``gain`` (2^y - 1), T = ``truncation_level``, S the list's
+    total |lambda| (Σ 2|∂ℓ_ij/∂s_i| before F) and every weight held constant in the step (the
+    division by 0.01 + |s_i - s_j| is skipped when all scores of the list are equal; ``norm=False``
+    drops it and F). Equals :func:`ranknet_loss` with ``pair_weights="delta_ndcg"`` and the same
+    options; registered on its own so that the LambdaMART defaults (LightGBM's: T = 30, norm on,
+    σ = 1) are one name. Not convex (the weights depend on the ranking).
+
+    References
+    ----------
+    C. Burges. "From RankNet to LambdaRank to LambdaMART: an overview." MSR-TR-2010-82, 2010.
+    G. Ke et al. "LightGBM: a highly efficient gradient boosting decision tree." NeurIPS 2017
+    (``lambdarank_truncation_level``, ``lambdarank_norm``).
+    """
+    name = "lambdarank"
+    b = prepare(scores, labels, where, weights, loss=name)
+    W, phi, valid = _lambdarank_pairs(b, sigma=sigma, truncation_level=truncation_level, norm=norm, gain=gain)
+    return reduce(_dense(b, W, phi), valid, b, reduction, loss=name)
+
+
 def rankboost_loss(scores, labels, *, where=None, weights=None, reduction="mean",
                    pair_weights="none", method="auto"):
     r"""RankBoost pairwise exponential loss.
@@ -618,11 +651,12 @@ def _op_constant(h, U):
 _SCHEMES = {"none": _engine.W_NONE, "delta_label": _engine.W_LABEL, "delta_ndcg": _engine.W_NDCG}
 
 
-def _pair_kernel(name, phi, logistic=False):
-    """``hyper -> EngineKernel`` of ranknet / pairwise_hinge / rankboost, or None where the
-    torch sort-based form is the better tool (pair weights "none"/"delta_label" of the hinge and
-    RankBoost: O(n log n))."""
+def _pair_kernel(name, phi, logistic=False, defaults=None):
+    """``hyper -> EngineKernel`` of ranknet / lambdarank / pairwise_hinge / rankboost, or None
+    where the torch sort-based form is the better tool (pair weights "none"/"delta_label" of the
+    hinge and RankBoost: O(n log n)). ``defaults``: hyperparameters the loss fixes or defaults."""
     def make(h):
+        h = {**(defaults or {}), **h}
         pw = check_choice(h.get("pair_weights", "none"), "pair_weights", PAIR_WEIGHTS, name)
         if not logistic and pw != "delta_ndcg" and _method(h.get("method", "auto"), name) != "dense":
             return None
@@ -669,7 +703,17 @@ SPECS = [
              {"sigma": 1.0, "pair_weights": "none"}, "Burges et al. ICML 2005",
              "not order-preserving in general (Duchi, Mackey & Jordan ICML 2010); O(n^2)",
              valid_when=("ordered_pair",), pair_form=_ranknet_pairs, quadratic=lambda h: True,
-             kernel=_pair_kernel("ranknet", _engine.PHI_LOGISTIC, logistic=True)),
+             kernel=_pair_kernel("ranknet", _engine.PHI_LOGISTIC, logistic=True),
+             step_weights=lambda h: bool(h.get("norm", False))),
+    LossSpec("lambdarank", lambdarank_loss, "pairwise", False, False, None, None,
+             {"sigma": 1.0, "truncation_level": 30, "norm": True, "gain": "exp2"},
+             "Burges 2010 (MSR-TR-2010-82); LightGBM's lambdarank (Ke et al. NeurIPS 2017)",
+             "ranknet with ΔNDCG weights, LightGBM's truncation and normalisation; O(n T) on the engine",
+             smooth_at_ties=False, valid_when=("ordered_pair",), pair_form=_lambdarank_pairs,
+             quadratic=lambda h: True,
+             kernel=_pair_kernel("lambdarank", _engine.PHI_LOGISTIC, logistic=True,
+                                 defaults={"pair_weights": "delta_ndcg", "truncation_level": 30, "norm": True}),
+             step_weights=lambda h: bool(h.get("norm", True))),
     LossSpec("rankboost", rankboost_loss, "pairwise", True, False, None, None,
              {"pair_weights": "none", "method": "auto"}, "Freund et al. JMLR 2003",
              "exp continued linearly above 50; O(n log n) log-domain Fenwick sweeps for any score range "
