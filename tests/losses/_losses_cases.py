@@ -48,6 +48,8 @@ VARIANTS = [(name, BASE_HYPER.get(name, {})) for name in REGISTRY] + [
     ("smooth_dcg", {"k": 10, "gain": "linear"}),
     ("smooth_dcg1", {"sigma": 2.0}),
     ("lambdaloss", {"sigma": 2.0}),
+    ("lambdarank", {"truncation_level": 2, "sigma": 2.0}),
+    ("lambdarank", {"norm": False, "truncation_level": None, "gain": "linear"}),
     ("approx_ndcg", {"alpha": 2.0, "gain": "linear"}),
     ("bregman", {"psi": "kl", "link": "exp"}),
     ("bregman", {"psi": "squared", "link": "exp", "utility": "exp2"}),

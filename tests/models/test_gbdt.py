@@ -164,3 +164,53 @@ def test_resume_with_other_features_is_refused(tmp_path, backend):
     GBDTRanker("listnet", backend=backend, n_estimators=2, random_state=0).fit(X, y, qid=qid, checkpoint=ck)
     with pytest.raises(InputError, match=r"the checkpoint was fitted on 6 features but X has 4"):
         GBDTRanker("listnet", backend=backend, n_estimators=4, random_state=0).fit(X[:, :4], y, qid=qid, resume=ck)
+
+
+def _predict_k(m, X, k):
+    if m.backend == "lightgbm":
+        return m.booster_.predict(X, raw_score=True, num_iteration=k)
+    return m.booster_.predict(xgb.DMatrix(X), output_margin=True, iteration_range=(0, k))
+
+
+@pytest.mark.parametrize("loss", ["native", "listnet"])
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_incremental_validation_scores_equal_predict_and_stop_where_full_prediction_would(backend, loss):
+    """The kept validation scores (one tree added per round) equal the booster's prediction, and
+    early stopping stops at the round that re-predicting the validation set with every tree
+    each round (the former O(rounds²) way) would choose."""
+    from rankwise.train.early_stopping import EarlyStopping, resolve_metric
+
+    (X, y, qid), (Xv, yv, qv) = make_data(seed=0), make_data(seed=1)
+    name = loss if loss != "native" else ("native:lambdarank" if backend == "lightgbm" else "native:rank:ndcg")
+    m = GBDTRanker(name, backend=backend, n_estimators=200, learning_rate=0.3, early_stopping_rounds=5,
+                   min_child_samples=5, random_state=0).fit(X, y, qid=qid, eval_set=(Xv, yv, qv))
+    np.testing.assert_allclose(m.eval_scores_, _predict_k(m, Xv, m.n_estimators_), rtol=1e-12, atol=1e-12)
+    metric = resolve_metric("ndcg@10")
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(qv))))
+    stopper = EarlyStopping(5)
+    for k in range(1, 201):
+        value = metric(_predict_k(m, Xv, k), yv, offsets)
+        assert m.history_["ndcg@10"][k - 1] == pytest.approx(value, abs=1e-12)
+        if stopper.update(k - 1, value):
+            break
+    assert (m.n_estimators_, m.best_iteration_) == (k, stopper.best_step)
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_incremental_validation_after_resume(tmp_path, backend):
+    (X, y, qid), (Xv, yv, qv) = make_data(seed=0), make_data(seed=1)
+    ck = tmp_path / "ck.npz"
+    GBDTRanker("listnet", backend=backend, n_estimators=6, random_state=0).fit(X, y, qid=qid, checkpoint=ck,
+                                                                            checkpoint_every=3)
+    m = GBDTRanker("listnet", backend=backend, n_estimators=12, random_state=0).fit(
+        X, y, qid=qid, resume=ck, eval_set=(Xv, yv, qv))
+    np.testing.assert_allclose(m.eval_scores_, _predict_k(m, Xv, 12), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend,loss", [("lightgbm", "lambdaloss"), ("lightgbm", "native:lambdarank"),
+                                          ("xgboost", "listnet")])
+def test_same_model_with_one_and_two_threads(backend, loss):
+    X, y, qid = make_data(n_queries=200, list_len=12)  # above the engine's 2,000-row threading threshold
+    a = GBDTRanker(loss, backend=backend, n_estimators=10, min_child_samples=5, random_state=0, n_jobs=1).fit(X, y, qid=qid)
+    b = GBDTRanker(loss, backend=backend, n_estimators=10, min_child_samples=5, random_state=0, n_jobs=2).fit(X, y, qid=qid)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))

@@ -229,3 +229,29 @@ def bregman(s, y, w, utility="linear", psi="squared", link="identity"):
 
 REFERENCE = {name: fn for name, fn in globals().items()
              if callable(fn) and not name.startswith("_") and name not in ("annotations",)}
+
+
+def lambdarank(s, y, w, sigma=1.0, truncation_level=30, norm=True, gain="exp2"):
+    """LightGBM's lambdarank as a loss (rank_objective.hpp, read as a formula): pairs y_i > y_j with
+    min(r_i, r_j) <= T, ΔNDCG over max DCG@T, divided by 0.01 + |s_i - s_j| unless all scores are
+    equal, the list scaled by log2(1 + S)/S with S the sum of 2|lambda_ij|."""
+    g = _gain(y, gain)
+    n = len(s)
+    idcg = _idcg(g, truncation_level)
+    if idcg <= 0:
+        return 0.0
+    r = _ranks(s)
+    T = n if truncation_level is None else truncation_level
+    spread = max(s) != min(s)
+    tot, lam = 0.0, 0.0
+    for i in range(n):
+        for j in range(n):
+            if y[i] > y[j] and min(r[i], r[j]) <= T:
+                wt = w[i] * w[j] * abs(g[i] - g[j]) * abs(1 / math.log2(1 + r[i]) - 1 / math.log2(1 + r[j])) / idcg
+                if norm and spread:
+                    wt /= 0.01 + abs(s[i] - s[j])
+                tot += wt * math.log1p(math.exp(-sigma * (s[i] - s[j])))
+                lam += 2 * wt * sigma / (1 + math.exp(sigma * (s[i] - s[j])))
+    if norm and lam > 0:
+        tot *= math.log2(1 + lam) / lam
+    return tot

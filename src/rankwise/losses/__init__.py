@@ -4,8 +4,9 @@ Every loss has the signature
 ``name_loss(scores, labels, *, where=None, weights=None, reduction="mean", **hyper)`` on
 ``[batch, list]`` tensors (a 1-d list is a batch of one). ``REGISTRY`` maps names to functions,
 :func:`get` resolves a name, :func:`spec` gives a :class:`LossSpec` (family, convexity,
-calibration, Lipschitz constants), and :func:`as_objective` / :func:`grad_hess` turn any loss
-into a LightGBM / XGBoost objective.
+calibration, Lipschitz constants, pair and sorted forms, compiled kernel, regret constants), and
+:func:`as_objective` / :func:`grad_hess` turn any loss into a LightGBM / XGBoost objective;
+:func:`training_loss` / :func:`compiled` run a loss's compiled kernel as a torch loss on CPU.
 """
 from __future__ import annotations
 
@@ -18,9 +19,11 @@ from rankwise.losses.listwise import (
     smooth_dcg1_loss,
     smooth_dcg_loss,
 )
+from rankwise.losses._autograd import compiled, training_loss
 from rankwise.losses.objective import as_objective, grad_hess
 from rankwise.losses.pairwise import (
     kendall_hinge_loss,
+    lambdarank_loss,
     op_pairwise_loss,
     pairwise_hinge_loss,
     pairwise_squared_loss,
@@ -36,13 +39,15 @@ from rankwise.losses.pointwise import (
     pointwise_utility_regression_loss,
     sigmoid_ce_loss,
 )
-from rankwise.losses.registry import REGISTRY, LossSpec, get, spec
+from rankwise.losses._spec import LossSpec, RegretRule
+from rankwise.losses.registry import REGISTRY, get, register, spec, unregister
 
 __all__ = [
-    "REGISTRY", "LossSpec", "get", "spec", "as_objective", "grad_hess",
+    "REGISTRY", "LossSpec", "RegretRule", "get", "spec", "register", "unregister", "as_objective", "grad_hess",
+    "training_loss", "compiled",
     "pointwise_squared_loss", "pointwise_utility_regression_loss", "pointwise_logistic_loss",
     "pointwise_exponential_loss", "pointwise_squared_hinge_loss", "pointwise_smooth_hinge_loss",
-    "sigmoid_ce_loss", "pairwise_hinge_loss", "ranknet_loss", "rankboost_loss",
+    "sigmoid_ce_loss", "pairwise_hinge_loss", "ranknet_loss", "lambdarank_loss", "rankboost_loss",
     "pairwise_squared_loss", "op_pairwise_loss", "kendall_hinge_loss", "listnet_loss",
     "listmle_loss", "smooth_dcg_loss", "smooth_dcg1_loss", "lambdaloss_loss", "approx_ndcg_loss",
     "bregman_loss",

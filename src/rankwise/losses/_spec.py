@@ -80,6 +80,9 @@ class LossSpec:
         value, gradient and Hessian diagonal on flat arrays (:mod:`rankwise.losses._engine`),
         None where these hyperparameters have none.
     regret : the Table 2 regret bound, or None.
+    step_weights : ``hyper -> bool``: the pair weights depend continuously on the scores and are
+        held constant in the step (LightGBM's ``norm``): the gradient is the step's (the weights
+        frozen), not the derivative of the value, so finite differences of the value do not match it.
     """
 
     name: str
@@ -104,6 +107,7 @@ class LossSpec:
     quadratic: Callable[[dict], bool] = _never
     kernel: Callable[[dict], object] | None = None
     regret: RegretRule | None = None
+    step_weights: Callable[[dict], bool] = _never
 
 
 # ---------------------------------------------------------------------------------- Table 2 helpers

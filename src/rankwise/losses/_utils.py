@@ -9,6 +9,7 @@ value nor their gradient can leak NaN or inf into the result.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -145,6 +146,27 @@ def reduce(per_list: torch.Tensor, valid: torch.Tensor, batch: Batch, reduction:
         return total
     n = valid.sum()
     return total / n.clamp(min=1).to(total.dtype)
+
+
+def _memory_bytes() -> float:
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 16e9
+
+
+def check_pair_memory(b: Batch, loss: str, *, copies: int = 8) -> None:
+    """Refuse, before any allocation, a dense [batch, L, L] pair form that cannot fit in memory
+    (``copies`` pair matrices of the batch's dtype alive at once), naming the loss, the list
+    length and what to use instead."""
+    B, L = b.scores.shape
+    need = float(copies) * B * L * L * b.scores.element_size()
+    have = _memory_bytes()
+    if need > have:
+        raise InputError(f"{loss}: the dense pair form of {B} list(s) of {L} items needs about {need / 1e9:.3g} GB, "
+                         f"more than this machine's {have / 1e9:.3g} GB; train through the compiled engine "
+                         "(rankwise.losses.grad_hess / training_loss), use method='auto' where the loss has a "
+                         "sort-based form, or split the lists")
 
 
 def exp2_gain(labels: torch.Tensor, *, loss: str) -> torch.Tensor:

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from rankwise._validation import check_k
 from rankwise.errors import InputError
+from rankwise.losses import _engine
 from rankwise.losses._spec import CT, LossSpec, RegretRule, positive_param, u_inf
 from rankwise.losses._utils import (
     check_choice,
+    check_pair_memory,
     check_positive,
-    exp2_gain,
     gains,
     ideal_dcg,
     log2p1,
@@ -29,7 +31,16 @@ from rankwise.losses._utils import (
     scaled_gains,
     utility,
 )
-from rankwise.losses.pairwise import _dense, _item_product, _ordered_pairs, _phi_logistic
+from rankwise.losses.pairwise import (
+    GAINS,
+    _dense,
+    _item_product,
+    _ordered_pairs,
+    _phi_logistic,
+    check_flag,
+    check_truncation,
+    lambdarank_options,
+)
 
 
 def _masked_log_softmax(x, mask):
@@ -184,6 +195,7 @@ def approx_ndcg_loss(scores, labels, *, where=None, weights=None, reduction="mea
     name = "approx_ndcg"
     b = prepare(scores, labels, where, weights, loss=name)
     alpha = check_positive(alpha, "alpha", name)
+    check_pair_memory(b, name)
     s, mask = b.scores, b.mask
     both = mask.unsqueeze(-1) & mask.unsqueeze(-2)
     eye = torch.eye(s.shape[-1], dtype=torch.bool, device=s.device)
@@ -196,51 +208,94 @@ def approx_ndcg_loss(scores, labels, *, where=None, weights=None, reduction="mea
     return reduce(per, mask.any(-1) & (idcg > 0), b, reduction, loss=name)
 
 
-def lambdaloss_loss(scores, labels, *, where=None, weights=None, reduction="mean", sigma=1.0):
-    r"""LambdaLoss, NDCG-Loss2: NDCG-weighted pairwise logistic loss.
+LAMBDALOSS_WEIGHTS = ("ndcg2", "ndcg1", "ndcg2pp", "lambdarank", "arp1", "arp2")
 
-    .. math:: \ell = \sum_{y_i > y_j} \frac{\delta_{ij} |G_i - G_j|}{\max\mathrm{DCG}}
-       \log_2\bigl(1 + e^{-\sigma (s_i - s_j)}\bigr), \quad
-       \delta_{ij} = \Bigl|\frac{1}{D(|r_i - r_j|)} - \frac{1}{D(|r_i - r_j| + 1)}\Bigr|
 
-    with G = 2^y - 1, D(k) = log2(1 + k) and r the current ranks by score (treated as
-    constants; ties broken by input order). Piecewise smooth: the weights jump where two scores
-    cross.
+def lambdaloss_loss(scores, labels, *, where=None, weights=None, reduction="mean", sigma=1.0, weighting="ndcg2",
+                    mu=10.0, truncation_level=None, norm=False, gain="exp2"):
+    r"""The LambdaLoss framework: a pairwise logistic loss whose pair weights make it a bound of a
+    ranking metric.
+
+    .. math:: \ell = \sum_{(i, j)} W_{ij} \log_2\bigl(1 + e^{-\sigma (s_i - s_j)}\bigr)
+
+    ``weighting`` (pairs y_i > y_j unless said otherwise; G = gain / maxDCG, D_i = log2(1 + r_i),
+    r the current ranks by score, ties broken by input order, all held constant in the step):
+
+    - ``"ndcg2"`` (NDCG-Loss2, default): W = δ_ij |G_i - G_j| with
+      δ_ij = |1/D(|r_i - r_j|) - 1/D(|r_i - r_j| + 1)|, D(k) = log2(1 + k);
+    - ``"ndcg1"`` (NDCG-Loss1): W = G_i / D_i;
+    - ``"lambdarank"``: W = |G_i - G_j| |1/D_i - 1/D_j| (LambdaRank's ΔNDCG as a member of the
+      framework);
+    - ``"ndcg2pp"`` (NDCG-Loss2++): μ δ_ij |G_i - G_j| + |G_i - G_j| |1/D_i - 1/D_j|;
+    - ``"arp1"`` (ARP-Loss1): every ordered pair i ≠ j, W = y_i (labels must be non-negative);
+    - ``"arp2"`` (ARP-Loss2): W = y_i - y_j.
+
+    ``truncation_level`` (the paper's @k variants, and LightGBM's truncation) keeps the pairs
+    with an item among the current top k and normalises by max DCG@k; ``norm`` applies
+    LightGBM's lambda normalisation (see :func:`rankwise.losses.ranknet_loss`). Item weights
+    multiply W by w_i w_j. A list without an ordered pair, or whose max DCG is 0 (NDCG
+    weightings), gives 0 (ARP-Loss1: a list of fewer than two items). Piecewise smooth: the
+    weights jump where two scores cross. With GBDT the Hessian is the paper's: the second
+    derivative of the logistic with the weights fixed, Σ_j W_ij σ² p_ij (1 - p_ij) / ln 2.
 
     References
     ----------
     X. Wang, C. Li, N. Golbandi, M. Bendersky, M. Najork. "The LambdaLoss framework for ranking
-    metric optimization." CIKM 2018.
+    metric optimization." CIKM 2018 (NDCG-Loss1/2/2++, ARP-Loss1/2, LambdaRank weights).
     """
     name = "lambdaloss"
     b = prepare(scores, labels, where, weights, loss=name)
-    W, phi, valid = _lambdaloss_pairs(b, sigma=sigma)
+    W, phi, valid = _lambdaloss_pairs(b, sigma=sigma, weighting=weighting, mu=mu, truncation_level=truncation_level,
+                                      norm=norm, gain=gain)
     return reduce(_dense(b, W, phi), valid, b, reduction, loss=name)
 
 
-def _lambdaloss_weights(b):
-    """NDCG-Loss2 weights of Wang et al. (2018): δ_ij |G_i - G_j| / maxDCG on pairs y_i > y_j,
-    δ_ij = |1/D(|r_i - r_j|) - 1/D(|r_i - r_j| + 1)|, D(k) = log2(1 + k), r = current ranks."""
+def _lambdaloss_weights(b, weighting, mu, k, gain):
+    """The LambdaLoss pair weights (see :func:`lambdaloss_loss`), detached, and the valid lists."""
+    name = "lambdaloss"
+    check_pair_memory(b, name)
     P = _ordered_pairs(b.labels, b.mask)
-    g = scaled_gains(exp2_gain(b.labels, loss="lambdaloss"), b.mask)
-    r = ranks_from_scores(b.scores, b.mask)
-    k = (r.unsqueeze(-1) - r.unsqueeze(-2)).abs().clamp(min=1)
-    delta = (1.0 / log2p1(k) - 1.0 / log2p1(k + 1)).abs()
-    idcg = ideal_dcg(g, b.mask)
-    safe = torch.where(idcg > 0, idcg, torch.ones_like(idcg))
-    W = P.to(g.dtype) * delta * (g.unsqueeze(-1) - g.unsqueeze(-2)).abs() / safe[:, None, None]
-    W = torch.where((idcg > 0)[:, None, None], W, torch.zeros_like(W))
+    y = b.labels
+    if weighting == "arp1":
+        if bool((torch.where(b.mask, y, torch.zeros_like(y)) < 0).any()):
+            raise InputError(f"{name}: weighting='arp1' needs non-negative labels; got min {float(y[b.mask].min()):g}")
+        both = b.mask.unsqueeze(-1) & b.mask.unsqueeze(-2)
+        both = both & ~torch.eye(y.shape[-1], dtype=torch.bool, device=y.device)
+        W, valid = both.to(y.dtype) * y.unsqueeze(-1), both.flatten(1).any(-1)
+    elif weighting == "arp2":
+        W, valid = P.to(y.dtype) * (y.unsqueeze(-1) - y.unsqueeze(-2)), P.flatten(1).any(-1)
+    else:
+        g = scaled_gains(gains(y, check_choice(gain, "gain", GAINS, name), loss=name), b.mask)
+        r = ranks_from_scores(b.scores, b.mask)
+        inv_d = 1.0 / log2p1(r)
+        dg = (g.unsqueeze(-1) - g.unsqueeze(-2)).abs()
+        lambdarank = dg * (inv_d.unsqueeze(-1) - inv_d.unsqueeze(-2)).abs()
+        kk = (r.unsqueeze(-1) - r.unsqueeze(-2)).abs().clamp(min=1)
+        ndcg2 = (1.0 / log2p1(kk) - 1.0 / log2p1(kk + 1)).abs() * dg
+        W = {"ndcg2": lambda: ndcg2, "ndcg1": lambda: (g * inv_d).unsqueeze(-1).expand_as(dg),
+             "lambdarank": lambda: lambdarank, "ndcg2pp": lambda: mu * ndcg2 + lambdarank}[weighting]()
+        idcg = ideal_dcg(g, b.mask, k)
+        safe = torch.where(idcg > 0, idcg, torch.ones_like(idcg))
+        W = torch.where((idcg > 0)[:, None, None], P.to(g.dtype) * W / safe[:, None, None], torch.zeros_like(W))
+        valid = P.flatten(1).any(-1)
     ip = _item_product(b)
     if ip is not None:
         W = W * ip
-    return W.detach(), P.flatten(1).any(-1)
+    return W.detach(), valid
 
 
+def _lambdaloss_hyper(sigma=1.0, weighting="ndcg2", mu=10.0, truncation_level=None, norm=False, gain="exp2", **_):
+    name = "lambdaloss"
+    return (check_positive(sigma, "sigma", name), check_choice(weighting, "weighting", LAMBDALOSS_WEIGHTS, name),
+            check_positive(mu, "mu", name, allow_zero=True), check_truncation(truncation_level, name),
+            check_flag(norm, "norm", name), check_choice(gain, "gain", GAINS, name))
 
-def _lambdaloss_pairs(b, *, sigma=1.0, **_):
-    sigma = check_positive(sigma, "sigma", "lambdaloss")
-    W, valid = _lambdaloss_weights(b)
-    return W, _phi_logistic(sigma, 1.0 / math.log(2.0)), valid
+
+def _lambdaloss_pairs(b, **hyper):
+    sigma, weighting, mu, T, norm, gain = _lambdaloss_hyper(**hyper)
+    W, valid = _lambdaloss_weights(b, weighting, mu, T, gain)
+    phi = _phi_logistic(sigma, 1.0 / math.log(2.0))
+    return lambdarank_options(b, W, phi, T, norm), phi, valid
 
 
 PSI = ("squared", "kl")
@@ -279,7 +334,8 @@ def bregman_loss(scores, labels, *, where=None, weights=None, reduction="mean", 
         if bool((v < 0).any()):
             raise InputError(f"{name}: psi='kl' needs non-negative utilities; got min {float(v.min()):g}")
         vlogv = torch.where(v > 0, v * torch.log(torch.where(v > 0, v, torch.ones_like(v))), torch.zeros_like(v))
-        logg = torch.where(b.scores > 50, torch.log(g), b.scores)
+        # log g on the linear continuation only: log(e^s) underflows for s << 0 (a NaN gradient)
+        logg = torch.where(b.scores > 50, torch.log(torch.where(b.scores > 50, g, torch.ones_like(g))), b.scores)
         term = vlogv - v * logg - v + g
     term = torch.where(b.mask, _iw(b) * term, torch.zeros_like(term))
     return reduce(term.sum(-1), b.mask.any(-1), b, reduction, loss=name)
@@ -307,6 +363,7 @@ def _listnet_hessian(b, *, temperature=1.0, **_):
 
 def _listmle_hessian(b, **_):
     """Σ over the suffix sets containing k of w p (1 - p): the exact diagonal of ListMLE's Hessian."""
+    check_pair_memory(b, "listmle")
     s, y, mask = b.scores.detach(), b.labels, b.mask
     ykey = torch.where(mask, y, torch.full_like(y, -math.inf))
     order = torch.sort(ykey, dim=-1, descending=True, stable=True).indices
@@ -364,36 +421,117 @@ def _bregman_check(h, bound):
         positive_param(bound, "mu")
 
 
+_LL_SCHEMES = {"ndcg2": _engine.W_LL_NDCG2, "ndcg1": _engine.W_LL_NDCG1, "lambdarank": _engine.W_LL_LAMBDARANK,
+               "ndcg2pp": _engine.W_LL_NDCG2PP, "arp2": _engine.W_LABEL, "arp1": _engine.W_OP}
+
+
+def _lambdaloss_kernel(h):
+    name = "lambdaloss"
+    sigma, weighting, mu, T, norm, gain = _lambdaloss_hyper(**h)
+    checks, v_checks = (), ()
+    if weighting == "arp1":
+        v_checks = (_engine.range_check(0.0, math.inf, lambda lo, hi: (
+            f"{name}: weighting='arp1' needs non-negative labels; got min {lo:g}")),)
+    elif weighting != "arp2" and gain == "exp2":
+        checks = (_engine.exp2_check(name),)
+    return _engine.pair_kernel(_LL_SCHEMES[weighting], _engine.PHI_LOGISTIC, sigma=sigma, scale=1.0 / math.log(2.0),
+                               truncation_level=T, norm=norm, mu=mu, exp2=gain == "exp2", checks=checks,
+                               v_checks=v_checks)
+
+
+def _gain_flag(gain, name):
+    """exp2 flag of a "exp2"/"linear" gain, None for a callable (no kernel)."""
+    if callable(gain):
+        return None
+    if gain not in ("exp2", "linear"):
+        raise InputError(f"{name}: gain must be 'exp2', 'linear' or a callable; got {gain!r}")
+    return gain == "exp2"
+
+
+def _gain_checks(exp2, name):
+    return (_engine.exp2_check(name),) if exp2 else ()
+
+
+def _smooth_dcg_kernel(h):
+    name = "smooth_dcg"
+    exp2 = _gain_flag(h.get("gain", "exp2"), name)
+    if exp2 is None:
+        return None
+    return _engine.smooth_dcg_kernel(_check_k(h.get("k", 10), name), check_positive(h.get("sigma", 1.0), "sigma", name),
+                                     exp2, _gain_checks(exp2, name))
+
+
+def _smooth_dcg1_kernel(h):
+    name = "smooth_dcg1"
+    exp2 = _gain_flag(h.get("gain", "exp2"), name)
+    if exp2 is None:
+        return None
+    gain = (lambda y: np.exp2(y) - 1.0) if exp2 else (lambda y: y)
+    return _engine.smooth_dcg1_kernel(check_positive(h.get("sigma", 1.0), "sigma", name), gain,
+                                      _gain_checks(exp2, name))
+
+
+def _approx_ndcg_kernel(h):
+    name = "approx_ndcg"
+    exp2 = _gain_flag(h.get("gain", "exp2"), name)
+    if exp2 is None:
+        return None
+    return _engine.approx_ndcg_kernel(check_positive(h.get("alpha", 10.0), "alpha", name), exp2,
+                                      _gain_checks(exp2, name))
+
+
+def _bregman_kernel(h):
+    name = "bregman"
+    psi = check_choice(h.get("psi", "squared"), "psi", PSI, name)
+    link = check_choice(h.get("link", "identity"), "link", LINKS, name)
+    u = _engine.utilities(h.get("utility", "linear"), name)
+    if u is None:
+        return None
+    if psi == "squared":
+        kind = _engine.PT_BREG_SQ_ID if link == "identity" else _engine.PT_BREG_SQ_EXP
+        return _engine.pointwise_kernel(kind, utilities=u[0], checks=u[1])
+    if link != "exp":
+        raise InputError(f"{name}: psi='kl' is defined on positive vectors and needs link='exp'; got link={link!r}")
+    nonneg = _engine.range_check(0.0, math.inf, lambda lo, hi: f"{name}: psi='kl' needs non-negative utilities; "
+                                                               f"got min {lo:g}")
+    return _engine.pointwise_kernel(_engine.PT_BREG_KL_EXP, utilities=u[0], checks=u[1], v_checks=(nonneg,))
+
+
 SPECS = [
     LossSpec("listnet", listnet_loss, "listwise", True, None,
              lambda m, temperature=1.0: 2.0 / temperature, lambda m, temperature=1.0: math.sqrt(2.0) / temperature,
              {"temperature": 1.0}, "Cao et al. ICML 2007; Chaudhuri & Tewari 2015, Prop. 1",
              "constants independent of m (tight as m grows); NDCG-consistency depends on the target "
-             "distribution (Ravikumar et al. 2011)", hessian_diag=_listnet_hessian),
+             "distribution (Ravikumar et al. 2011)", hessian_diag=_listnet_hessian,
+             kernel=lambda h: _engine.listnet_kernel(check_positive(h.get("temperature", 1.0), "temperature",
+                                                                    "listnet"))),
     LossSpec("listmle", listmle_loss, "listwise", True, None,
              lambda m: 2.0 * max(m - 1, 0), lambda m: math.sqrt(2.0) * max(m - 1, 0), {},
              "Xia et al. ICML 2008", "label ties broken by input order; the gradient ℓ1 norm is < 2 per suffix term",
-             hessian_diag=_listmle_hessian, quadratic=lambda h: True),
+             hessian_diag=_listmle_hessian, quadratic=lambda h: True, kernel=lambda h: _engine.listmle_kernel()),
     LossSpec("smooth_dcg", smooth_dcg_loss, "listwise", False, None, None, None,
              {"k": 10, "sigma": 1.0, "gain": "exp2"}, "Chapelle & Wu, Information Retrieval 13, 2010",
              "d(j) from the current ranking: kinks where scores tie", smooth_at_ties=False, hessian="abs_grad",
-             valid_when=("positive_gain",), example_hyper={"k": 3}, quadratic=lambda h: True),
+             valid_when=("positive_gain",), example_hyper={"k": 3}, quadratic=lambda h: True,
+             kernel=_smooth_dcg_kernel),
     LossSpec("smooth_dcg1", smooth_dcg1_loss, "listwise", False, None,
              lambda m, sigma=1.0, y_max=4: (2.0 ** y_max - 1) / (2 * sigma),
              lambda m, sigma=1.0, y_max=4: (2.0 ** y_max - 1) / (2 * sigma),
              {"sigma": 1.0, "gain": "exp2"}, "Chaudhuri & Tewari ICML 2015, Prop. 2",
-             "constants for labels in [0, y_max] (default 4), independent of m", hessian="abs_grad"),
+             "constants for labels in [0, y_max] (default 4), independent of m", hessian="abs_grad",
+             kernel=_smooth_dcg1_kernel),
     LossSpec("lambdaloss", lambdaloss_loss, "listwise", False, None, None, None,
              {"sigma": 1.0}, "Wang et al. CIKM 2018 (NDCG-Loss2)",
              "rank-dependent weights jump where scores cross", smooth_at_ties=False,
-             valid_when=("ordered_pair", "positive_gain"), pair_form=_lambdaloss_pairs, quadratic=lambda h: True),
+             valid_when=("ordered_pair", "positive_gain"), pair_form=_lambdaloss_pairs, quadratic=lambda h: True,
+             kernel=_lambdaloss_kernel, step_weights=lambda h: bool(h.get("norm", False))),
     LossSpec("approx_ndcg", approx_ndcg_loss, "listwise", False, None, None, None,
              {"alpha": 10.0, "gain": "exp2"}, "Qin, Liu & Li, Information Retrieval 13, 2010", "",
-             hessian="abs_grad", valid_when=("positive_gain",), quadratic=lambda h: True),
+             hessian="abs_grad", valid_when=("positive_gain",), quadratic=lambda h: True, kernel=_approx_ndcg_kernel),
     LossSpec("bregman", bregman_loss, "listwise", True, True, None, None,
              {"utility": "linear", "psi": "squared", "link": "identity"},
              "Ravikumar, Tewari & Yang AISTATS 2011; " + CT + ", eq. (5)",
-             "convex for (squared, identity) and (kl, exp)", separable=True,
+             "convex for (squared, identity) and (kl, exp)", separable=True, kernel=_bregman_kernel,
              regret=RegretRule("bregman", _bregman_constant,
                                lambda h: ("2/√μ = 2√‖U(Δ)‖∞ (ψ = KL)" if h.get("psi", "squared") == "kl"
                                           else "2/√μ = 2 (ψ = ½‖·‖²)"),

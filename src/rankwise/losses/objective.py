@@ -1,9 +1,14 @@
 """Any registered loss as a gradient-boosting objective: per-document gradient and positive Hessian.
 
-:func:`grad_hess` works on flat score/label arrays with ``query_offsets``; queries are padded
-into length buckets (bucket widths grow geometrically by 25 %, so padding wastes at most a
-quarter of the cells) and each bucket is one batched autograd call — no Python loop over
-queries. The gradient is that of the *sum* of per-query losses (what a booster adds up).
+:func:`grad_hess` works on flat score/label arrays with ``query_offsets``. Where the loss's
+spec declares a compiled kernel for these hyperparameters (``spec.kernel``; see
+:mod:`rankwise.losses._engine`) it runs that: per query, on the flat arrays, O(n) extra memory,
+on ``n_jobs`` threads. Otherwise (and as the reference the kernels are tested against) queries
+are padded into length buckets (bucket widths grow geometrically by 25 %, so padding wastes at
+most a quarter of the cells) and each bucket is one batched autograd call; a dense O(L²) pair
+form that would not fit in memory is refused before anything is allocated (by the loss). The gradient is that
+of the *sum* of per-query losses (what a booster adds up). No NaN or inf is returned: a gradient
+that overflows float64 (labels near 1e308) is refused with a message.
 
 Hessian diagonal (``spec(loss).hessian``):
 
@@ -33,6 +38,7 @@ import numpy as np
 import torch
 
 from rankwise.errors import InputError
+from rankwise.losses import _engine
 from rankwise.losses._utils import prepare
 from rankwise.losses.pairwise import _dense
 from rankwise.losses.registry import check_hyper, get, spec
@@ -71,7 +77,7 @@ def _buckets(lengths: np.ndarray, quadratic: bool):
 
 
 def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_weights=None,
-              hess_floor: float = 1e-6, return_value: bool = False, **hyper):
+              hess_floor: float = 1e-6, return_value: bool = False, n_jobs=None, **hyper):
     """Per-document gradient and positive Hessian diagonal of ``sum_q loss(scores_q, labels_q)``.
 
     Parameters
@@ -84,6 +90,8 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
     hess_floor : lower clip of the Hessian.
     return_value : also return the loss itself, summed over the queries (weighted as the
         gradient); free for most losses, one extra elementwise pass for the O(n²) pair forms.
+    n_jobs : threads of the compiled engine (None or -1: every CPU this process may use); the
+        result does not depend on it.
     **hyper : the loss's hyperparameters.
 
     Returns
@@ -94,9 +102,9 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
     sp = _resolve(loss)
     fn = sp.fn
     hyper = check_hyper(fn, hyper, loss=sp.name, param="**hyper")
-    s_np = np.asarray(scores_flat, dtype=np.float64).reshape(-1)
-    y_np = np.asarray(labels_flat, dtype=np.float64).reshape(-1)
-    off = np.asarray(offsets, dtype=np.int64).reshape(-1)
+    s_np = _float_array(scores_flat, "scores_flat")
+    y_np = _float_array(labels_flat, "labels_flat")
+    off = _int_array(offsets, "offsets")
     n = len(s_np)
     if len(y_np) != n:
         raise InputError(f"labels_flat has {len(y_np)} entries but scores_flat has {n}; they must match")
@@ -105,15 +113,48 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
                          f"got {len(off)} entries ending at {off[-1] if len(off) else None}")
     if not np.all(np.isfinite(s_np)):
         raise InputError("scores_flat contains NaN or inf")
-    w_np = None if weights is None else np.asarray(weights, dtype=np.float64).reshape(-1)
+    if not np.all(np.isfinite(y_np)):
+        raise InputError(f"{sp.name}: labels_flat contains NaN or inf")
+    w_np = None if weights is None else _float_array(weights, "weights")
     if w_np is not None and len(w_np) != n:
         raise InputError(f"weights has {len(w_np)} entries but there are {n} rows")
-    gw = None if group_weights is None else np.asarray(group_weights, dtype=np.float64).reshape(-1)
+    if w_np is not None and (not np.all(np.isfinite(w_np)) or np.any(w_np < 0)):
+        raise InputError(f"{sp.name}: weights must be finite and non-negative")
+    gw = None if group_weights is None else _float_array(group_weights, "group_weights")
     if gw is not None and len(gw) != len(off) - 1:
         raise InputError(f"group_weights has {len(gw)} entries but there are {len(off) - 1} queries")
+    if gw is not None and (not np.all(np.isfinite(gw)) or np.any(gw < 0)):
+        raise InputError(f"{sp.name}: group_weights must be finite and non-negative")
     hess_floor = float(hess_floor)
     if not hess_floor > 0:
         raise InputError(f"hess_floor must be positive; got {hess_floor}")
+    kernel = sp.kernel(hyper) if sp.kernel is not None else None
+    if kernel is not None:
+        vals, _, grad, hess = _engine.run(kernel, s_np, y_np, off, w_np, n_jobs)
+        if gw is not None:
+            vals = vals * gw
+            row = np.repeat(gw, np.diff(off))
+            grad *= row
+            hess *= row
+        if sp.hessian != "exact":
+            hess = np.abs(grad)
+        total = float(vals.sum())
+    else:
+        grad, hess, total = _torch_grad_hess(sp, hyper, s_np, y_np, off, w_np, gw, return_value)
+    if not (np.all(np.isfinite(grad)) and np.all(np.isfinite(hess)) and math.isfinite(total)):
+        raise InputError(f"{sp.name}: the gradient or Hessian overflows float64 (largest |label| "
+                         f"{float(np.abs(y_np).max()):g}, largest |score| {float(np.abs(s_np).max()):g}); rescale the "
+                         "labels or the scores")
+    np.maximum(hess, hess_floor, out=hess)
+    if return_value:
+        return grad, hess, total
+    return grad, hess
+
+
+def _torch_grad_hess(sp, hyper, s_np, y_np, off, w_np, gw, return_value):
+    """The torch reference path: queries padded into length buckets, one autograd call each."""
+    fn = sp.fn
+    n = len(s_np)
     grad = np.zeros(n)
     hess = np.zeros(n)
     total = 0.0
@@ -178,13 +219,28 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
         h_np = h.detach().numpy()
         grad[idx[m_np]] = g_np[m_np]
         hess[idx[m_np]] = h_np[m_np]
-    np.maximum(hess, hess_floor, out=hess)
-    if return_value:
-        return grad, hess, total
-    return grad, hess
+    return grad, hess, total
 
 
-def as_objective(loss, backend: str = "lightgbm", *, hess_floor: float = 1e-6, on_value=None, **hyper):
+def _float_array(x, name):
+    try:
+        a = np.asarray(x, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{name} must be an array of numbers; got {type(x).__name__} ({exc})") from None
+    return a
+
+
+def _int_array(x, name):
+    a = _float_array(x, name)
+    if not np.all(np.isfinite(a)) or np.any(a != np.round(a)):
+        raise InputError(f"{name} must hold integers (query offsets); got non-integer values")
+    return a.astype(np.int64)
+
+
+
+
+def as_objective(loss, backend: str = "lightgbm", *, hess_floor: float = 1e-6, on_value=None, n_jobs=None,
+                 **hyper):
     """A custom objective for LightGBM or XGBoost that minimises ``loss`` summed over queries.
 
     ``backend="lightgbm"``: ``fn(preds, train_data) -> (grad, hess)`` for
@@ -195,7 +251,8 @@ def as_objective(loss, backend: str = "lightgbm", *, hess_floor: float = 1e-6, o
     ranking weights are per group). ``on_value``, if given, is called at every call with the
     loss summed over the queries at the scores the library passed (the training objective of
     the model before the tree being grown; see ``grad_hess(return_value=True)``).
-    Unknown hyperparameters are refused here, before any boosting round.
+    Unknown hyperparameters are refused here, before any boosting round. ``n_jobs``: threads of
+    the compiled engine (see :func:`grad_hess`).
     """
     sp = _resolve(loss)
     if backend not in BACKENDS:
@@ -207,8 +264,8 @@ def as_objective(loss, backend: str = "lightgbm", *, hess_floor: float = 1e-6, o
 
     def compute(*args, **kwargs):
         if on_value is None:
-            return grad_hess(*args, **kwargs)
-        g, h, value = grad_hess(*args, return_value=True, **kwargs)
+            return grad_hess(*args, n_jobs=n_jobs, **kwargs)
+        g, h, value = grad_hess(*args, return_value=True, n_jobs=n_jobs, **kwargs)
         on_value(value)
         return g, h
 

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from rankwise.errors import InputError
+from rankwise.losses import _engine
 from rankwise.losses._sorted_exp import SortedExp, sorted_exp_terms
 from rankwise.losses._sorted_hinge import SortedHinge
 from rankwise.losses._spec import CT, LossSpec, RegretRule, u_inf
@@ -37,7 +39,8 @@ from rankwise.losses._utils import (
     EXP_CLIP,
     check_choice,
     check_positive,
-    exp2_gain,
+    gains,
+    check_pair_memory,
     ideal_dcg,
     log2p1,
     prepare,
@@ -49,6 +52,7 @@ from rankwise.losses._utils import (
 )
 
 PAIR_WEIGHTS = ("none", "delta_label", "delta_ndcg")
+GAINS = ("exp2", "linear")
 METHODS = ("auto", "dense", "sort")
 OP_PHIS = ("logistic", "exponential", "squared_hinge")
 _PW_SORT = "'none' and 'delta_label'"
@@ -66,29 +70,70 @@ def _item_product(b):
     return b.item_w.unsqueeze(-1) * b.item_w.unsqueeze(-2)
 
 
-def delta_ndcg(s, y, mask, loss="delta_ndcg"):
-    """|ΔNDCG| of swapping i and j in the current ranking (LambdaRank weights), detached."""
-    g = scaled_gains(exp2_gain(y, loss=loss), mask)
+def delta_ndcg(s, y, mask, loss="delta_ndcg", gain="exp2", k=None):
+    """|ΔNDCG| of swapping i and j in the current ranking (LambdaRank weights), detached; with
+    ``k`` the normaliser is max DCG@k (LightGBM's, for a truncation level k)."""
+    g = scaled_gains(gains(y, check_choice(gain, "gain", GAINS, loss), loss=loss), mask)
     r = ranks_from_scores(s, mask)
     inv_d = 1.0 / log2p1(r)
-    idcg = ideal_dcg(g, mask)
+    idcg = ideal_dcg(g, mask, k)
     w = (g.unsqueeze(-1) - g.unsqueeze(-2)).abs() * (inv_d.unsqueeze(-1) - inv_d.unsqueeze(-2)).abs()
     safe = torch.where(idcg > 0, idcg, torch.ones_like(idcg))
     return torch.where((idcg > 0)[:, None, None], w / safe[:, None, None], torch.zeros_like(w))
 
 
-def _weights(b, kind, name):
+def _weights(b, kind, name, gain="exp2", k=None):
     kind = check_choice(kind, "pair_weights", PAIR_WEIGHTS, name)
+    check_pair_memory(b, name)
     P = _ordered_pairs(b.labels, b.mask)
     W = P.to(b.scores.dtype)
     if kind == "delta_label":
         W = W * (b.labels.unsqueeze(-1) - b.labels.unsqueeze(-2))
     elif kind == "delta_ndcg":
-        W = W * delta_ndcg(b.scores, b.labels, b.mask, name)
+        W = W * delta_ndcg(b.scores, b.labels, b.mask, name, gain, k)
     ip = _item_product(b)
     if ip is not None:
         W = W * ip
     return W.detach(), P.flatten(1).any(-1)
+
+
+def check_truncation(level, name):
+    """``truncation_level``: None (every pair) or a positive int."""
+    if level is None:
+        return None
+    if isinstance(level, bool) or not isinstance(level, (int, np.integer)) or level < 1:
+        raise InputError(f"{name}: truncation_level must be None or a positive integer; got {level!r}")
+    return int(level)
+
+
+def check_flag(value, param, name):
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{name}: {param} must be True or False; got {value!r}")
+    return bool(value)
+
+
+def lambdarank_options(b, W, phi, truncation_level, norm):
+    """LightGBM's lambdarank options on a pair-weight matrix (detached).
+
+    ``truncation_level`` T keeps the pairs with at least one item among the top T of the current
+    ranking (``lambdarank_truncation_level``). ``norm`` (``lambdarank_norm``) divides each pair
+    weight by 0.01 + |s_i - s_j| (unless all scores of the list are equal) and then scales the
+    list by log2(1 + S)/S, S = Σ 2|W_ij φ'(s_i - s_j)| the list's total lambda: the factors are
+    constants of the step, as the ΔNDCG weights."""
+    if truncation_level is not None:
+        r = ranks_from_scores(b.scores, b.mask)
+        W = torch.where(torch.minimum(r.unsqueeze(-1), r.unsqueeze(-2)) <= truncation_level, W, torch.zeros_like(W))
+    if norm:
+        sd = b.scores.detach()
+        D = sd.unsqueeze(-1) - sd.unsqueeze(-2)
+        big = torch.finfo(sd.dtype).max
+        hi = torch.where(b.mask, sd, torch.full_like(sd, -big)).max(-1).values
+        lo = torch.where(b.mask, sd, torch.full_like(sd, big)).min(-1).values
+        W = torch.where((hi > lo)[:, None, None], W / (0.01 + D.abs()), W)
+        lam = 2 * (W * phi.d1(D)).abs().sum((-1, -2))
+        safe = torch.where(lam > 0, lam, torch.ones_like(lam))
+        W = W * torch.where(lam > 0, torch.log2(1 + lam) / safe, torch.ones_like(lam))[:, None, None]
+    return W.detach()
 
 
 def _dense(b, W, phi):
@@ -111,9 +156,14 @@ class PairPhi:
         return self.f(d)
 
 
+def _softplus_grad(x):
+    # the derivative of F.softplus as autograd computes it (it is linear beyond 20)
+    return torch.where(x > 20, torch.ones_like(x), torch.sigmoid(x))
+
+
 def _phi_logistic(sigma, scale=1.0):
     return PairPhi(lambda d: F.softplus(-sigma * d) * scale,
-                   lambda d: -sigma * scale * torch.sigmoid(-sigma * d),
+                   lambda d: -sigma * scale * _softplus_grad(-sigma * d),
                    lambda d: sigma * sigma * scale * torch.sigmoid(sigma * d) * torch.sigmoid(-sigma * d))
 
 
@@ -135,10 +185,18 @@ def _hinge_pairs(b, *, pair_weights="none", **_):
     return W, _phi_hinge, valid
 
 
-def _ranknet_pairs(b, *, sigma=1.0, pair_weights="none", **_):
-    sigma = check_positive(sigma, "sigma", "ranknet")
-    W, valid = _weights(b, pair_weights, "ranknet")
-    return W, _phi_logistic(sigma), valid
+def _ranknet_pairs(b, *, sigma=1.0, pair_weights="none", truncation_level=None, norm=False, gain="exp2", name="ranknet",
+                   **_):
+    sigma = check_positive(sigma, "sigma", name)
+    T = check_truncation(truncation_level, name)
+    W, valid = _weights(b, pair_weights, name, gain, T)
+    phi = _phi_logistic(sigma)
+    return lambdarank_options(b, W, phi, T, check_flag(norm, "norm", name)), phi, valid
+
+
+def _lambdarank_pairs(b, *, sigma=1.0, truncation_level=30, norm=True, gain="exp2", **_):
+    return _ranknet_pairs(b, sigma=sigma, pair_weights="delta_ndcg", truncation_level=truncation_level, norm=norm,
+                          gain=gain, name="lambdarank")
 
 
 def _rankboost_pairs(b, *, pair_weights="none", **_):
@@ -155,6 +213,7 @@ def _kendall_pairs(b, **_):
 
 def _op_pairs(b, *, utility="linear", phi="logistic", **_):
     name = "op_pairwise"
+    check_pair_memory(b, name)
     v = _op_utility(b, utility, name)
     phi_name = check_choice(phi, "phi", OP_PHIS, name)
     f = {"logistic": _phi_logistic(1.0), "exponential": _phi_exp, "squared_hinge": _phi_sq_hinge}[phi_name]
@@ -169,6 +228,7 @@ def _op_pairs(b, *, utility="linear", phi="logistic", **_):
 
 
 def _squared_pairs(b, *, utility="linear", **_):
+    check_pair_memory(b, "pairwise_squared")
     v = _util(b, utility, "pairwise_squared")
     both = b.mask.unsqueeze(-1) & b.mask.unsqueeze(-2)
     upper = torch.triu(torch.ones(both.shape[-2:], dtype=torch.bool, device=both.device), 1)
@@ -386,22 +446,60 @@ def kendall_hinge_loss(scores, labels, *, where=None, weights=None, reduction="m
 
 
 def ranknet_loss(scores, labels, *, where=None, weights=None, reduction="mean", sigma=1.0,
-                 pair_weights="none"):
+                 pair_weights="none", truncation_level=None, norm=False, gain="exp2"):
     r"""RankNet pairwise logistic loss.
 
     .. math:: \ell = \sum_{y_i > y_j} \omega_{ij} \log\bigl(1 + e^{-\sigma (s_i - s_j)}\bigr)
 
-    With ``pair_weights="delta_ndcg"`` this is the LambdaRank objective. O(n^2) per list (no
-    exact sort-based form for the logistic). Convex.
+    With ``pair_weights="delta_ndcg"`` this is the LambdaRank objective (LambdaMART with trees):
+    ω_ij = |G_i - G_j| |1/log2(1+r_i) - 1/log2(1+r_j)| / maxDCG, G the ``gain`` ("exp2":
+    2^y - 1, or "linear") and r the current ranks. LightGBM's lambdarank options, for any pair
+    weights: ``truncation_level`` T keeps the pairs with an item among the current top T (and
+    normalises ΔNDCG by max DCG@T), ``norm`` divides ω_ij by 0.01 + |s_i - s_j| and rescales the
+    list's lambdas by log2(1 + S)/S. Every such factor is held constant in the step, as the ΔNDCG
+    weights are. O(n^2) per list in this torch form; the compiled engine
+    (:func:`rankwise.losses.grad_hess`, :func:`rankwise.losses.training_loss`) costs O(n T).
+    Convex for fixed weights.
 
     References
     ----------
     C. Burges et al. "Learning to rank using gradient descent." ICML 2005.
     C. Burges. "From RankNet to LambdaRank to LambdaMART: an overview." MSR-TR-2010-82.
+    G. Ke et al. "LightGBM: a highly efficient gradient boosting decision tree." NeurIPS 2017
+    (``lambdarank_truncation_level``, ``lambdarank_norm``).
     """
     name = "ranknet"
     b = prepare(scores, labels, where, weights, loss=name)
-    W, phi, valid = _ranknet_pairs(b, sigma=sigma, pair_weights=pair_weights)
+    W, phi, valid = _ranknet_pairs(b, sigma=sigma, pair_weights=pair_weights, truncation_level=truncation_level,
+                                   norm=norm, gain=gain)
+    return reduce(_dense(b, W, phi), valid, b, reduction, loss=name)
+
+
+def lambdarank_loss(scores, labels, *, where=None, weights=None, reduction="mean", sigma=1.0, truncation_level=30,
+                    norm=True, gain="exp2"):
+    r"""LambdaMART's objective as LightGBM computes it (``objective="lambdarank"``): RankNet with
+    ΔNDCG pair weights, truncated and normalised.
+
+    .. math:: \ell = F \sum_{y_i > y_j,\ \min(r_i, r_j) \le T}
+       \frac{|G_i - G_j|\,|1/\log_2(1+r_i) - 1/\log_2(1+r_j)|}{\mathrm{maxDCG@}T\;(0.01 + |s_i - s_j|)}
+       \log\bigl(1 + e^{-\sigma (s_i - s_j)}\bigr), \quad F = \frac{\log_2(1 + S)}{S}
+
+    with r the current ranks, G the ``gain`` (2^y - 1), T = ``truncation_level``, S the list's
+    total |lambda| (Σ 2|∂ℓ_ij/∂s_i| before F) and every weight held constant in the step (the
+    division by 0.01 + |s_i - s_j| is skipped when all scores of the list are equal; ``norm=False``
+    drops it and F). Equals :func:`ranknet_loss` with ``pair_weights="delta_ndcg"`` and the same
+    options; registered on its own so that the LambdaMART defaults (LightGBM's: T = 30, norm on,
+    σ = 1) are one name. Not convex (the weights depend on the ranking).
+
+    References
+    ----------
+    C. Burges. "From RankNet to LambdaRank to LambdaMART: an overview." MSR-TR-2010-82, 2010.
+    G. Ke et al. "LightGBM: a highly efficient gradient boosting decision tree." NeurIPS 2017
+    (``lambdarank_truncation_level``, ``lambdarank_norm``).
+    """
+    name = "lambdarank"
+    b = prepare(scores, labels, where, weights, loss=name)
+    W, phi, valid = _lambdarank_pairs(b, sigma=sigma, truncation_level=truncation_level, norm=norm, gain=gain)
     return reduce(_dense(b, W, phi), valid, b, reduction, loss=name)
 
 
@@ -550,6 +648,47 @@ def _op_constant(h, U):
     return 2.0 * math.sqrt(u_inf(U, "op_pairwise"))
 
 
+_SCHEMES = {"none": _engine.W_NONE, "delta_label": _engine.W_LABEL, "delta_ndcg": _engine.W_NDCG}
+
+
+def _pair_kernel(name, phi, logistic=False, defaults=None):
+    """``hyper -> EngineKernel`` of ranknet / lambdarank / pairwise_hinge / rankboost, or None
+    where the torch sort-based form is the better tool (pair weights "none"/"delta_label" of the
+    hinge and RankBoost: O(n log n)). ``defaults``: hyperparameters the loss fixes or defaults."""
+    def make(h):
+        h = {**(defaults or {}), **h}
+        pw = check_choice(h.get("pair_weights", "none"), "pair_weights", PAIR_WEIGHTS, name)
+        if not logistic and pw != "delta_ndcg" and _method(h.get("method", "auto"), name) != "dense":
+            return None
+        gain = check_choice(h.get("gain", "exp2"), "gain", GAINS, name)
+        checks = (_engine.exp2_check(name),) if pw == "delta_ndcg" and gain == "exp2" else ()
+        return _engine.pair_kernel(
+            _SCHEMES[pw], phi, sigma=check_positive(h.get("sigma", 1.0), "sigma", name),
+            truncation_level=check_truncation(h.get("truncation_level"), name),
+            norm=check_flag(h.get("norm", False), "norm", name), exp2=gain == "exp2", checks=checks)
+    return make
+
+
+def _op_kernel(h):
+    name = "op_pairwise"
+    phi = check_choice(h.get("phi", "logistic"), "phi", OP_PHIS, name)
+    if phi != "logistic" and _method(h.get("method", "auto"), name) != "dense":
+        return None
+    u = _engine.utilities(h.get("utility", "linear"), name)
+    if u is None:
+        return None
+    nonneg = _engine.range_check(0.0, math.inf, lambda lo, hi: f"{name}: utilities u(y) must be non-negative; "
+                                                               f"got min {lo:g}")
+    kind = {"logistic": _engine.PHI_LOGISTIC, "exponential": _engine.PHI_EXP,
+            "squared_hinge": _engine.PHI_SQHINGE}[phi]
+    return _engine.pair_kernel(_engine.W_OP, kind, utilities=u[0], checks=u[1], v_checks=(nonneg,))
+
+
+def _squared_kernel(h):
+    u = _engine.utilities(h.get("utility", "linear"), "pairwise_squared")
+    return None if u is None else _engine.pairwise_squared_kernel(u[0], u[1])
+
+
 SPECS = [
     LossSpec("pairwise_hinge", pairwise_hinge_loss, "pairwise", True, False,
              _maxcut, _hinge_l2, {"pair_weights": "none", "method": "auto"},
@@ -557,29 +696,42 @@ SPECS = [
              "ℓ∞ constant 2⌊m²/4⌋ is tight (two label levels, equal scores) and grows with m; "
              "O(n log n) Fenwick sweep; Hessian 0 a.e., so the GBDT adapter uses |grad|",
              hessian="abs_grad", valid_when=("ordered_pair",), pair_form=_hinge_pairs,
+             kernel=_pair_kernel("pairwise_hinge", _engine.PHI_HINGE),
              quadratic=_dense_if("pair_weights", "delta_ndcg", "none")),
     LossSpec("ranknet", ranknet_loss, "pairwise", True, False,
              lambda m, sigma=1.0: sigma * _maxcut(m), lambda m, sigma=1.0: sigma * _hinge_l2(m),
              {"sigma": 1.0, "pair_weights": "none"}, "Burges et al. ICML 2005",
              "not order-preserving in general (Duchi, Mackey & Jordan ICML 2010); O(n^2)",
-             valid_when=("ordered_pair",), pair_form=_ranknet_pairs, quadratic=lambda h: True),
+             valid_when=("ordered_pair",), pair_form=_ranknet_pairs, quadratic=lambda h: True,
+             kernel=_pair_kernel("ranknet", _engine.PHI_LOGISTIC, logistic=True),
+             step_weights=lambda h: bool(h.get("norm", False))),
+    LossSpec("lambdarank", lambdarank_loss, "pairwise", False, False, None, None,
+             {"sigma": 1.0, "truncation_level": 30, "norm": True, "gain": "exp2"},
+             "Burges 2010 (MSR-TR-2010-82); LightGBM's lambdarank (Ke et al. NeurIPS 2017)",
+             "ranknet with ΔNDCG weights, LightGBM's truncation and normalisation; O(n T) on the engine",
+             smooth_at_ties=False, valid_when=("ordered_pair",), pair_form=_lambdarank_pairs,
+             quadratic=lambda h: True,
+             kernel=_pair_kernel("lambdarank", _engine.PHI_LOGISTIC, logistic=True,
+                                 defaults={"pair_weights": "delta_ndcg", "truncation_level": 30, "norm": True}),
+             step_weights=lambda h: bool(h.get("norm", True))),
     LossSpec("rankboost", rankboost_loss, "pairwise", True, False, None, None,
              {"pair_weights": "none", "method": "auto"}, "Freund et al. JMLR 2003",
              "exp continued linearly above 50; O(n log n) log-domain Fenwick sweeps for any score range "
              "(dense O(n^2) for delta_ndcg weights); exact Hessian diagonal from the same sweeps",
              valid_when=("ordered_pair",), pair_form=_rankboost_pairs, fast_terms=_rankboost_fast,
+             kernel=_pair_kernel("rankboost", _engine.PHI_EXP),
              quadratic=_dense_if("pair_weights", "delta_ndcg", "none")),
     LossSpec("pairwise_squared", pairwise_squared_loss, "pairwise", True, True, None, None,
              {"utility": "linear", "method": "auto"}, CT,
              "all pairs; O(n) closed form; Hessian diagonal 2 w_i (Σ_j w_j - w_i)",
-             valid_when=("two_items",), pair_form=_squared_pairs, fast_terms=_squared_fast,
+             valid_when=("two_items",), pair_form=_squared_pairs, fast_terms=_squared_fast, kernel=_squared_kernel,
              quadratic=lambda h: h.get("method", "auto") == "dense",
              regret=RegretRule("pairwise", lambda h, U: 1.0, lambda h: "1")),
     LossSpec("op_pairwise", op_pairwise_loss, "pairwise", True, True, None, None,
              {"utility": "linear", "phi": "logistic", "method": "auto"}, CT + ", eq. (4)",
              "Lipschitz constant depends on the utility range; O(n log n) for phi exponential and "
              "squared_hinge, O(n^2) for the logistic",
-             valid_when=("two_items",), pair_form=_op_pairs, fast_terms=_op_fast,
+             valid_when=("two_items",), pair_form=_op_pairs, fast_terms=_op_fast, kernel=_op_kernel,
              quadratic=_dense_if("phi", "logistic", "logistic"),
              regret=RegretRule("pairwise", _op_constant, lambda h: "2√‖U(Δ)‖∞", needs_u=lambda h: True,
                               check=_op_regret_check)),

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from rankwise.errors import InputError
+from rankwise.losses import _engine
 from rankwise.losses._spec import CT, LossSpec, pointwise_regret, positive_param
 from rankwise.losses._utils import check_positive, prepare, reduce, safe_exp, utility
 
@@ -199,6 +200,37 @@ def sigmoid_ce_loss(scores, labels, *, where=None, weights=None, reduction="mean
 
 # ------------------------------------------------------------------------------------ registry
 
+
+def _eta_message(name, eta):
+    return lambda lo, hi: (f"{name}: utilities u(y) must lie in [0, eta] = [0, {eta:g}]; got range [{lo:g}, {hi:g}]. "
+                           "Pass eta >= the largest utility (e.g. eta=4 for labels 0..4 with utility='linear')")
+
+
+def _kernel(kind, name, default_utility="linear", template=True):
+    """``hyper -> EngineKernel`` of a pointwise template (None for a callable utility)."""
+    def make(h):
+        u = _engine.utilities(h.get("utility", default_utility), name)
+        if u is None:
+            return None
+        v, checks = u
+        eta = check_positive(h.get("eta", 1.0), "eta", name) if template else 1.0
+        t = check_positive(h.get("t", 1.0), "t", name)
+        alpha = check_positive(h.get("alpha", 0.25), "alpha", name)
+        if kind == _engine.PT_SMOOTHHINGE and not alpha < eta / 2:
+            raise InputError(f"{name}: alpha must lie in (0, eta/2) = (0, {eta / 2:g}); got {alpha:g}")
+        v_checks = (_engine.range_check(0.0, eta, _eta_message(name, eta)),) if template else ()
+        return _engine.pointwise_kernel(kind, eta=eta, t=t, alpha=alpha, utilities=v, checks=checks,
+                                        v_checks=v_checks)
+    return make
+
+
+def _sigmoid_ce_kernel(h):
+    name = "sigmoid_ce"
+    check = _engine.range_check(0.0, 1.0, lambda lo, hi: (
+        f"{name}: labels must lie in [0, 1] (binary relevance); got range [{lo:g}, {hi:g}]. Binarise them or use "
+        "pointwise_logistic with eta >= the largest label"))
+    return _engine.pointwise_kernel(_engine.PT_LOGISTIC, eta=1.0, v_checks=(check,))
+
 def _sqrt_eta(h):
     return math.sqrt(positive_param(h, "eta"))
 
@@ -206,31 +238,31 @@ def _sqrt_eta(h):
 SPECS = [
     LossSpec("pointwise_squared", pointwise_squared_loss, "pointwise", True, True, None, None,
              {"utility": "linear"}, CT + "; Cossock & Zhang 2008",
-             "unbounded gradient: no Lipschitz constant; Hessian 2 exactly", separable=True,
+             "unbounded gradient: no Lipschitz constant; Hessian 2 exactly", separable=True, kernel=_kernel(_engine.PT_SQUARED, "pointwise_squared", template=False),
              regret=pointwise_regret(lambda h: math.sqrt(2.0), "√2")),
     LossSpec("pointwise_utility_regression", pointwise_utility_regression_loss, "pointwise",
              True, True, None, None, {"utility": "exp2"}, "Cossock & Zhang 2008",
-             "regression on 2^y - 1: order-preserving w.r.t. the DCG utility", separable=True),
+             "regression on 2^y - 1: order-preserving w.r.t. the DCG utility", separable=True, kernel=_kernel(_engine.PT_SQUARED, "pointwise_utility_regression", "exp2", template=False)),
     LossSpec("pointwise_logistic", pointwise_logistic_loss, "pointwise", True, True,
              lambda m, eta=1.0: m * eta, lambda m, eta=1.0: math.sqrt(m) * eta,
              {"utility": "linear", "eta": 1.0}, CT, "|∂ℓ/∂s_i| <= max(v, η - v) <= η: tight (v = 0, s -> ∞)",
-             separable=True, example_hyper={"eta": 2.0}, regret=pointwise_regret(_sqrt_eta, "√η")),
+             separable=True, kernel=_kernel(_engine.PT_LOGISTIC, "pointwise_logistic"), example_hyper={"eta": 2.0}, regret=pointwise_regret(_sqrt_eta, "√η")),
     LossSpec("pointwise_exponential", pointwise_exponential_loss, "pointwise", True, True,
              None, None, {"utility": "linear", "eta": 1.0}, CT, "exp continued linearly above 50",
-             separable=True, example_hyper={"eta": 2.0}, regret=pointwise_regret(_sqrt_eta, "√η")),
+             separable=True, kernel=_kernel(_engine.PT_EXP, "pointwise_exponential"), example_hyper={"eta": 2.0}, regret=pointwise_regret(_sqrt_eta, "√η")),
     LossSpec("pointwise_squared_hinge", pointwise_squared_hinge_loss, "pointwise", True, True,
              None, None, {"utility": "linear", "eta": 1.0, "t": 1.0}, CT, "unbounded gradient",
-             separable=True, example_hyper={"eta": 2.0},
+             separable=True, kernel=_kernel(_engine.PT_SQHINGE, "pointwise_squared_hinge"), example_hyper={"eta": 2.0},
              regret=pointwise_regret(lambda h: math.sqrt(2.0 * positive_param(h, "eta")) / positive_param(h, "t", 1.0),
                                      "√(2η)/t")),
     LossSpec("pointwise_smooth_hinge", pointwise_smooth_hinge_loss, "pointwise", True, True,
              lambda m, eta=1.0: m * eta, lambda m, eta=1.0: math.sqrt(m) * eta,
              {"utility": "linear", "eta": 1.0, "alpha": 0.25}, CT, "φ_α' ∈ [0, 1]: tight",
-             separable=True, example_hyper={"eta": 2.0, "alpha": 0.5},
+             separable=True, kernel=_kernel(_engine.PT_SMOOTHHINGE, "pointwise_smooth_hinge"), example_hyper={"eta": 2.0, "alpha": 0.5},
              regret=pointwise_regret(lambda h: 4.0 * math.sqrt(positive_param(h, "eta") / positive_param(h, "alpha", 0.25)),
                                      "4√(η/α)")),
     LossSpec("sigmoid_ce", sigmoid_ce_loss, "pointwise", True, True,
              lambda m: float(m), lambda m: math.sqrt(m), {},
              "Kotłowski et al. ICML 2011; " + CT + " (η = 1)", "binary labels in [0, 1]; tight",
-             separable=True, binary_labels=True),
+             separable=True, kernel=_sigmoid_ce_kernel, binary_labels=True),
 ]

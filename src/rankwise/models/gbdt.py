@@ -80,6 +80,11 @@ class GBDTRanker(BaseRanker):
         round's tree was fitted to -- the model after ``iteration`` rounds, computed by the
         gradient call itself at no extra cost (so the model after the last round has none);
         and the ``eval_metric`` on ``eval_set`` after the round, when one is given.
+    eval_scores_ : ndarray
+        With ``eval_set``: the raw scores of its rows after the last round boosted. They are kept
+        round to round and each new tree's output is added (LightGBM's validation score updater,
+        XGBoost's prediction cache), so validating costs one tree per round, not the whole
+        booster; they equal ``booster_``'s prediction with every tree.
     n_features_in_ : int
 
     Notes
@@ -155,7 +160,7 @@ class GBDTRanker(BaseRanker):
         from rankwise.losses.registry import check_hyper
 
         hyper = check_hyper(losses.get(self.loss), self.loss_params, loss=self.loss, param="loss_params")
-        return None, losses.as_objective(self.loss, self.backend, on_value=on_value, **hyper)
+        return None, losses.as_objective(self.loss, self.backend, on_value=on_value, n_jobs=self.n_jobs, **hyper)
 
     def _check_params(self):
         self._validate_params()
@@ -261,7 +266,7 @@ class GBDTRanker(BaseRanker):
             stopper.load_state(tstate.get("stopper", {}))
         self.n_features_in_ = train.X.shape[1]
         self.history_ = History(history)
-        for k in ("best_iteration_", "best_score_"):  # from a previous fit of this instance
+        for k in ("best_iteration_", "best_score_", "eval_scores_"):  # from a previous fit of this instance
             self.__dict__.pop(k, None)
         remaining = total - done
         t0 = time.perf_counter()
@@ -284,6 +289,8 @@ class GBDTRanker(BaseRanker):
                checkpoint, checkpoint_every, last_loss):
         with Progress(total, desc=f"GBDTRanker[{self.backend}]", verbose=self.verbose, initial=done) as bar:
             def after_round(rnd, booster_text_fn, val_scores):
+                if val_scores is not None:
+                    self.eval_scores_ = val_scores
                 rec = {"iteration": rnd}
                 if last_loss[0] is not None:
                     rec["loss"] = last_loss[0]
@@ -300,7 +307,7 @@ class GBDTRanker(BaseRanker):
 
             threads = None
             if obj is not None:
-                # The objective runs torch between boosting rounds; two OpenMP pools (the GBDT
+                # An objective without a compiled kernel runs torch between rounds; two OpenMP pools (the GBDT
                 # library's, spinning after each parallel region, and torch's) on the same cores
                 # slow each round down by an order of magnitude, so torch runs single-threaded.
                 import torch
@@ -351,16 +358,25 @@ class GBDTRanker(BaseRanker):
         dtrain = lgb.Dataset(train.X, label=train.y, group=sizes, weight=train.sample_weight,
                              params={"verbosity": -1}, free_raw_data=False)
         init = None if init_text is None else lgb.Booster(model_str=persistence.array_to_text(init_text))
+        valid_sets, feval, latest = None, None, {}
+        if val is not None:
+            # LightGBM keeps the validation scores and adds each new tree's output (its own
+            # ScoreUpdater, as for its built-in metrics); feval receives them every round
+            valid_sets = [lgb.Dataset(val.X, label=val.y, group=np.diff(val.offsets), reference=dtrain,
+                                      params={"verbosity": -1})]
+
+            def feval(preds, data):
+                latest["scores"] = np.array(preds, dtype=np.float64)
+                return "rankwise", 0.0, True
 
         def callback(env):
-            val_scores = None
-            if val is not None:
-                val_scores = env.model.predict(val.X, raw_score=True)
+            val_scores = latest.pop("scores", None)
             if after_round(done + env.iteration - env.begin_iteration, lambda: env.model.model_to_string(),
                            val_scores):
                 raise lgb.callback.EarlyStopException(env.iteration, [])
 
-        booster = lgb.train(params, dtrain, num_boost_round=rounds, init_model=init, callbacks=[callback])
+        booster = lgb.train(params, dtrain, num_boost_round=rounds, init_model=init, valid_sets=valid_sets,
+                            feval=feval, callbacks=[callback])
         self.booster_ = booster
 
     def _fit_xgb(self, train, val, native, obj, seed, rounds, init_text, after_round, done):
@@ -378,9 +394,12 @@ class GBDTRanker(BaseRanker):
                 raise InputError("sample_weight: the xgboost backend takes one weight per query; give every row "
                                  "of a query the same weight (or use backend='lightgbm' for per-row weights)")
             dtrain.set_weight(per_q)
-        dval = None
+        dval, evals = None, ()
         if val is not None:
+            # a DMatrix in evals is in the booster's prediction cache: predict() adds the new tree's
+            # output to the kept scores instead of running every tree again
             dval = xgb.DMatrix(val.X, missing=np.nan)
+            evals = [(dval, "eval_set")]
         init = None
         if init_text is not None:
             init = xgb.Booster()
@@ -393,7 +412,7 @@ class GBDTRanker(BaseRanker):
                                         scores))
 
         booster = xgb.train(params, dtrain, num_boost_round=rounds, obj=obj, xgb_model=init, callbacks=[CB()],
-                            verbose_eval=False)
+                            evals=evals, verbose_eval=False)
         self.booster_ = booster
 
     def _n_trees(self) -> int:

@@ -67,7 +67,8 @@ class TrainingHooks:
 def resolve_loss(loss, loss_params: dict | None):
     """A callable ``f(scores, labels, where, weights) -> summed loss`` from a name or a function.
 
-    Names resolve through :func:`rankwise.losses.get`; a callable must have the rankwise loss
+    Names resolve through :func:`rankwise.losses.compiled` (the loss on its compiled engine for CPU
+    tensors, the torch form otherwise); a callable must have the rankwise loss
     signature ``fn(scores, labels, *, where=None, weights=None, reduction="mean", **hyper)``.
     ``loss_params`` must be a dict whose names are keyword-only parameters of the loss (checked
     here, before training, by the same rule as :func:`rankwise.losses.as_objective`).
@@ -77,7 +78,8 @@ def resolve_loss(loss, loss_params: dict | None):
     if isinstance(loss, str):
         from rankwise import losses
 
-        fn, name = losses.get(loss), loss
+        # on CPU tensors the loss runs on its compiled kernel (same value and gradient, O(n) memory)
+        fn, name = losses.compiled(loss), loss
     elif callable(loss):
         fn, name = loss, getattr(loss, "__name__", type(loss).__name__)
     else:
