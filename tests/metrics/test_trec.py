@@ -289,3 +289,26 @@ def test_evaluate_without_qid_warns_and_qid_none_opts_in():
         warnings.simplefilter("error")
         evaluate(s, y, None, metrics=["ndcg@10"])
         evaluate(s[None, :], y[None, :], metrics=["ndcg@10"])  # padded input carries its queries
+
+
+def test_cli_evaluates_many_runs_in_trec_eval_format(tmp_path, capsys):
+    from rankwise.cli.main import main
+
+    qrels, runs = _collection(seed=4)
+    (tmp_path / "q.txt").write_text("".join(f"{q} 0 {d} {r}\n" for q, docs in qrels.items() for d, r in docs.items()))
+    paths = []
+    for i, run in enumerate(runs):
+        p = tmp_path / f"r{i}.txt"
+        p.write_text("".join(f"{q} Q0 {d} 1 {s!r} t{i}\n" for q, docs in run.items() for d, s in docs.items()))
+        paths.append(str(p))
+    assert main(["evaluate", "--qrels", str(tmp_path / "q.txt"), "--format", "trec_eval", "--per-query", *paths]) == 0
+    out, err = capsys.readouterr()
+    assert "profile trec_eval" in err and "ties by docno descending" in err
+    api = evaluate_runs(str(tmp_path / "q.txt"), paths, "all_trec")
+    lines = out.splitlines()
+    for i, p in enumerate(paths):
+        name = p.rsplit("/", 1)[-1]
+        want = f"{name}\tmap                   \tall\t{api[name].mean['map']:6.4f}"
+        assert want in lines
+        assert f"{name}\tP_10                  \t101\t{api[name].per_query.loc['101', 'P_10']:6.4f}" in lines
+    assert all((tmp_path / f"r{i}.txt").read_text().startswith("1") for i in range(3))  # no run overwritten

@@ -295,6 +295,10 @@ def _cmd_evaluate(args) -> int:
 
     metrics = _csv(args.metrics) if args.metrics else None
     conventions = _conventions(args)
+    if isinstance(args.per_query, str) and not args.per_query.lower().endswith(".csv"):
+        # `--per-query RUN1 RUN2`: a flag followed by the runs, never a file to overwrite
+        args.inputs = [args.per_query, *args.inputs]
+        args.per_query = True
     out_format = args.format if args.format in ("trec_eval", "table") else "table"
     data_format = args.format if args.format not in ("trec_eval", "table") else "auto"
     runs = list(args.run or []) + (list(args.inputs) if args.qrels is not None else [])
@@ -527,7 +531,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run", action="append", help="TREC run file (repeatable; or give runs as arguments)")
     p.add_argument("--qrels", help="TREC qrels file (plain or .gz)")
     p.add_argument("--per-query", "-q", nargs="?", const=True, default=None, metavar="CSV",
-                   help="print per-query values (trec_eval -q); with a file name, write them to that CSV instead")
+                   help="print per-query values (trec_eval -q); with a file name ending in .csv, write them to "
+                        "that CSV instead")
     p.add_argument("--relevance-level", "-l", type=int, help="trec_eval -l: grades >= this are relevant (default 1)")
     p.add_argument("--max-docs", "-M", type=int, help="trec_eval -M: at most this many documents per topic")
     p.add_argument("--judged-only", "-J", action="store_true", help="trec_eval -J: drop unjudged documents")

@@ -260,34 +260,6 @@ def sort_by_hash(offsets, h, buf, s, e):
 
 
 @nb.njit(cache=True)
-def join(r_off, r_h, r_order, r_buf, r_s, r_e, qmap, j_off, j_h, j_rel, j_buf, j_s, j_e, nonpool, unjudged):
-    """Relevance of every run row: run query ``g`` is qrels query ``qmap[g]`` (-1: none).
-
-    Both sides are walked in hash order (``r_order``, and the qrels rows sorted by hash).
-    Rows the qrels do not list get ``nonpool``; qrels grades below 0 give ``unjudged``.
-    Returns (rel, err) with err 2 on a hash collision.
-    """
-    rel = np.full(r_h.shape[0], nonpool, dtype=np.int64)
-    for g in range(r_off.shape[0] - 1):
-        j = qmap[g]
-        if j < 0:
-            continue
-        p = j_off[j]
-        pe = j_off[j + 1]
-        for t in range(r_off[g], r_off[g + 1]):
-            r = r_order[t]
-            x = r_h[r]
-            while p < pe and j_h[p] < x:
-                p += 1
-            if p < pe and j_h[p] == x:
-                if _cmp(r_buf, r_s[r], r_e[r], j_buf, j_s[p], j_e[p]) != 0:
-                    return rel, 2
-                v = j_rel[p]
-                rel[r] = v if v >= 0 else unjudged
-    return rel, 0
-
-
-@nb.njit(cache=True)
 def _merge_sort_desc(idx, buf, s, e):
     """Sort row indices by id bytes, descending (larger docno first, as trec_eval)."""
     n = idx.shape[0]
@@ -379,26 +351,6 @@ def _slot(h, g, mask):
     return np.int64(x & mask)
 
 
-@nb.njit(cache=True)
-def build_table(offsets, h):
-    """Open-addressing table of the rows, keyed by (group, hash): row index or -1."""
-    n = h.shape[0]
-    size = 1
-    while size < 2 * n + 2:
-        size *= 2
-    mask = np.uint64(size - 1)
-    table = np.full(size, -1, dtype=np.int64)
-    keys = np.zeros(size, dtype=np.uint64)  # the hash of each slot's row, beside it: one memory access less
-    for g in range(offsets.shape[0] - 1):
-        for r in range(offsets[g], offsets[g + 1]):
-            i = _slot(h[r], g, mask)
-            while table[i] >= 0:
-                i = (i + 1) & (size - 1)
-            table[i] = r
-            keys[i] = h[r]
-    return table, keys
-
-
 @nb.njit(cache=True, nogil=True)
 def first_duplicate(offsets, h, buf, s, e):
     """Per group, a hash set of the ids; returns (row of the first repeated id or -1, collision)."""
@@ -427,29 +379,31 @@ def first_duplicate(offsets, h, buf, s, e):
 
 
 @nb.njit(cache=True, nogil=True)
-def join_table(r_off, r_h, r_buf, r_s, r_e, qmap, table, keys, j_off, j_rel, j_buf, j_s, j_e, nonpool, unjudged):
-    """Relevance of every run row by lookup in the qrels table (``build_table``); run query ``g``
-    is qrels query ``qmap[g]`` (-1: none). Every hash match is confirmed byte by byte.
-    Returns (rel, err) with err 2 on a hash collision."""
+def join_sorted(r_off, r_h, r_buf, r_s, r_e, qmap, j_off, j_h, j_rel, j_buf, j_s, j_e, nonpool, unjudged):
+    """Relevance of every run row by binary search among its topic's judgments, which the
+    qrels keep sorted by hash (a topic's hashes fit in cache: no random walk over the whole
+    qrels). Run query ``g`` is qrels query ``qmap[g]`` (-1: none); every hash match is
+    confirmed byte by byte. Returns (rel, err) with err 2 on a hash collision."""
     rel = np.full(r_h.shape[0], nonpool, dtype=np.int64)
-    size = table.shape[0]
-    mask = np.uint64(size - 1)
     for g in range(r_off.shape[0] - 1):
         j = qmap[g]
         if j < 0:
             continue
-        lo = j_off[j]
-        hi = j_off[j + 1]
+        lo0 = j_off[j]
+        hi0 = j_off[j + 1]
         for r in range(r_off[g], r_off[g + 1]):
             x = r_h[r]
-            i = _slot(x, j, mask)
-            while table[i] >= 0:
-                p = table[i]
-                if keys[i] == x and lo <= p < hi:
-                    if _cmp(r_buf, r_s[r], r_e[r], j_buf, j_s[p], j_e[p]) != 0:
-                        return rel, 2
-                    v = j_rel[p]
-                    rel[r] = v if v >= 0 else unjudged
-                    break
-                i = (i + 1) & (size - 1)
+            lo = lo0
+            hi = hi0
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if j_h[mid] < x:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo < hi0 and j_h[lo] == x:
+                if _cmp(r_buf, r_s[r], r_e[r], j_buf, j_s[lo], j_e[lo]) != 0:
+                    return rel, 2
+                v = j_rel[lo]
+                rel[r] = v if v >= 0 else unjudged
     return rel, 0

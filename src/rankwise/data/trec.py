@@ -325,14 +325,6 @@ class Qrels:
         grades, counts)`` flat, grades ascending within a query."""
         return grade_levels(self.offsets, self.rel)
 
-    def table(self):
-        """Hash table of the judgments by (query, document), built once."""
-        from rankwise.data import _trec_kernel as TK
-
-        if getattr(self, "_table", None) is None:
-            self._table = TK.build_table(self.offsets, self.docs.h)
-        return self._table
-
     def to_dict(self) -> dict:
         """``{qid: {docno: rel}}``."""
         out = {}

@@ -77,9 +77,17 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
     longest = 0
     for q in range(nq):
         longest = max(longest, off[q + 1] - off[q])
+        judged = 0
+        for t in range(lv_off[q], lv_off[q + 1]):
+            judged += lv_count[t]
+        longest = max(longest, judged)
+    # lg[i] = log2(i + 2), the discount of 0-based rank i: computed once (the same values as
+    # calling log2 at every rank, so the sums are bit for bit trec_eval's)
+    lg = np.log2(np.arange(longest + 2) + 2.0)
     cum = np.zeros(longest + 1)  # relevant in the top i
     apc = np.zeros(longest + 1)  # sum of precisions at relevant ranks in the top i
     dcg = np.zeros(longest + 1)  # DCG of the top i (gain = grade)
+    icum = np.zeros(longest + 1)  # ideal DCG of the top i
     row = np.zeros(N_SCALAR + n_i + n_f)
     for q in range(nq):
         a = off[q]
@@ -115,7 +123,7 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
             r = 1.0 if v >= rl else 0.0
             cum[i + 1] = cum[i] + r
             apc[i + 1] = apc[i] + (cum[i + 1] / (i + 1.0) if r > 0 else 0.0)
-            dcg[i + 1] = dcg[i] + (v / np.log2(i + 2.0) if v > 0 else 0.0)
+            dcg[i + 1] = dcg[i] + (v / lg[i] if v > 0 else 0.0)
             if r > 0 and rr == 0.0:
                 rr = 1.0 / (i + 1.0)
             if v == NONPOOL:
@@ -185,10 +193,9 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
         for i in range(n):
             if rels[a + i] >= rl:
                 k += 1
-                s += 1.0 / np.log2(3.0 + i - k)
+                s += 1.0 / lg[1 + i - k]
         row[C_BING] = s / num_rel if k > 0 else 0.0
         # ---- ideal DCG walk: grades descending with their counts (m_ndcg.c)
-        ideal_total = 0.0
         level = lb - 1
         used = 0
         p = 0
@@ -197,12 +204,14 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
                 level -= 1
                 used = 0
                 continue
-            ideal_total += lv_grade[level] / np.log2(p + 2.0)
+            icum[p + 1] = icum[p] + lv_grade[level] / lg[p]  # ideal DCG of the top p + 1
             used += 1
             p += 1
+        n_pos = p
+        ideal_total = icum[n_pos]
         row[C_NDCG] = dcg[n] / ideal_total if ideal_total > 0 else 0.0
         # ---- ndcg_rel, Rndcg, G (m_ndcg_rel.c, m_Rndcg.c, m_G.c), walking ranking and ideal together
-        _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row)
+        _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row, lg)
         # ---- rbp, rbp_resid (m_rbp.c, m_rbp_resid.c): gains = grades, scaled to [0, 1]
         scale = float(max_grade) if max_grade > 1 else 1.0
         s = 0.0
@@ -243,18 +252,7 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
                             u += 1
                     row[col] = u / kk
                 elif fam == I_NDCG_CUT:  # m_ndcg_cut.c: ideal over the grades > 0, cut at k
-                    ideal = 0.0
-                    level = lb - 1
-                    used = 0
-                    p = 0
-                    while level >= la and lv_grade[level] > 0 and p < kk:
-                        if used >= lv_count[level]:
-                            level -= 1
-                            used = 0
-                            continue
-                        ideal += lv_grade[level] / np.log2(p + 2.0)
-                        used += 1
-                        p += 1
+                    ideal = icum[min(kk, n_pos)]
                     row[col] = dcg[m] / ideal if ideal > 0 else 0.0
         # ---- fraction families
         for fam in range(fcut_off.shape[0] - 1):
@@ -280,7 +278,7 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
 
 
 @njit(cache=True)
-def _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row):
+def _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row, lg):
     """ndcg_rel, Rndcg and G of one topic: trec_eval's loops, where the ideal gain at each rank
     comes from walking the grades downwards (default gains: gain = grade)."""
     # ndcg_rel
@@ -298,7 +296,7 @@ def _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row):
         v = rels[a + i]
         g = float(v) if v > 0 else 0.0
         if g != 0:
-            rdcg += g / np.log2(i + 2.0)
+            rdcg += g / lg[i]
         used += 1
         while level >= la and used > lv_count[level]:
             used = 1
@@ -306,7 +304,7 @@ def _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row):
             ig = float(lv_grade[level]) if level >= la else 0.0
         if ig > 0.0:
             nrel += 1
-            idcg += ig / np.log2(i + 2.0)
+            idcg += ig / lg[i]
         if g > 0:
             total += rdcg / idcg
             nrr += 1
@@ -315,7 +313,7 @@ def _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row):
         v = rels[a + i]
         g = float(v) if v > 0 else 0.0
         if g != 0:
-            rdcg += g / np.log2(i + 2.0)
+            rdcg += g / lg[i]
         if g > 0:
             total += rdcg / idcg
             nrr += 1
@@ -328,7 +326,7 @@ def _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row):
             ig = float(lv_grade[level]) if level >= la else 0.0
         if ig > 0.0:
             nrel += 1
-            idcg += ig / np.log2(i + 2.0)
+            idcg += ig / lg[i]
         i += 1
     if idcg > 0:
         total += (nrel - nrr) * rdcg / idcg
@@ -358,15 +356,15 @@ def _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row):
                     changes += 1
                 old = ig
             if g != 0:
-                rdcg += g / np.log2(i + 2.0)
+                rdcg += g / lg[i]
             if ig > 0.0:
-                idcg += ig / np.log2(i + 2.0)
+                idcg += ig / lg[i]
             i += 1
         if i < n:
             while i < n:
                 v = rels[a + i]
                 if v > 0:
-                    rdcg += v / np.log2(i + 2.0)
+                    rdcg += v / lg[i]
                 i += 1
             if idcg > 0.0:
                 total += rdcg / idcg
@@ -383,7 +381,7 @@ def _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row):
                     changes += 1
                 old = ig
             if ig > 0.0:
-                idcg += ig / np.log2(i + 2.0)
+                idcg += ig / lg[i]
             i += 1
         row[C_RNDCG] = total / changes if changes > 0 else 0.0
     # G

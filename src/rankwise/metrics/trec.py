@@ -222,9 +222,8 @@ class PreparedQrels:
         q = self.qrels
         qmap = np.array([q.index(x) for x in run.qids], dtype=np.int64)
         run.hash_order()  # no document twice in a topic
-        table, keys = q.table()
-        rel, err = DK.join_table(run.offsets, run.docs.h, run.docs.buf, run.docs.s, run.docs.e, qmap, table, keys,
-                                 q.offsets, q.rel, q.docs.buf, q.docs.s, q.docs.e, TK.NONPOOL, TK.UNJUDGED)
+        rel, err = DK.join_sorted(run.offsets, run.docs.h, run.docs.buf, run.docs.s, run.docs.e, qmap, q.offsets,
+                                  q.docs.h, q.rel, q.docs.buf, q.docs.s, q.docs.e, TK.NONPOOL, TK.UNJUDGED)
         if err:  # pragma: no cover - a 64-bit hash collision between different ids
             raise InputError(f"run {run.name}: a document id collides with another one's 64-bit hash")
         return rel, qmap

@@ -13,11 +13,16 @@ CURVE_KS = (1, 2, 3, 5, 10, 20)
 
 
 def _md_table(frame, float_fmt="{:.4f}") -> str:
-    cols = [str(c) for c in frame.columns]
-    lines = ["| " + " | ".join([""] + cols) + " |", "|" + "---|" * (len(cols) + 1)]
+    """A Markdown table with plain labels: a MultiIndex becomes one column per level (named by
+    the level), never a Python tuple such as ``('runA', 'runB', 'map')``."""
+    names = [n if n is not None else "" for n in frame.index.names]
+    multi = frame.index.nlevels > 1
+    head = (names if multi else [names[0] or ""]) + [str(c) for c in frame.columns]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for idx, row in frame.iterrows():
+        labels = [str(x) for x in idx] if multi else [str(idx)]
         cells = [float_fmt.format(v) if isinstance(v, (float, np.floating)) else str(v) for v in row]
-        lines.append("| " + " | ".join([str(idx)] + cells) + " |")
+        lines.append("| " + " | ".join(labels + cells) + " |")
     return "\n".join(lines)
 
 
@@ -44,7 +49,7 @@ def write_report(results: dict, out_dir, *, metrics, curves: dict | None = None,
     names = list(results)
     import pandas as pd
 
-    means = pd.DataFrame({n: {m: results[n].mean[m] for m in metrics} for n in names}).T
+    means = pd.DataFrame({n: {m: results[n].mean[m] for m in metrics} for n in names}).T.rename_axis("run")
     parts = [f"# {title}", "", f"{len(next(iter(results.values())).per_query)} queries, {len(names)} runs.", "",
              "## Means", "", _md_table(means), ""]
     if curves:
@@ -53,7 +58,7 @@ def write_report(results: dict, out_dir, *, metrics, curves: dict | None = None,
     if len(names) >= 2:
         table = compare_systems({n: results[n].per_query[metrics] for n in names}, n_resamples=n_resamples,
                                 random_state=random_state)
-        pairs = table.pairs.set_index(["system_a", "system_b", "metric"])
+        pairs = table.pairs.set_index(["system_a", "system_b", "metric"]).rename_axis(["run A", "run B", "metric"])
         parts += ["## Paired significance tests (Holm-corrected over all pairs and metrics)", "",
                   _md_table(pairs[["mean_diff", "p_ttest_holm", "p_randomization_holm", "wins", "ties", "losses"]],
                             "{:.4g}"), ""]

@@ -21,20 +21,54 @@ def _pyplot():
     return plt
 
 
+def system_colors(names) -> dict:
+    """One distinct colour per system, the same in every panel and figure of a report: tab10 up
+    to 10 systems, tab20 up to 20, then evenly spaced hues (turbo) — never a repeated colour."""
+    import matplotlib
+
+    names = list(dict.fromkeys(names))
+    n = len(names)
+    if n <= 10:
+        cmap, pts = matplotlib.colormaps["tab10"], [i / 10 + 0.05 for i in range(n)]
+    elif n <= 20:
+        cmap, pts = matplotlib.colormaps["tab20"], [i / 20 + 0.025 for i in range(n)]
+    else:
+        cmap, pts = matplotlib.colormaps["turbo"], list(np.linspace(0.05, 0.95, n))
+    return {name: cmap(p) for name, p in zip(names, pts)}
+
+
+_MARKERS = "osD^vP*Xh<>p"
+
+
+def _legend_outside(fig, ax, n: int) -> None:
+    """Legend to the right of the axes, in columns of at most 15 entries: it never covers a line."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small" if n > 6 else "medium",
+              ncol=max(1, (n + 14) // 15), frameon=False, borderaxespad=0.0)
+
+
 def plot_metric_at_k(curves: dict, path, *, metric: str = "NDCG", title: str | None = None) -> Path:
-    """One line per run: ``curves = {run_name: {k: value}}`` → PNG at ``path``."""
+    """One line per run: ``curves = {run_name: {k: value}}`` → PNG at ``path``.
+
+    Readable from 2 to 30 runs: a distinct colour (and marker) per run, the legend outside the
+    axes, the cut-offs as integer ticks."""
     if not curves:
         raise InputError("plot_metric_at_k needs at least one run")
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4), dpi=110)
-    for name, by_k in curves.items():
+    n = len(curves)
+    colors = system_colors(curves)
+    fig, ax = plt.subplots(figsize=(6.5 + 1.6 * ((n + 14) // 15), 4), dpi=110)
+    all_k = sorted({int(k) for by_k in curves.values() for k in by_k})
+    for i, (name, by_k) in enumerate(curves.items()):
         ks = sorted(by_k)
-        ax.plot(ks, [by_k[k] for k in ks], marker="o", label=name)
+        ax.plot(ks, [by_k[k] for k in ks], marker=_MARKERS[i % len(_MARKERS)], ms=4, lw=1.4,
+                color=colors[name], label=str(name))
+    ax.set_xticks(all_k)
+    ax.set_xticklabels([str(k) for k in all_k])
     ax.set_xlabel("cut-off k")
     ax.set_ylabel(f"{metric}@k")
     ax.set_title(title or f"{metric}@k")
     ax.grid(alpha=0.3)
-    ax.legend()
+    _legend_outside(fig, ax, n)
     return _save(fig, path)
 
 
@@ -69,15 +103,19 @@ def plot_learning_curves(histories: dict, path, *, title: str = "Learning curves
         raise InputError("the histories hold no recorded values to plot")
     plt = _pyplot()
     n = len(series)
-    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.8), dpi=110, squeeze=False)
+    colors = system_colors(histories)  # one colour per model, the same in every panel
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(1, n, figsize=(4.5 * n + 1.8, 3.8), dpi=110, squeeze=False)
     for ax, (key, lines) in zip(axes[0], series.items()):
         for model, x, y in lines:
-            ax.plot(x, y, label=model, marker="." if len(x) < 40 else None)
+            ax.plot(x, y, label=str(model), color=colors[model], marker="." if len(x) < 40 else None)
         ax.set_xlabel("epoch / boosting round")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(key)
         ax.set_title(key)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="small")
+    _legend_outside(fig, axes[0][-1], len(histories))
     fig.suptitle(title)
     return _save(fig, path)
 
