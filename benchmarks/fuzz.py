@@ -179,6 +179,7 @@ def main(argv=None) -> int:
     k = args.scale
     plan = {"svmlight": int(42000 * k), "group file": int(12000 * k), "TREC qrels": int(9000 * k),
             "TREC run": int(9000 * k), "MovieLens 100k": int(3000 * k), "event logs": int(1000 * k),
+            "pandas frames": int(1000 * k), "Parquet files": int(1000 * k),
             "metrics.evaluate": int(16000 * k), "losses.grad_hess": int(6000 * k), "model fit/predict": int(500 * k),
             "model files, damaged": int(2000 * k), "model files, forged": int(3000 * k)}
     tally = Tally()
@@ -222,6 +223,17 @@ def main(argv=None) -> int:
                 rng.choice(["any", "last", "majority"]))
         tally.add("event logs", T.events(spec), repr(spec))
     tally.seconds["event logs"] += time.perf_counter() - t0
+    t0 = time.perf_counter()
+    qpool = [1, 2, "a", None, float("nan"), 2.5, 10**20, True]
+    vpool = [0.0, 1.0, 2.0, float("nan"), float("inf"), 1e308, -1.0, None, "x"]
+    for _ in range(plan["pandas frames"]):
+        n = rng.randint(1, 6)
+        spec = ([rng.choice(qpool[:2] if rng.random() < 0.6 else qpool) for _ in range(n)],
+                [rng.choice(vpool[:3] if rng.random() < 0.6 else vpool) for _ in range(n)],
+                [rng.choice(vpool[:3] if rng.random() < 0.6 else vpool) for _ in range(n)])
+        tally.add("pandas frames", T.frames(spec), repr(spec))
+    tally.seconds["pandas frames"] += time.perf_counter() - t0
+    run_text(tally, "Parquet files", T.parquet, T.parquet_seed(), plan["Parquet files"], rng)
     print("MovieLens / events done", flush=True)
 
     t0 = time.perf_counter()

@@ -146,3 +146,17 @@ def test_parquet_round_trip(tmp_path):
     (tmp_path / "bad.parquet").write_bytes(b"not parquet")
     with pytest.raises(InputError, match="not a readable Parquet file"):
         read_parquet(tmp_path / "bad.parquet")
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf"), 1e39])
+def test_events_refuse_non_finite_features(bad):
+    import pandas as pd
+
+    from rankwise.data import from_events
+    from rankwise.errors import InputError
+
+    frame = pd.DataFrame({"u": [1, 1, 2], "i": ["a", "b", "a"], "o": [1, 0, 1], "f": [0.5, bad, 1.0]})
+    import re
+
+    with pytest.raises(InputError, match=re.escape(f"feature column 'f' has {bad!r} at row 1; features must be finite")):
+        from_events(frame, user="u", item="i", outcome="o", features=["f"])

@@ -517,3 +517,45 @@ class ChildLoader:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+
+
+# ------------------------------------------------------------------ pandas / Parquet
+@guarded
+def frames(spec):
+    import pandas as pd
+
+    from rankwise.data import from_pandas
+
+    qids, labels, feats = spec
+    ds = from_pandas(pd.DataFrame({"qid": qids, "label": labels, "f": feats}))
+    if not np.all(np.isfinite(ds.labels)):
+        return "nonfinite", "labels"
+    if np.any(np.isinf(np.asarray(ds.X, dtype=np.float64))):
+        return "nonfinite", "features"
+    return "ok", ""
+
+
+def parquet_seed() -> bytes:
+    from rankwise.data import RankingDataset, write_parquet
+
+    ds = RankingDataset.from_arrays(np.arange(12, dtype=np.float32).reshape(6, 2), [0.0, 1, 2, 0, 1, 0],
+                                    [1, 1, 1, 2, 2, 2])
+    path = scratch("seed.parquet")
+    write_parquet(ds, path)
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+@guarded
+def parquet(data: bytes):
+    from rankwise.data import read_parquet
+
+    path = scratch("p.parquet")
+    with open(path, "wb") as fh:
+        fh.write(data)
+    ds = read_parquet(path)
+    if not np.all(np.isfinite(ds.labels)):
+        return "nonfinite", "labels"
+    if np.any(np.isinf(np.asarray(ds.X, dtype=np.float64))):
+        return "nonfinite", "features"
+    return "ok", ""

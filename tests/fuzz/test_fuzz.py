@@ -281,3 +281,22 @@ def test_model_loading_mutations(seed_models, loader):
                     bad.append((case, outcome, detail))
     assert n == 4 * 25 + 2 * 60
     assert not bad, bad[:5]
+
+
+@fuzz(150)
+@given(st.data())
+def test_frames(data):
+    n = data.draw(st.integers(1, 6))
+    q = st.sampled_from([1, 2, "a", None, float("nan"), 2.5, 10**20, True])
+    v = st.sampled_from([0.0, 1.0, 2.0, float("nan"), float("inf"), 1e308, -1.0, None, "x"])
+    spec = (data.draw(st.lists(q, min_size=n, max_size=n)), data.draw(st.lists(v, min_size=n, max_size=n)),
+            data.draw(st.lists(v, min_size=n, max_size=n)))
+    check(T.frames(spec))
+
+
+@fuzz(150)
+@given(st.data())
+def test_parquet(data):
+    seed = T.parquet_seed() if not hasattr(test_parquet, "seed") else test_parquet.seed
+    test_parquet.seed = seed
+    check(T.parquet(data.draw(mutated(seed))))

@@ -72,6 +72,13 @@ def from_events(frame, *, user: str, item: str, outcome: str, features=None, rul
     for f in features:
         if not pd.api.types.is_numeric_dtype(frame[f]):
             raise InputError(f"feature column {f!r} is not numeric")
+        with np.errstate(all="ignore"):
+            col = frame[f].to_numpy(dtype=np.float64)
+            bad = ~np.isfinite(col) | (np.abs(col) > np.finfo(np.float32).max)
+        if bad.any():
+            r = int(np.flatnonzero(bad)[0])
+            raise InputError(f"feature column {f!r} has {float(col[r])!r} at row {r}; features must be "
+                             "finite numbers within the float32 range: impute or drop missing values first")
     df = pd.DataFrame({"u": frame[user].to_numpy(), "i": frame[item].to_numpy(), "y": y.astype(np.float64),
                        "pos": np.arange(len(frame))})
     for k, f in enumerate(features):

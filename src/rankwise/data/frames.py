@@ -62,13 +62,22 @@ def from_pandas(frame, *, qid: str = "qid", label: str = "label", features=None,
     lab = frame[label]
     if lab.isna().any():
         raise InputError(f"label column {label!r} has {int(lab.isna().sum())} missing values; every row needs a label")
+    if not pd.api.types.is_numeric_dtype(lab) or pd.api.types.is_bool_dtype(lab):
+        bad = next((v for v in lab.tolist() if not isinstance(v, (int, float, np.integer, np.floating))
+                    or isinstance(v, bool)), lab.iloc[0])
+        raise InputError(f"label column {label!r} must hold numbers (relevance grades); got e.g. {bad!r}")
     q = frame[qid]
     if q.isna().any():
         raise InputError(f"qid column {qid!r} has missing values; every row needs a query id")
     if any(isinstance(frame[f].dtype, pd.SparseDtype) for f in features):
         X = _sparse_features(frame, features)  # pandas sparse columns become CSR, never dense
     else:
-        X = frame[features].to_numpy(dtype=np.float32, na_value=np.nan)
+        with np.errstate(over="ignore"):
+            X = frame[features].to_numpy(dtype=np.float32, na_value=np.nan)
+        if np.isinf(X).any():
+            r, c = (int(i[0]) for i in np.nonzero(np.isinf(X)))
+            raise InputError(f"feature column {features[c]!r} has {frame[features[c]].iloc[r]!r} at row {r}: infinite "
+                             "or beyond the float32 range; features must be finite (NaN for missing)")
     docs = None if doc_id is None else frame[doc_id].astype(str).to_numpy()
     return RankingDataset.from_arrays(X, lab.to_numpy(dtype=np.float64), q.to_numpy(), strict=strict,
                                       doc_ids=docs, feature_names=[str(f) for f in features], _stacklevel=3)

@@ -28,10 +28,15 @@ import json
 import math
 import re
 
+import numpy as np
+
 __all__ = ["check_lightgbm_text", "check_xgboost_json", "check_booster_text"]
 
 _INT_RE = re.compile(r"-?[0-9]+\Z")
 _FLOAT_RE = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z")
+_INT_LINE_RE = re.compile(r"-?[0-9]{1,10}(?: -?[0-9]{1,10})*\Z")
+_FLOAT_LINE_RE = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]{1,4})?"
+                            r"(?: [-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]{1,4})?)*\Z")
 _INT32 = 2**31 - 1
 #: a model wider than this is not something rankwise trains; it bounds what a crafted file can ask for
 MAX_FEATURES = 2**31 - 2
@@ -133,29 +138,45 @@ def _lgb_tree(block: list[tuple[int, str]], k: int, n_features: int) -> None:
     _float(kv["shrinkage"][1], at("shrinkage"))
     n_int = n_leaves - 1
 
-    def arr(key, n, conv, allow_empty=False):
-        toks = kv[key][1].split(" ") if kv[key][1] else []
-        if len(toks) != n and not (allow_empty and not toks):
-            _fail(at(key), f"{len(toks)} values, expected {n} (num_leaves={n_leaves})")
-        return [conv(t, at(key)) for t in toks]
+    def arr(key, n, kind, lo=None, hi=None, allow_empty=False):
+        """One space-separated array line, checked whole (regex) and converted by numpy."""
+        val = kv[key][1]
+        count = val.count(" ") + 1 if val else 0
+        if count != n and not (allow_empty and count == 0):
+            _fail(at(key), f"{count} values, expected {n} (num_leaves={n_leaves})")
+        if count == 0:
+            return np.zeros(0, dtype=np.int64 if kind == "int" else np.float64)
+        if not (_INT_LINE_RE if kind == "int" else _FLOAT_LINE_RE).match(val):
+            bad = next((t for t in val.split(" ") if not (_INT_RE if kind == "int" else _FLOAT_RE).match(t)), val)
+            _fail(at(key), f"{bad[:40]!r} is not {'an integer' if kind == 'int' else 'a finite decimal number'}")
+        if kind == "int":
+            a = np.array(val.split(" "), dtype=np.int64)
+            if (lo is not None and a.min() < lo) or (hi is not None and a.max() > hi):
+                v = int(a[(a < lo) | (a > hi)][0]) if lo is not None and hi is not None else int(a.min())
+                _fail(at(key), f"{v} is out of range [{lo}, {hi}]")
+            return a
+        with np.errstate(over="ignore"):
+            a = np.array(val.split(" "), dtype=np.float64)
+        if not np.all(np.isfinite(a)):
+            _fail(at(key), "a value is not finite")
+        return a
 
-    split_feature = arr("split_feature", n_int, lambda t, w: _int(t, w, 0, n_features - 1))
-    arr("split_gain", n_int, _float)
-    arr("threshold", n_int, _float)
-    for dt in arr("decision_type", n_int, lambda t, w: _int(t, w, 0, 15)):
-        if dt & 1:
-            _fail(at("decision_type"), "categorical splits are not written by rankwise")
-        if (dt >> 2) & 3 == 3:
-            _fail(at("decision_type"), f"decision type {dt} has an unknown missing-value rule")
-    left = arr("left_child", n_int, lambda t, w: _int(t, w, -n_leaves, n_int - 1))
-    right = arr("right_child", n_int, lambda t, w: _int(t, w, -n_leaves, n_int - 1))
-    arr("leaf_value", n_leaves, _float)
-    arr("leaf_weight", n_leaves, _float, allow_empty=n_leaves == 1)
-    arr("leaf_count", n_leaves, lambda t, w: _int(t, w, 0))
-    arr("internal_value", n_int, _float)
-    arr("internal_weight", n_int, _float)
-    arr("internal_count", n_int, lambda t, w: _int(t, w, 0))
-    del split_feature
+    arr("split_feature", n_int, "int", 0, n_features - 1)
+    arr("split_gain", n_int, "float")
+    arr("threshold", n_int, "float")
+    dts = arr("decision_type", n_int, "int", 0, 15)
+    if np.any(dts & 1):
+        _fail(at("decision_type"), "categorical splits are not written by rankwise")
+    if np.any((dts >> 2) & 3 == 3):
+        _fail(at("decision_type"), "a decision type has an unknown missing-value rule")
+    left = arr("left_child", n_int, "int", -n_leaves, n_int - 1).tolist()
+    right = arr("right_child", n_int, "int", -n_leaves, n_int - 1).tolist()
+    arr("leaf_value", n_leaves, "float")
+    arr("leaf_weight", n_leaves, "float", allow_empty=n_leaves == 1)
+    arr("leaf_count", n_leaves, "int", 0, _INT32)
+    arr("internal_value", n_int, "float")
+    arr("internal_weight", n_int, "float")
+    arr("internal_count", n_int, "int", 0, _INT32)
     if n_int:
         _check_tree_links(left, right, n_leaves, f"line {kv['left_child'][0]} (Tree={k})")
 
@@ -298,6 +319,28 @@ def _xnum(v, where, *, integer=False, lo=None, hi=None):
     return v
 
 
+def _xarray(v, where, n, *, integer=False, lo=None, hi=None):
+    """A JSON list of ``n`` numbers (integers in [lo, hi], or finite floats), checked by numpy."""
+    _list(v, where, n)
+    if not n:
+        return
+    if any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v):
+        _fail(where, "expected numbers only")
+    if integer:
+        if not all(type(x) is int for x in v):
+            _fail(where, "expected integers")
+        if max(abs(x) for x in v) > 2**62:
+            _fail(where, f"a value is out of range [{lo}, {hi}]")
+        a = np.array(v, dtype=np.int64)
+        out = (a < lo) | (a > hi)
+        if out.any():
+            _fail(where, f"{int(a[out][0])} is out of range [{lo}, {hi}]")
+        return
+    a = np.array(v, dtype=np.float64)
+    if not np.all(np.isfinite(a)):
+        _fail(where, "a value is not finite")
+
+
 def _obj(d, where, keys=None, required=()):
     if not isinstance(d, dict):
         _fail(where, f"expected an object, got {type(d).__name__}")
@@ -342,13 +385,11 @@ def _xgb_tree(t, k, n_features):
         if _list(t[key], f"{where} {key}"):
             _fail(f"{where} {key}", "categorical splits are not written by rankwise")
     for key in ("base_weights", "loss_changes", "split_conditions", "sum_hessian"):
-        for v in _list(t[key], f"{where} {key}", n):
-            _xnum(v, f"{where} {key}")
+        _xarray(t[key], f"{where} {key}", n)
     for key, lo, hi in (("default_left", 0, 1), ("split_type", 0, 0), ("split_indices", 0, max(n_features - 1, 0)),
                         ("left_children", -1, n - 1), ("right_children", -1, n - 1),
                         ("parents", 0, 2147483647)):
-        for v in _list(t[key], f"{where} {key}", n):
-            _xnum(v, f"{where} {key}", integer=True, lo=lo, hi=hi)
+        _xarray(t[key], f"{where} {key}", n, integer=True, lo=lo, hi=hi)
     left, right, parents = t["left_children"], t["right_children"], t["parents"]
     if parents[0] != 2147483647:
         _fail(f"{where} parents", "the root's parent must be 2147483647")
