@@ -16,6 +16,7 @@ Writes benchmarks/results/bench_recommendation.md (the table docs/recommendation
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import platform
 import sys
@@ -42,7 +43,8 @@ class _LGBMPeer:
     def fit(self, ds):
         from lightgbm import LGBMRanker
 
-        self.model = LGBMRanker(random_state=self.seed, verbose=-1, n_jobs=2)
+        # threads: LightGBM's default (OpenMP's), as for GBDTRanker, which leaves n_jobs unset too
+        self.model = LGBMRanker(random_state=self.seed, verbose=-1)
         labels = ds.labels.astype(int)  # lambdarank takes integer grades: ratings 1..5, negatives 0
         self.model.fit(ds.X, labels, group=ds.query_sizes)
         return self
@@ -94,9 +96,14 @@ def run(data_dir: Path, seeds):
                 model.fit(train)
             t_fit = time.perf_counter() - t
             t = time.perf_counter()
-            scores = model.predict(test.X, qid=test.qid)
+            # qid where predict takes it (the reduction compares the rows of a list); a model
+            # scoring rows one by one does not need it
+            takes_qid = "qid" in inspect.signature(model.predict).parameters
+            scores = model.predict(test.X, qid=test.qid) if takes_qid else model.predict(test.X)
             t_pred = time.perf_counter() - t
             value = float(ndcg(scores, test.labels, **kw))
+            if hasattr(model, "score"):  # the estimator's own score (mean NDCG@10, same conventions) agrees
+                assert abs(model.score(test) - value) < 1e-9, (name, model.score(test), value)
             results.setdefault(name, []).append((value, t_fit, t_pred))
             print(f"seed {seed} {name}: NDCG@10 {value:.4f} fit {t_fit:.1f}s predict {t_pred:.2f}s", flush=True)
     return results, info
@@ -115,7 +122,8 @@ def table(results, info, seeds) -> str:
              f"Training: {len(train):,} rows in {train.n_queries} lists; test: {len(test):,} rows in "
              f"{test.n_queries} lists. NDCG@10 (exp2 gain on the rating, sampled negatives 0, ties averaged) "
              f"on the test lists, mean ± sd over negative-sampling seeds {list(seeds)}; fit time relative to "
-             f"LinearRanker's ({platform.machine()}, {os.cpu_count()} cores shared, same run). Reading the "
+             f"LinearRanker's ({platform.machine()}, {os.cpu_count()} cores shared with other jobs, "
+             f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, same run). Reading the "
              f"files took {info['read']:.1f} s and building both data sets {info['prep']:.1f} s.", "",
              "| model | NDCG@10 | ratio to LightGBM | fit time (× LinearRanker) |",
              "|---|---:|---:|---:|"]

@@ -57,3 +57,22 @@ def test_model_is_the_same_with_and_without_the_bar(monkeypatch):
     shown = PairwiseReductionRanker(pairs=7, random_state=3).fit(X, y, qid=qid)
     np.testing.assert_array_equal(quiet.estimator_.coef_, shown.estimator_.coef_)
     assert quiet.n_pairs_ == shown.n_pairs_
+
+
+@pytest.mark.slow
+def test_tqdm_disable_silences_it_on_a_terminal():
+    """TQDM_DISABLE=1 (read by tqdm when it is imported) turns the bar and the closing line off."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import io, sys, numpy as np\n"
+            "class T(io.StringIO):\n    def isatty(self): return True\n"
+            "t = T(); sys.stderr = t\n"
+            "from rankwise.models import PairwiseReductionRanker\n"
+            "X = np.random.default_rng(0).normal(size=(40, 3)); y = (X[:, 0] > 0).astype(float)\n"
+            "PairwiseReductionRanker(random_state=0).fit(X, y, qid=np.repeat(np.arange(4), 10))\n"
+            "sys.__stdout__.write(repr(t.getvalue()))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "TQDM_DISABLE": "1"}, check=True).stdout
+    assert out == "''", out  # the same code without TQDM_DISABLE: test_bar_on_a_terminal_and_silent_otherwise

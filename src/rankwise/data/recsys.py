@@ -320,7 +320,7 @@ def sample_candidates(split: TimeSplit, *, part: str = "test", n_negatives: int 
         items_u = p_item[p_start[j]:p_end[j]]
         labels_u = p_rating[p_start[j]:p_end[j]] if relevance == "rating" else np.ones(len(items_u))
         seen = h_item[h_lo[j]:h_hi[j]]
-        n_free = n_cat - int(np.count_nonzero(np.isin(catalog, seen, assume_unique=True)))
+        n_free = n_cat - int(np.count_nonzero(np.isin(seen, catalog, assume_unique=True)))  # O(|seen| log)
         m = min(int(n_negatives), n_free)
         if m > 0:
             # a uniform random prefix of the catalogue with the user's items dropped is a

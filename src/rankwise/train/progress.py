@@ -78,9 +78,8 @@ def pairs_with_progress(make_pairs, labels, offsets, *, verbose="auto", desc: st
             parts.append((u, v, y))
             kept += len(u)
             bar.update(int(work[a:b].sum()), kept=kept)
-    from tqdm.auto import tqdm
-
-    tqdm.write(f"{desc}: {kept:,} pairs built; fitting the classifier on them", file=sys.stderr)
+        if bar._bar is not None and not bar._bar.disable:  # e.g. TQDM_DISABLE=1: say nothing either
+            bar._bar.write(f"{desc}: {kept:,} pairs built; fitting the classifier on them", file=sys.stderr)
     if not parts:
         return make_pairs(labels, offsets, **kwargs)
     return tuple(np.concatenate([p[k] for p in parts]) for k in range(3))
