@@ -1,4 +1,4 @@
-"""make_synthetic, load_movielens_100k, from_events and fetch."""
+"""make_synthetic, from_events and fetch (MovieLens readers: tests/data/test_movielens.py)."""
 from __future__ import annotations
 
 import json
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from scipy.stats import norm
 
-from rankwise.data import fetch, from_events, load_movielens_100k, make_synthetic
+from rankwise.data import fetch, from_events, make_synthetic
 from rankwise.errors import DataNotFoundError, InputError
 
 import rankwise.data.fetchers as fetch_mod
@@ -68,58 +68,6 @@ def test_synthetic_bad_args():
         make_synthetic(5, list_length="long")
     with pytest.raises(InputError, match="label_shares must be 5 positive numbers"):
         make_synthetic(5, label_shares=[1, 2])
-
-
-# ---------------------------------------------------------------- MovieLens
-@pytest.fixture(scope="module")
-def ml_dir(data_dir):
-    d = data_dir / "ml-100k"
-    if not (d / "u.data").exists():
-        pytest.skip(f"MovieLens 100k absent: expected {d}/u.data")
-    return d
-
-
-def test_movielens_split_counts_and_features(ml_dir):
-    tr, te = load_movielens_100k(ml_dir, split="u1")
-    assert len(tr) == 80000 and len(te) == 20000
-    assert tr.n_queries == 943 and tr.n_features == 23
-    assert set(np.unique(tr.labels)) == {1, 2, 3, 4, 5}
-    names = tr.feature_names
-    assert names[:19] == [f"genre_{g}" for g in (
-        "unknown", "Action", "Adventure", "Animation", "Children's", "Comedy", "Crime", "Documentary", "Drama",
-        "Fantasy", "Film-Noir", "Horror", "Musical", "Mystery", "Romance", "Sci-Fi", "Thriller", "War", "Western")]
-    # features recomputed naively from u1.base only (no test leakage)
-    base = pd.read_csv(ml_dir / "u1.base", sep="\t", names=["u", "i", "r", "t"])
-    item_mean = base.groupby("i")["r"].mean()
-    item_cnt = base.groupby("i")["r"].size()
-    user_mean = base.groupby("u")["r"].mean()
-    gmean = base["r"].mean()
-    k_im, k_ic, k_um = names.index("item_mean_rating"), names.index("item_rating_count"), names.index("user_mean_rating")
-    items = te.doc_ids.astype(int)
-    want_im = np.array([item_mean.get(i, gmean) for i in items], dtype=np.float32)
-    want_ic = np.array([item_cnt.get(i, 0) for i in items], dtype=np.float32)
-    np.testing.assert_array_equal(te.X[:, k_im], want_im)
-    np.testing.assert_array_equal(te.X[:, k_ic], want_ic)
-    np.testing.assert_array_equal(te.X[:, k_um], user_mean.loc[te.qid].to_numpy().astype(np.float32))
-    assert np.all(np.isfinite(tr.X)) and np.all(np.isfinite(te.X))
-    # release year of Toy Story (item 1): 01-Jan-1995
-    row = np.flatnonzero(tr.doc_ids == "1")[0]
-    assert tr.X[row, names.index("release_year")] == 1995 and tr.X[row, names.index("genre_Animation")] == 1
-    # item 267 has no release date: it gets the mean release year of the items rated in u1.base
-    # (not of every item: that would use the test part)
-    info = pd.read_csv(ml_dir / "u.item", sep="|", header=None, encoding="latin-1")
-    year = pd.to_numeric(info[2].astype(str).str[-4:], errors="coerce")
-    assert year[info[0] == 267].isna().all()
-    want_year = np.float32(year[info[0].isin(base["i"].unique())].mean())
-    assert want_year != np.float32(year.mean())  # the two rules really differ on this split
-    for part in (tr, te):
-        rows = np.flatnonzero(part.doc_ids == "267")
-        assert len(rows) and np.all(part.X[rows, names.index("release_year")] == want_year)
-
-
-def test_movielens_bad_split(ml_dir):
-    with pytest.raises(InputError, match="split must be one of"):
-        load_movielens_100k(ml_dir, split="u9")
 
 
 # ---------------------------------------------------------------- events
@@ -209,19 +157,3 @@ def test_fetch_downloads_extracts_and_pins_sha(tmp_path, monkeypatch):
             zf.writestr(f, "2 qid:1 1:0.5\n")
     with pytest.raises(DataNotFoundError, match="has sha256 .* expected .*refusing"):
         fetch("mslr-web10k", cache_dir=root)
-
-
-@pytest.mark.parametrize("split, n_train, n_test", [(f"u{k}", 80000, 20000) for k in range(1, 6)]
-                         + [("ua", 90570, 9430), ("ub", 90570, 9430)])
-def test_movielens_every_split_matches_sources(ml_dir, split, n_train, n_test):
-    """SOURCES.md: 100,000 ratings, 943 users, 1,682 items, ratings 1-5: 6,110/11,370/27,145/34,174/21,201."""
-    tr, te = load_movielens_100k(ml_dir, split=split)
-    assert (len(tr), len(te)) == (n_train, n_test)
-    labels = np.concatenate([tr.labels, te.labels]).astype(int)
-    assert np.bincount(labels, minlength=6)[1:].tolist() == [6110, 11370, 27145, 34174, 21201]
-    users = np.union1d(tr.query_ids, te.query_ids)
-    items = np.union1d(tr.doc_ids.astype(int), te.doc_ids.astype(int))
-    assert (len(users), users.min(), users.max()) == (943, 1, 943)
-    assert (len(items), items.min(), items.max()) == (1682, 1, 1682)
-    if split in ("ua", "ub"):
-        assert np.all(te.query_sizes == 10)

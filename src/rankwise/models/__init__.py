@@ -10,3 +10,4 @@ from rankwise.models.gbdt import GBDTRanker
 
 from rankwise.models.reduction import PairwiseReductionRanker
 from rankwise.models.structured import StructuredHingeRanker
+from rankwise.models.baselines import FeatureRanker, ItemMeanRanker, PopularityRanker

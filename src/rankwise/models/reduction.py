@@ -348,7 +348,10 @@ class PairwiseReductionRanker(BaseRanker):
         est = self._check_params()
         seed = _seed_from(self.random_state)
         data, val = self._validate_fit(X, y, qid, sample_weight=sample_weight, eval_set=eval_set, group=group)
-        u, v, yp = make_pairs(data.y, data.offsets, pairs=self.pairs, random_state=seed)
+        from rankwise.train.progress import pairs_with_progress  # a bar while the pairs are built (issue 16.11)
+
+        u, v, yp = pairs_with_progress(make_pairs, data.y, data.offsets, pairs=self.pairs, random_state=seed,
+                                       verbose=getattr(self, "verbose", "auto"), desc=type(self).__name__)
         if len(u) == 0:
             raise InputError("no query has two rows with different labels, so there is no pair to learn from")
         sc = Standardizer.fit(data.X, bool(self.standardize))

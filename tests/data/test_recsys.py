@@ -1,0 +1,168 @@
+"""rankwise.data.recsys: per-user time split, sampled candidates, leak-free features (against a naive reference)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rankwise.data.recsys import (Items, Ratings, candidate_features, recommendation_data, sample_candidates,
+                                  temporal_split)
+from rankwise.errors import InputError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from reference.recsys_reference import features_naive, temporal_split_naive  # noqa: E402
+
+
+def random_ratings(seed, n_users=12, n_items=15, p=0.45, half_stars=False):
+    """Random ratings with ties in time (many ratings share a second) and cold items."""
+    rng = np.random.default_rng(seed)
+    u, i = np.nonzero(rng.random((n_users, n_items)) < p)
+    ids_u = rng.choice(np.arange(1, 10**6), size=n_users, replace=False)  # ids are not 1..n
+    ids_i = rng.choice(np.arange(1, 10**6), size=n_items, replace=False)
+    r = rng.integers(1, 11, size=len(u)) / 2 if half_stars else rng.integers(1, 6, size=len(u)).astype(float)
+    ts = rng.integers(0, 40, size=len(u)) * 3600 + 10**9
+    G = (rng.random((n_items, 4)) < 0.35).astype(np.float32)
+    year = rng.integers(1950, 2000, size=n_items).astype(float)
+    year[0] = np.nan
+    return Ratings(ids_u[u], ids_i[i], r, ts), Items(ids_i, G, ["a", "b", "c", "d"], year=year)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("fraction", [0.2, 0.5])
+def test_temporal_split_matches_the_definition(seed, fraction):
+    R, _ = random_ratings(seed)
+    sp = temporal_split(R, test_fraction=fraction, min_train=2)
+    tr, te, cut = temporal_split_naive(R.user, R.item, R.rating, R.timestamp, fraction, min_train=2)
+    key = lambda rr: sorted(zip(rr.user.tolist(), rr.item.tolist()))  # noqa: E731
+    assert key(sp.train) == sorted(zip(R.user[tr].tolist(), R.item[tr].tolist()))
+    assert key(sp.test) == sorted(zip(R.user[te].tolist(), R.item[te].tolist()))
+    assert dict(zip(sp.users.tolist(), sp.cutoff.tolist())) == cut
+    # no test rating of a user is earlier than or simultaneous with one of their training ratings
+    for u in np.unique(sp.test.user):
+        assert sp.test.timestamp[sp.test.user == u].min() > sp.train.timestamp[sp.train.user == u].max()
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+@pytest.mark.parametrize("part", ["train", "test"])
+def test_features_match_the_naive_definition(seed, part):
+    R, items = random_ratings(seed, half_stars=seed == 3)
+    sp = temporal_split(R, test_fraction=0.3)
+    c = sample_candidates(sp, part=part, n_negatives=4, random_state=seed)
+    X, names = candidate_features(sp, c, items)
+    tr_rows, _, cut = temporal_split_naive(R.user, R.item, R.rating, R.timestamp, 0.3)
+    genres = {int(i): items.genre_flags[k] for k, i in enumerate(items.ids)}
+    years = {int(i): items.year[k] for k, i in enumerate(items.ids)}
+    want = features_naive(tr_rows, R.user, R.item, R.rating, R.timestamp, cut, c.user, c.item, genres, years)
+    assert names == ["item_count", "item_mean_rating", "item_days_since_last", "item_days_since_first",
+                     "item_year", "user_count", "user_mean_rating", "user_days_since_last", "user_genre_share",
+                     "genre_a", "genre_b", "genre_c", "genre_d"]
+    np.testing.assert_allclose(X, want.astype(np.float32), rtol=1e-6, atol=1e-6)
+
+
+def test_features_do_not_see_the_test_period():
+    """Changing every test rating, and every training rating made after a user's cutoff, leaves
+    that user's features unchanged (training and test lists alike)."""
+    R, items = random_ratings(5, n_users=20, n_items=25)
+    a_tr, a_te = recommendation_data(R, items, test_fraction=0.25, n_negatives=6, random_state=1)
+    sp = temporal_split(R, test_fraction=0.25)
+    test_pairs = set(zip(sp.test.user.tolist(), sp.test.item.tolist()))
+    is_test = np.array([(u, i) in test_pairs for u, i in zip(R.user.tolist(), R.item.tolist())])
+    flipped = np.where(is_test, 6.0 - R.rating, R.rating)  # 1 <-> 5, 2 <-> 4
+    b_tr, b_te = recommendation_data(Ratings(R.user, R.item, flipped, R.timestamp), items, test_fraction=0.25,
+                                     n_negatives=6, random_state=1)
+    np.testing.assert_array_equal(a_tr.X, b_tr.X)
+    np.testing.assert_array_equal(a_te.X, b_te.X)
+    assert not np.array_equal(a_te.labels, b_te.labels)  # the test labels did change
+    # a user's features ignore training ratings made after that user's cutoff
+    u0 = int(sp.users[np.argmin(sp.cutoff)])  # the earliest cutoff
+    t0 = int(sp.cutoff.min())
+    later = (R.timestamp >= t0) & ~is_test
+    assert later.any()
+    c_tr, c_te = recommendation_data(Ratings(R.user, R.item, np.where(later, 6.0 - R.rating, R.rating), R.timestamp),
+                                     items, test_fraction=0.25, n_negatives=6, random_state=1)
+    rows = a_te.qid == u0
+    np.testing.assert_array_equal(a_te.X[rows], c_te.X[rows])
+
+
+def test_candidates_rules_and_seed():
+    R, _ = random_ratings(7, n_users=15, n_items=30)
+    sp = temporal_split(R, test_fraction=0.3)
+    a = sample_candidates(sp, part="test", n_negatives=5, random_state=3)
+    b = sample_candidates(sp, part="test", n_negatives=5, random_state=3)
+    c = sample_candidates(sp, part="test", n_negatives=5, random_state=4)
+    np.testing.assert_array_equal(a.item, b.item)
+    assert not np.array_equal(a.item, c.item)
+    everything = set(zip(R.user.tolist(), R.item.tolist()))
+    train_pairs = set(zip(sp.train.user.tolist(), sp.train.item.tolist()))
+    for u in np.unique(a.user):
+        rows = a.user == u
+        pos = set(a.item[rows & a.positive].tolist())
+        assert pos == set(sp.test.item[sp.test.user == u].tolist())
+        neg = a.item[rows & ~a.positive]
+        assert len(neg) == len(set(neg.tolist())) == min(5, 30 - sum(1 for uu, _ in everything if uu == u))
+        assert not any((u, i) in everything for i in neg.tolist())  # test negatives: never rated
+        assert np.all(a.label[rows & ~a.positive] == 0)
+    t = sample_candidates(sp, part="train", n_negatives=30, relevance="binary", random_state=0)
+    for u in np.unique(t.user):
+        neg = t.item[(t.user == u) & ~t.positive]
+        assert not any((u, i) in train_pairs for i in neg.tolist())  # training negatives: not rated in training
+    assert set(np.unique(t.label)) <= {0.0, 1.0}
+
+
+def test_negatives_are_uniform():
+    """Each free item is drawn with the same probability (chi-square over many seeds)."""
+    R = Ratings([1, 1, 1], [1, 2, 3], [5, 4, 3], [1, 2, 3])
+    sp = temporal_split(R, test_fraction=0.34)
+    counts = np.zeros(13)
+    for seed in range(400):
+        c = sample_candidates(sp, part="test", n_negatives=3, catalog=np.arange(1, 14), random_state=seed)
+        np.add.at(counts, c.item[~c.positive] - 1, 1)
+    assert counts[:3].sum() == 0  # rated items are never negatives
+    free = counts[3:]
+    expected = 400 * 3 / 10
+    chi2 = ((free - expected) ** 2 / expected).sum()
+    assert chi2 < 27.9  # 99.9% quantile of chi-square with 9 degrees of freedom
+
+
+def test_bad_arguments():
+    R, _ = random_ratings(0)
+    with pytest.raises(InputError, match=r"test_fraction must be a number in \(0, 1\); got 1.5"):
+        temporal_split(R, test_fraction=1.5)
+    with pytest.raises(InputError, match="min_train must be an integer >= 1"):
+        temporal_split(R, min_train=0)
+    sp = temporal_split(R)
+    with pytest.raises(InputError, match="part must be 'train' or 'test'"):
+        sample_candidates(sp, part="valid")
+    with pytest.raises(InputError, match="n_negatives must be an integer >= 0"):
+        sample_candidates(sp, n_negatives=-1)
+    with pytest.raises(InputError, match=r"row 1: user 1 rates item 2 again \(first at row 0\)"):
+        Ratings([1, 1], [2, 2], [3, 4], [0, 1])
+    with pytest.raises(InputError, match="row 0: user id -1 is not valid"):
+        Ratings([-1], [2], [3], [0])
+    with pytest.raises(InputError, match="rating is NaN"):
+        Ratings([1], [2], [np.nan], [0])
+    with pytest.raises(InputError, match=r"item has shape \(2,\); expected \(1,\)"):
+        Ratings([1], [2, 3], [3], [0])
+
+
+def test_users_whose_ratings_share_one_second_stay_in_training():
+    R = Ratings([1, 1, 1, 2, 2], [1, 2, 3, 1, 2], [5, 4, 3, 2, 1], [7, 7, 7, 1, 9])
+    sp = temporal_split(R, test_fraction=0.5)
+    assert sp.users.tolist() == [2] and sp.test.user.tolist() == [2] and sp.test.item.tolist() == [2]
+    assert sp.cutoff_of([1, 2]).tolist() == [8, 9]  # user 1: one second after the last rating
+
+
+def test_recommendation_data_on_movielens_100k(ml_dir):
+    from rankwise.data.movielens import load_movielens
+
+    ml = load_movielens(ml_dir)
+    train, test = recommendation_data(ml.ratings, ml.items, test_fraction=0.2, n_negatives=50, random_state=0)
+    sp = temporal_split(ml.ratings, test_fraction=0.2)
+    assert train.n_queries == 943 and test.n_queries == len(sp.users) == 943
+    assert int((train.labels > 0).sum()) == len(sp.train) and int((test.labels > 0).sum()) == len(sp.test)
+    assert len(sp.train) + len(sp.test) == 100_000
+    assert np.all(test.query_sizes == np.bincount(sp.test.user)[sp.users] + 50)
+    assert np.all(np.isfinite(train.X)) and np.all(np.isfinite(test.X))
+    assert train.n_features == 9 + 19
