@@ -13,7 +13,7 @@ Also: examination propensities from this real log by intervention harvesting (di
 the same query) next to PBM's γ.
 
 Part 2 — the simulation protocol (``simulate_clicks_protocol``): production LinearRanker on 1% of the
-training queries, top 10, 200,000 PBM sessions with θ_k = (1/k)^η, η ∈ {1, 2}, click noise ε⁺ = 1,
+training queries, top 10, 1,000,000 PBM sessions with θ_k = (1/k)^η, η ∈ {1, 2}, click noise ε⁺ = 1,
 ε⁻ = 0.1. Propensities by regression-EM (``regression_em_log``, no intervention), compared with the
 true θ_k/θ_1 at every rank. Rankers with the same loss (``op_pairwise``, affine in the labels so its
 IPS risk is unbiased) and hyper-parameters, for GBDT (LightGBM backend) and neural (MLP):
@@ -108,7 +108,7 @@ def make_rankers(kind, seed, quick):
     if kind == "GBDT":
         return GBDTRanker(loss="op_pairwise", n_estimators=60 if quick else 100, learning_rate=0.05,
                           random_state=seed, n_jobs=1)
-    return NeuralRanker(loss="op_pairwise", hidden=(64, 32), epochs=10 if quick else 30, lr=1e-3,
+    return NeuralRanker(loss="op_pairwise", hidden=(64, 32), epochs=10 if quick else 20, lr=1e-3,
                         random_state=seed)
 
 
@@ -151,7 +151,7 @@ def simulation(ddir, folds, quick, lines):
     etas = (1.0, 2.0)
     kinds = ("GBDT", "neural")
     acc, prop_rows = {}, []
-    n_sessions = 50_000 if quick else 200_000
+    n_sessions = 100_000 if quick else 1_000_000
     mq = None if ddir is None else ddir / "MQ2008"
     if mq is not None and (mq / "Fold1" / "train.txt.gz").exists():
         for f in folds:
