@@ -41,7 +41,7 @@ def test_unbiased_lambdamart_learns_decreasing_bias(sim):
 
 
 def test_dla_learns_decreasing_propensity(sim):
-    m = DLA(hidden=(16,), epochs=8).fit(sim.log, sim.features)
+    m = DLA(hidden=(8,), epochs=5).fit(sim.log, sim.features)
     assert m.propensity_[0] == pytest.approx(1.0)
     assert m.propensity_[-1] < 0.6 * m.propensity_[0]
     assert np.isfinite(m.predict(sim.features.X)).all()
