@@ -12,7 +12,7 @@ def test_simulate_fit_propensities_train(tmp_path, capsys):
     letor = tmp_path / "train.txt"
     write_svmlight(data, letor)
     log = tmp_path / "log.csv"
-    assert main(["clicks", "simulate", "--data", str(letor), "--out", str(log), "--sessions", "3000",
+    assert main(["clicks", "simulate", "--data", str(letor), "--out", str(log), "--sessions", "1500",
                  "--production-fraction", "0.2", "--top-k", "6"]) == 0
     assert main(["clicks", "fit-model", "--log", str(log), "--log-format", "csv", "--model", "all",
                  "--max-iter", "5", "--relevance-out", str(tmp_path / "rel.csv")]) == 0

@@ -32,10 +32,10 @@ def pbm_log(n_sessions, *, shuffle, rel, n_queries=30, seed=0, swap=False):
         order[s, 0] = order[s, k]
         order[s, k] = a
     r = rel[q[:, None], order]
-    clicks = (rng.random((n_sessions, R)) < THETA * r).astype(int)
-    docs = [[f"d{d}" for d in row] for row in order]
-    return ClickLog.from_arrays([f"q{x}" for x in q], docs, clicks.tolist(),
-                                session_data={"pair_rank": pair_rank})
+    clicks = (rng.random((n_sessions, R)) < THETA * r).astype(np.uint8)
+    off = np.arange(0, n_sessions * R + 1, R)
+    return ClickLog(off, q, np.array([f"q{x}" for x in range(n_queries)]), order.reshape(-1),
+                    np.array([f"d{d}" for d in range(R)]), clicks.reshape(-1), None, {"pair_rank": pair_rank})
 
 
 @pytest.fixture(scope="module")
