@@ -24,6 +24,20 @@ def pairwise_accuracy_values(prep):
     return vals, c[:, 2] == 0
 
 
+def ideal_positions(y) -> np.ndarray:
+    """1-based position of every item in the ideal order (labels descending), in O(n log n).
+
+    Items of equal label can be ordered either way, so they share the mean of the positions
+    their group occupies: ``#{larger labels} + (#{equal labels} + 1) / 2``.
+    """
+    y = np.asarray(y, dtype=np.float64)
+    s = np.sort(y)
+    above = np.searchsorted(s, y, side="right")
+    greater = len(y) - above
+    equal = above - np.searchsorted(s, y, side="left")
+    return greater + (equal + 1) / 2.0
+
+
 def pairwise_cost_values(prep, *, omega="kemeny"):
     if isinstance(omega, str):
         if omega != "kemeny":
