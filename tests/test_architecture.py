@@ -142,6 +142,7 @@ sys.exit(1 if failed else 0)
 """
 
 
+@pytest.mark.slow
 def test_every_module_imports_first_in_a_fresh_interpreter():
     """Each module is the first rankwise module imported (sys.modules purged of rankwise before each)."""
     mods = _importable()
@@ -151,7 +152,7 @@ def test_every_module_imports_first_in_a_fresh_interpreter():
     assert out.returncode == 0, f"modules that fail when imported first:\n{out.stdout}\n{out.stderr[-3000:]}"
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0])
 def test_all_modules_import_in_a_random_order(seed):
     mods = _importable()
     random.Random(seed).shuffle(mods)
