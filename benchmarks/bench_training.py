@@ -238,8 +238,9 @@ def scaling(row_counts, losses, threads=1):
 class Report:
     """The results file, rewritten after every section (a run cut short keeps what it measured)."""
 
-    def __init__(self, lines):
+    def __init__(self, lines, out=OUT):
         self.lines = list(lines)
+        self.out = Path(out)
 
     def guard(self, title, fn):
         """Run one section; an exception is written into the report instead of losing the run."""
@@ -253,8 +254,8 @@ class Report:
 
     def add(self, lines):
         self.lines += list(lines)
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        OUT.write_text("\n".join(self.lines) + "\n")
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.out.write_text("\n".join(self.lines) + "\n")
         print("\n".join(lines), flush=True)
 
 
@@ -263,6 +264,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="small sets (smoke run)")
     ap.add_argument("--data", default=os.environ.get("RANKWISE_DATA", str(HERE.parent.parent / "shared" / "data")))
     ap.add_argument("--sections", default="12345", help="which sections to run (default all)")
+    ap.add_argument("--out", default=str(OUT), help="results file (default benchmarks/results/bench_training.md)")
     args = ap.parse_args(argv)
     from rankwise.data.synthetic import make_synthetic
 
@@ -273,7 +275,7 @@ def main(argv=None):
                   f"Machine: {platform.machine()}, {os.cpu_count()} CPUs **shared with other jobs while this ran** "
                   f"(load average {os.getloadavg()[0]:.1f} at the start); CPU time = `time.process_time` of the "
                   "process (all its threads), so other jobs slow the wall clock but not these figures, except "
-                  "through shared caches. Every ratio comes from this one run.", ""])
+                  "through shared caches. Every ratio comes from this one run.", ""], args.out)
 
     def section1():
         lines = ["### 1. CPU per boosting round ÷ LightGBM's native lambdarank", "",
