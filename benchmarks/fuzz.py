@@ -19,9 +19,11 @@ Writes benchmarks/results/bench_fuzz.md (and the first reproducer of every findi
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import platform
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -188,9 +190,6 @@ def main(argv=None) -> int:
     tally = Tally()
     t_start = time.perf_counter()
     folder = tempfile.mkdtemp(prefix="rankwise-fuzz-models-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-    import atexit
-    import shutil
-
     atexit.register(shutil.rmtree, folder, True)
     files = T.model_files(folder)  # fitted before any fork: the raw baseline forks from here
     raw = raw_baseline(files, int(args.raw * min(k, 1.0)) if k < 1 else args.raw, rng)
@@ -305,6 +304,8 @@ def main(argv=None) -> int:
         tally.add("model files, forged", result, f"{b}: booster text {blob[:200]!r}...")
     tally.seconds["model files, forged"] += time.perf_counter() - t0
     loader.close()
+    for d in (folder, *T._SCRATCH):
+        shutil.rmtree(d, ignore_errors=True)
     total_s = time.perf_counter() - t_start
     write(args, tally, raw, total_s)
     bad = sum(tally.counts[t][c] for t in tally.counts for c in COLUMNS)
