@@ -290,7 +290,7 @@ def fit_shard(model, X, y=None, *, qid=None, sample_weight=None, group=None):
     """
     import torch.distributed as dist
 
-    from rankwise._validation import check_ranking_input
+    from rankwise.models._input import check_ranking_input
     from rankwise.models._torch import fit_seed
 
     if not (dist.is_available() and dist.is_initialized()):

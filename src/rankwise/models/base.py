@@ -14,7 +14,7 @@ the other rows of its query (the attention ``NeuralRanker``, the pairwise reduct
 models check its length and ignore it. Subclasses store their constructor arguments untouched,
 declare their parameters' constraints in ``_parameter_constraints`` (checked in one place,
 :func:`rankwise._validation.check_params`, at the start of ``fit``), validate the data through
-:meth:`BaseRanker._validate_fit` (which wraps :func:`rankwise._validation.check_ranking_input`),
+:meth:`BaseRanker._validate_fit` (which wraps :func:`rankwise.models._input.check_ranking_input`),
 set fitted attributes ending in ``_`` (at least ``n_features_in_``, and ``feature_names_in_``
 when ``X`` is a DataFrame with string column names, checked again by ``predict``) and return
 ``self``. Common hyper-parameters have one name in every model: ``learning_rate``,
@@ -49,10 +49,10 @@ import sys
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from rankwise._validation import (RankingInput, check_features, check_params, check_ranking_input,
-                                  feature_names_of, warn_user)
+from rankwise._validation import check_features, check_params, feature_names_of, warn_user
 from rankwise.errors import InputError, NotFittedError
 from rankwise.models import persistence
+from rankwise.models._input import RankingInput, check_ranking_input
 
 
 def _qid_will_not_reach_score() -> str | None:
