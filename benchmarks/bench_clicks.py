@@ -8,7 +8,7 @@ evaluated on the test part by the book's held-out log-likelihood and perplexity 
 §5.1-5.2; test sessions of queries absent in training are left out, and counted). Fitting speed in
 sessions per second (EM models: ``max_iter=50`` iterations, the same for all). Peer: PyClick, the
 book's reference implementation, is not installable here (not on PyPI: that name is an unrelated
-package), so no peer runs; the per-model ordering is compared with the book's instead.
+package), so no peer runs: correctness rests on the tests against brute-force enumeration.
 Also: examination propensities from this real log by intervention harvesting (different rankings of
 the same query) next to PBM's γ.
 

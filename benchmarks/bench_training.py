@@ -148,6 +148,26 @@ def quality(splits, objectives):
     return per_q, rounds, cpu
 
 
+def dump_quality(path, per_q, rounds, cpu):
+    """Save one quality run (per-query NDCG@10, rounds, CPU) so that runs split over processes
+    can be put in one table (``merge_quality``)."""
+    import json
+
+    Path(path).write_text(json.dumps({k: {"ndcg": per_q[k].tolist(), "rounds": rounds[k], "cpu": cpu[k]}
+                                      for k in per_q}))
+
+
+def merge_quality(paths):
+    import json
+
+    per_q, rounds, cpu = {}, {}, {}
+    for p in paths:
+        for k, v in json.loads(Path(p).read_text()).items():
+            per_q[k], rounds[k], cpu[k] = np.asarray(v["ndcg"]), v["rounds"], v["cpu"]
+    order = [label(*o) for o in QUALITY if label(*o) in per_q]
+    return ({k: per_q[k] for k in order}, rounds, cpu)
+
+
 def quality_table(per_q, rounds, cpu, ref="native:lambdarank"):
     from rankwise.report.significance import paired_randomization_test
 
@@ -221,7 +241,8 @@ def scaling(row_counts, losses, threads=1):
         s = rng.normal(size=n)
         y = rng.integers(0, 5, n).astype(np.float64)
         for loss, params in losses:
-            grad_hess(loss, s[:2000], y[:2000], off[off <= 2000], n_jobs=threads, **(params or {}))  # warm
+            ow = off[off <= 2000]
+            grad_hess(loss, s[:ow[-1]], y[:ow[-1]], ow, n_jobs=threads, **(params or {}))  # warm
             tracemalloc.start()
             t = time.process_time()
             grad_hess(loss, s, y, off, n_jobs=threads, **(params or {}))
@@ -238,8 +259,9 @@ def scaling(row_counts, losses, threads=1):
 class Report:
     """The results file, rewritten after every section (a run cut short keeps what it measured)."""
 
-    def __init__(self, lines):
+    def __init__(self, lines, out=OUT):
         self.lines = list(lines)
+        self.out = Path(out)
 
     def guard(self, title, fn):
         """Run one section; an exception is written into the report instead of losing the run."""
@@ -253,8 +275,8 @@ class Report:
 
     def add(self, lines):
         self.lines += list(lines)
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        OUT.write_text("\n".join(self.lines) + "\n")
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.out.write_text("\n".join(self.lines) + "\n")
         print("\n".join(lines), flush=True)
 
 
@@ -263,6 +285,10 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="small sets (smoke run)")
     ap.add_argument("--data", default=os.environ.get("RANKWISE_DATA", str(HERE.parent.parent / "shared" / "data")))
     ap.add_argument("--sections", default="12345", help="which sections to run (default all)")
+    ap.add_argument("--quality", default="", help="indices into QUALITY (e.g. 01) to run in section 3 (default all)")
+    ap.add_argument("--quality-sets", default="sm", help="section 3 data: s = synthetic, m = MQ2008 (default both)")
+    ap.add_argument("--dump", default="", help="section 3: also save the per-query results to DUMP_syn/_mq.json")
+    ap.add_argument("--out", default=str(OUT), help="results file (default benchmarks/results/bench_training.md)")
     args = ap.parse_args(argv)
     from rankwise.data.synthetic import make_synthetic
 
@@ -273,7 +299,7 @@ def main(argv=None):
                   f"Machine: {platform.machine()}, {os.cpu_count()} CPUs **shared with other jobs while this ran** "
                   f"(load average {os.getloadavg()[0]:.1f} at the start); CPU time = `time.process_time` of the "
                   "process (all its threads), so other jobs slow the wall clock but not these figures, except "
-                  "through shared caches. Every ratio comes from this one run.", ""])
+                  "through shared caches. Every ratio comes from this one run.", ""], args.out)
 
     def section1():
         lines = ["### 1. CPU per boosting round ÷ LightGBM's native lambdarank", "",
@@ -315,19 +341,32 @@ def main(argv=None):
 
     def section3():
         q_objs = QUALITY if not args.quick else QUALITY[:3]
-        per_q, rnds, cpu = quality([(tr, va, te)], q_objs)
+        if args.quality:
+            q_objs = [QUALITY[int(i)] for i in args.quality]
+        if "s" not in args.quality_sets:
+            per_q = None
+        else:
+            per_q, rnds, cpu = quality([(tr, va, te)], q_objs)
+            if args.dump:
+                dump_quality(args.dump + "_syn.json", per_q, rnds, cpu)
         lines = [f"### 3. Quality, {sizes[0]:,}-query synthetic set (seed 1), test NDCG@10", "",
                  "Equal budgets: `n_estimators=300, learning_rate=0.1, early_stopping_rounds=30` on the validation "
                  "queries, 1 thread; p: paired randomisation test (5,000 sign flips) against native lambdarank on "
                  "the per-query test NDCG@10.", ""]
-        rep.add(lines + quality_table(per_q, rnds, cpu) + [""])
+        if per_q is not None and "native:lambdarank" in per_q:
+            rep.add(lines + quality_table(per_q, rnds, cpu) + [""])
         mq = Path(args.data) / "MQ2008" / "Fold1" / "train.txt.gz"
-        if mq.exists():
+        if "m" not in args.quality_sets:
+            pass
+        elif mq.exists():
             folds = [load_mq2008(args.data, f) for f in ((1,) if args.quick else (1, 2, 3, 4, 5))]
             per_q, rnds, cpu = quality(folds, q_objs)
+            if args.dump:
+                dump_quality(args.dump + "_mq.json", per_q, rnds, cpu)
             lines = [f"### 3b. Quality, MQ2008 ({len(folds)} folds, every test query once), test NDCG@10", "",
                      "Same budget; train on `train`, early stopping on `vali`, scored on `test`.", ""]
-            rep.add(lines + quality_table(per_q, rnds, cpu) + [""])
+            if "native:lambdarank" in per_q:
+                rep.add(lines + quality_table(per_q, rnds, cpu) + [""])
         else:
             rep.add(["MQ2008 not found (set RANKWISE_DATA): its quality table was not run.", ""])
 

@@ -162,8 +162,6 @@ def n_jobs_threads(n_jobs) -> int | None:
     """Threads for ``n_jobs`` (scikit-learn's convention: -1 all cores, -2 all but one; None: leave as is)."""
     if n_jobs is None:
         return None
-    import os
-
     n_cpu = os.cpu_count() or 1
     return int(n_jobs) if n_jobs > 0 else max(1, n_cpu + 1 + int(n_jobs))
 

@@ -19,8 +19,9 @@ def random_ratings(seed, n_users=12, n_items=15, p=0.45, half_stars=False):
     """Random ratings with ties in time (many ratings share a second) and cold items."""
     rng = np.random.default_rng(seed)
     u, i = np.nonzero(rng.random((n_users, n_items)) < p)
-    ids_u = rng.choice(np.arange(1, 10**6), size=n_users, replace=False)  # ids are not 1..n
-    ids_i = rng.choice(np.arange(1, 10**6), size=n_items, replace=False)
+    # ids are not 1..n and reach 10**17: nothing may be indexed or sized by an id
+    ids_u = rng.choice(np.arange(1, 10**6), size=n_users, replace=False) * 10**11
+    ids_i = rng.choice(np.arange(1, 10**6), size=n_items, replace=False) * 10**11 + 1
     r = rng.integers(1, 11, size=len(u)) / 2 if half_stars else rng.integers(1, 6, size=len(u)).astype(float)
     ts = rng.integers(0, 40, size=len(u)) * 3600 + 10**9
     G = (rng.random((n_items, 4)) < 0.35).astype(np.float32)

@@ -30,12 +30,14 @@ OUTCOMES = ("ok", "rankwise_error", "other_exception", "silent_accept", "nonfini
 BAD = ("other_exception", "silent_accept", "nonfinite", "death", "hang")
 
 # in memory where there is a tmpfs: opening a file on an overlay /tmp costs milliseconds
-_SCRATCH = tempfile.mkdtemp(prefix="rankwise-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
-atexit.register(shutil.rmtree, _SCRATCH, True)
+_SCRATCH: list[str] = []  # made on first use (not in the model-loading worker processes)
 
 
 def scratch(name: str) -> str:
-    return os.path.join(_SCRATCH, name)
+    if not _SCRATCH:
+        _SCRATCH.append(tempfile.mkdtemp(prefix="rankwise-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+        atexit.register(shutil.rmtree, _SCRATCH[0], True)
+    return os.path.join(_SCRATCH[0], name)
 
 
 def guarded(fn):

@@ -201,3 +201,28 @@ def test_a_dense_pair_form_that_cannot_fit_is_refused_before_allocation(name, hy
     if name == "kendall_hinge":  # no kernel: grad_hess's torch path refuses it the same way
         with pytest.raises(InputError, match="dense pair form"):
             grad_hess(name, np.zeros(n), np.zeros(n), [0, n], **hyper)
+
+
+TORCH_EXTREMES = [([1e200, -1e200, 0.0], [0.0, 1.0, 2.0]), ([1e308, -1e308, 1.0], [1.0, 0.0, 2.0]),
+                  ([3e38, -3e38, 0.0], [0.0, 1.0, 1.0]), ([0.0, 0.0, 0.0], [1e308, 0.0, 1e308]),
+                  ([6e4, -6e4, 1.0], [0.0, 1.0, 1.0]), ([100.0, -100.0, 1.0], [0.0, 1.0, 1.0])]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+@pytest.mark.parametrize("name", ALL)
+def test_the_torch_form_never_returns_nan_for_extreme_scores_and_labels(name, dtype):
+    """Issue 17: NaN gradients of smooth_dcg (huge score gaps), of the sort-based hinges (labels
+    1e308), inf in float16: every case gives a finite value and gradient, or an InputError."""
+    for s, y in TORCH_EXTREMES:
+        st = torch.tensor([s], dtype=dtype)
+        if not torch.isfinite(st).all():
+            continue
+        if spec(name).binary_labels:
+            y = [min(v, 1.0) for v in y]
+        st.requires_grad_(True)
+        try:
+            v = REGISTRY[name](st, torch.tensor([y], dtype=dtype), **spec(name).example_hyper)
+        except InputError:
+            continue
+        g, = torch.autograd.grad(v, st)
+        assert torch.isfinite(v) and torch.isfinite(g).all(), (s, y, v, g)

@@ -19,7 +19,7 @@ class _Terminal(io.StringIO):
 
 def _data(seed=0, n_queries=30):
     rng = np.random.default_rng(seed)
-    sizes = rng.integers(1, 25, size=n_queries)
+    sizes = rng.integers(2, 25, size=n_queries)
     qid = np.repeat(np.arange(n_queries), sizes)
     X = rng.normal(size=(len(qid), 4))
     y = np.clip(np.round(X[:, 0] + rng.normal(scale=0.8, size=len(qid)) + 1), 0, 3)

@@ -13,8 +13,6 @@ import sys
 from rankwise.errors import RankwiseError
 
 MODELS = ("linear", "neural", "gbdt", "reduction", "structured")
-#: the classifiers a saved PairwiseReductionRanker can hold (the table lives in rankwise.models.reduction)
-CLASSIFIERS = ("logistic", "linear_svc", "lightgbm")
 
 
 def _csv(text: str) -> list[str]:
@@ -493,7 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
                                   "for gbdt, or the measure for --model structured")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="model parameter (repeatable), e.g. alpha=1e-3 hidden=(64,32); for reduction: "
-                        f"classifier={'|'.join(CLASSIFIERS)}")
+                        "classifier=logistic|linear_svc|... (rankwise.models.reduction.CLASSIFIERS)")
     p.add_argument("--out", required=True, help="model file to write")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--group", help="SVMlight without qid: file of query sizes, one per line (LightGBM .query)")

@@ -15,6 +15,8 @@ positions (a, b), the number of sessions M_u[a, b] in which a was clicked and b 
             {\sum_{(a, b): k_b = 1} M_u[a, b]\, L_{ab} / t^+_{k_a}}\Bigr)^{1/(p+1)},
 
   :math:`L_{ab} = \log(1 + e^{-\sigma (s_a - s_b)})`; trees by LightGBM with this custom objective.
+  Each rank's sum is divided by the number of sessions that show the rank (the paper's pages all
+  have the same length, where this is a constant factor).
   The pair weight |ΔDCG| of swapping a and b in the current ranking is used (ΔNDCG divided by the
   page's ideal DCG in the paper; the per-page constant is dropped here).
 - :class:`DLA` (Ai, Bi, Luo, Guo & Croft, "Unbiased learning to rank with unbiased propensity
@@ -147,6 +149,7 @@ class UnbiasedLambdaMART:
         p_off, X, position, clicks, n_sess, counts, m_off = pages(log, features)
         R = int(position.max())
         t_plus, t_minus = np.ones(R), np.ones(R)
+        shown = np.maximum(np.bincount(position - 1, weights=np.repeat(n_sess, np.diff(p_off)), minlength=R), 1.0)
         sigma, expo = float(self.sigma), 1.0 / (1.0 + float(self.p))
         state = {"tp": t_plus, "tm": t_minus}
 
@@ -157,8 +160,10 @@ class UnbiasedLambdaMART:
             num_p, num_m = np.zeros(len(preds)), np.zeros(len(preds))
             _ulm_grad(np.asarray(preds, dtype=np.float64), p_off, m_off, counts, tp[position - 1],
                       tm[position - 1], sigma, grad, hess, num_p, num_m)
-            sp = np.bincount(position - 1, weights=num_p, minlength=R)
-            sm = np.bincount(position - 1, weights=num_m, minlength=R)
+            # per session showing the rank: pages of different lengths (lists shorter than the page)
+            # would otherwise make the deep ranks look rarely clicked
+            sp = np.bincount(position - 1, weights=num_p, minlength=R) / shown
+            sm = np.bincount(position - 1, weights=num_m, minlength=R) / shown
             # ranks never seen clicked (unclicked) keep their bias
             if sp[0] > 0:
                 state["tp"] = np.where(sp > 0, (sp / sp[0]) ** expo, tp)

@@ -393,14 +393,15 @@ def join_sorted(r_off, r_h, r_buf, r_s, r_e, qmap, j_off, j_h, j_rel, j_buf, j_s
         hi0 = j_off[j + 1]
         for r in range(r_off[g], r_off[g + 1]):
             x = r_h[r]
+            # branch-free lower bound (a select per step, no mispredicted jumps)
             lo = lo0
-            hi = hi0
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if j_h[mid] < x:
-                    lo = mid + 1
-                else:
-                    hi = mid
+            m = hi0 - lo0
+            while m > 1:
+                half = m >> 1
+                lo = lo + half if j_h[lo + half - 1] < x else lo
+                m -= half
+            if m == 1 and j_h[lo] < x:
+                lo += 1
             if lo < hi0 and j_h[lo] == x:
                 if _cmp(r_buf, r_s[r], r_e[r], j_buf, j_s[lo], j_e[lo]) != 0:
                     return rel, 2

@@ -372,6 +372,7 @@ def _smooth_dcg_batch(s, y, w, v, off, q0, q1, k, sigma, exp2, out_v, out_ok, ou
             continue
         order = np.argsort(-s[a:b], kind="mergesort")
         kk = min(k, n)
+        lim = math.sqrt(800.0 * sigma)
         hcol = np.empty(n)
         val = 0.0
         for j in range(kk):
@@ -379,7 +380,8 @@ def _smooth_dcg_batch(s, y, w, v, off, q0, q1, k, sigma, exp2, out_v, out_ok, ou
             c = -_inv_log2p1(j + 1.0) / idcg
             m = -np.inf
             for i in range(n):
-                e = -((s[a + i] - t) ** 2) / sigma
+                dd = min(max(s[a + i] - t, -lim), lim)  # as the torch form: h = e^-800 = 0 beyond
+                e = -(dd * dd) / sigma
                 hcol[i] = e
                 if e > m:
                     m = e
@@ -396,7 +398,10 @@ def _smooth_dcg_batch(s, y, w, v, off, q0, q1, k, sigma, exp2, out_v, out_ok, ou
             for i in range(n):
                 if hcol[i] == 0.0:
                     continue
-                r = c * hcol[i] * (g0[i] * w[a + i] - u) * 2.0 * (s[a + i] - t) / sigma
+                dd = min(max(s[a + i] - t, -lim), lim)
+                if dd != s[a + i] - t:
+                    continue  # clamped: no gradient (as torch.clamp)
+                r = c * hcol[i] * (g0[i] * w[a + i] - u) * 2.0 * dd / sigma
                 out_g[a + i] -= r
                 gt += r
             out_g[a + order[j]] += gt

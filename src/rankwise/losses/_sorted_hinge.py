@@ -78,8 +78,10 @@ def _one_list(s, y, w, rank, K, c0, c1, g):
         ays = _fen_prefix(tys, rank[i])
         m = 1.0 - s[i]
         ci = c0 + c1 * y[i]
-        value += w[i] * (ci * (m * a0 + a_s) - c1 * (m * ay + ays))
-        g[i] -= w[i] * (ci * a0 - c1 * ay)
+        # the label sums are only read when c1 != 0: with huge labels they may overflow, and
+        # 0 * inf would turn a "none"-weighted gradient into NaN
+        value += w[i] * (ci * (m * a0 + a_s) - (c1 * (m * ay + ays) if c1 != 0.0 else 0.0))
+        g[i] -= w[i] * (ci * a0 - (c1 * ay if c1 != 0.0 else 0.0))
     # pass 2: j as the lower item; K_j = {i: y_i > y_j, s_i < s_j + 1}; sweep s ascending
     t0[:] = 0.0
     ty[:] = 0.0
@@ -94,7 +96,7 @@ def _one_list(s, y, w, rank, K, c0, c1, g):
         if b0 == 0.0:
             continue
         by = _fen_prefix(ty, K) - _fen_prefix(ty, rank[j] + 1)
-        g[j] += w[j] * (c0 * b0 + c1 * (by - y[j] * b0))
+        g[j] += w[j] * (c0 * b0 + (c1 * (by - y[j] * b0) if c1 != 0.0 else 0.0))
     return value, tie
 
 

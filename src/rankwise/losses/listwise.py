@@ -141,7 +141,10 @@ def smooth_dcg_loss(scores, labels, *, where=None, weights=None, reduction="mean
     order = torch.sort(torch.where(mask, s.detach(), torch.full_like(s, -math.inf)), dim=-1,
                        descending=True, stable=True).indices[:, :kk]
     top = torch.gather(s, -1, order)  # [B, kk] scores of the items at ranks 1..kk
-    e = -((s.unsqueeze(-2) - top.unsqueeze(-1)) ** 2) / sigma  # [B, kk, L]
+    # differences beyond sqrt(800 σ) get h = e^-800 = 0 anyway: clamping them keeps (s_i - s_d(j))²
+    # finite for huge scores (an inf there would make the gradient NaN) and changes nothing else
+    lim = math.sqrt(800.0 * sigma)
+    e = -(torch.clamp(s.unsqueeze(-2) - top.unsqueeze(-1), -lim, lim) ** 2) / sigma  # [B, kk, L]
     h = torch.exp(_masked_log_softmax(e, mask.unsqueeze(-2).expand_as(e)))
     h = torch.where(mask.unsqueeze(-2), h, torch.zeros_like(h))
     ranks = torch.arange(1, kk + 1, dtype=s.dtype, device=s.device)

@@ -86,7 +86,7 @@ class _TorchRanker(BaseRanker):
         """Run this model's own training loop on validated rows under training ``hooks``; returns ``self``.
 
         The hook point for distributed trainers (:mod:`rankwise.distributed.ddp`): ``train`` is a
-        :class:`rankwise._validation.RankingInput` (this process's rows), ``hooks`` a
+        :class:`rankwise.data.ranking_input.RankingInput` (this process's rows), ``hooks`` a
         :class:`rankwise.train.loop.TrainingHooks` that supplies the seed, the feature
         statistics, the minibatch schedule, the module wrapper that synchronises gradients and
         the reduction of the training loss. Minibatch solvers only, no eval_set / checkpoints.

@@ -104,13 +104,17 @@ class FeatureRanker(BaseRanker):
         col = col.astype(np.float64)
         return -col if self.ascending else col
 
+    def _predict_rows(self, Xv) -> np.ndarray:
+        """Scores of validated rows (the hook of the rankers' shared ``predict`` and ``score``)."""
+        return self._score(Xv)
+
     def predict(self, X, *, qid=None):
-        """The column's values (negated with ``ascending``), one score per row; ``qid`` is not needed."""
-        if hasattr(X, "query_offsets"):
-            X = X.X
+        """The column's values (negated with ``ascending``), one score per row; ``qid`` is not needed
+        (its length is checked)."""
         Xv = self._check_predict_features(X)
-        if qid is not None and len(np.asarray(qid)) != Xv.shape[0]:
-            raise InputError(f"qid has {len(np.asarray(qid))} entries but X has {Xv.shape[0]} rows")
+        if qid is not None and np.shape(qid) != (Xv.shape[0],):
+            raise InputError(f"qid has shape {np.shape(qid)} but X has {Xv.shape[0]} rows; one query id per row "
+                             "is expected")
         return self._score(Xv)
 
     def _get_state(self):
