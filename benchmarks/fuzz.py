@@ -368,6 +368,7 @@ def write(args, tally, raw, total_s):
     if tally.examples:
         lines += ["", "First reproducer of each finding (target, class: input → what happened):", ""]
         for (target, outcome), (rep, detail) in sorted(tally.examples.items()):
+            rep, detail = " ".join(rep.split()), " ".join(detail.split())  # one line per finding
             lines.append(f"- {target}, {outcome}: `{rep[:400]}` → {detail[:300]}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -489,7 +489,7 @@ def load(path, *, untrusted: bool = False, timeout: float | None = None):
         Load a file from a source you do not control: the whole load (including the GBDT
         library's own parser and a probe prediction) first runs in a child process, so that a
         crash or a hang there is reported as an ``InputError`` and the caller survives; then the
-        same bytes are loaded here. Costs one Python start (about a second).
+        same bytes are loaded here. Costs a fresh interpreter importing rankwise's models (seconds).
     timeout : float, optional
         Seconds the child may take (default :data:`UNTRUSTED_TIMEOUT`); only with ``untrusted``.
 
