@@ -262,7 +262,8 @@ def main(argv=None) -> int:
         f"{n_runs} runs x {n_topics} topics x 1,000 documents, qrels with {n_judg:.0f} graded judgments per topic; "
         f"every trec_eval `all_trec` measure (rankwise: {len(__import__('rankwise.metrics', fromlist=['GROUPS']).GROUPS['all_trec'])} "
         f"values per topic; pytrec_eval: {len(pytrec_measures())} measures, {len(next(iter(ref.values())))} values). "
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared), Python {platform.python_version()}. "
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared; load average {os.getloadavg()[0]:.1f} at the "
+        f"end of the run), Python {platform.python_version()}. "
         "In-process times: best of 3 after a warm-up (numba cache warm).",
         "",
         "| tool / path | seconds | rankwise speed-up |",
