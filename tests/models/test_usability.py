@@ -384,3 +384,17 @@ def test_distributed_predict_groups_the_rows_of_a_reduction_by_query():
     got = got.compute(scheduler="synchronous")
     want = pd.Series(m.predict(X, qid=q), index=df.index)
     np.testing.assert_allclose(got["score"].sort_index().to_numpy(), want.sort_index().to_numpy(), rtol=1e-9)
+
+
+def test_a_diverging_fit_raises_a_rankwise_error():
+    """Issue 13: FloatingPointError escaped the RankwiseError hierarchy (train/loop.py)."""
+    from rankwise.errors import RankwiseError
+    from rankwise.train.loop import TrainingDivergedError
+
+    def overflowing(scores, labels, *, where=None, weights=None, reduction="mean"):
+        return (scores * 0.0).sum() + float("inf")
+
+    X, y, q = make_data(n_queries=6, list_len=5)
+    with pytest.raises(TrainingDivergedError, match="lower the learning rate") as exc:
+        LinearRanker(overflowing, solver="adam", max_iter=2, verbose=False).fit(X, y, qid=q)
+    assert isinstance(exc.value, RankwiseError) and isinstance(exc.value, FloatingPointError)
