@@ -398,3 +398,11 @@ def test_a_diverging_fit_raises_a_rankwise_error():
     with pytest.raises(TrainingDivergedError, match="lower the learning rate") as exc:
         LinearRanker(overflowing, solver="adam", max_iter=2, verbose=False).fit(X, y, qid=q)
     assert isinstance(exc.value, RankwiseError) and isinstance(exc.value, FloatingPointError)
+
+
+@pytest.mark.parametrize("make", [lambda: LinearRanker(max_iter=3, standardize=False, verbose=False),
+                                  lambda: NeuralRanker(hidden=(4,), max_iter=1, standardize=False, verbose=False)])
+def test_torch_models_told_not_to_standardise_say_so_on_raw_scales(make):
+    X, y, q, _, _, _ = _raw_scale_data()
+    with pytest.warns(UserWarning, match=r"\(standardize=False\): the feature scales"):
+        _ = make().fit(X, y, qid=q)
