@@ -2,7 +2,6 @@
 
 Heavy libraries (torch, lightgbm, xgboost) are imported inside the model modules' methods only.
 """
-import rankwise.data  # noqa: F401  (imported before _validation: rankwise.data imports it back)
 from rankwise.models.base import BaseRanker
 from rankwise.models.persistence import load
 from rankwise.models.linear import LinearRanker

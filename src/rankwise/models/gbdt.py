@@ -6,10 +6,10 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from rankwise._validation import Interval, Options
+from rankwise._validation import Interval, Options, check_positive_int
 from rankwise.errors import InputError
 from rankwise.models import persistence
-from rankwise.models._torch import check_nonneg_float, check_positive_int, fit_seed
+from rankwise.models._torch import fit_seed
 from rankwise.models.base import BaseRanker
 from rankwise.train.early_stopping import EarlyStopping, resolve_metric
 from rankwise.train.history import History
