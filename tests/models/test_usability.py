@@ -406,3 +406,14 @@ def test_torch_models_told_not_to_standardise_say_so_on_raw_scales(make):
     X, y, q, _, _, _ = _raw_scale_data()
     with pytest.warns(UserWarning, match=r"\(standardize=False\): the feature scales"):
         _ = make().fit(X, y, qid=q)
+
+
+def test_cli_checks_parameter_values_before_reading_data(tmp_path, capsys):
+    from rankwise.cli import main
+
+    missing = tmp_path / "not-read.txt"  # never opened: the parameter is wrong first
+    for param, what in (("max_iter=-3", "max_iter must be an integer >= 1; got -3"),
+                        ("alpha=abc", "alpha must be a finite number >= 0; got 'abc'")):
+        code = main(["train", str(missing), "--param", param, "--out", str(tmp_path / "m.npz")])
+        err = capsys.readouterr().err
+        assert code == 2 and what in err and "not-read" not in err, err
