@@ -6,7 +6,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from rankwise._validation import Interval, Options, check_nonneg_float, check_positive_int, fit_seed
+from rankwise._validation import Interval, Options, check_positive_int, fit_seed
 from rankwise.errors import InputError
 from rankwise.models import _booster_text, persistence
 from rankwise.models.base import BaseRanker
