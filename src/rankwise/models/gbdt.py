@@ -52,7 +52,10 @@ class GBDTRanker(BaseRanker):
     Parameters
     ----------
     loss : str
-        A name in ``rankwise.losses.REGISTRY`` or ``"native:<objective>"``.
+        A name in ``rankwise.losses.REGISTRY`` or ``"native:<objective>"``. Default
+        ``"lambdarank"``: LambdaMART's objective (ΔNDCG-weighted RankNet with LightGBM's truncation
+        at 30 and normalisation) on the compiled engine, chosen by measurement against the other
+        rankwise objectives and LightGBM's own lambdarank (BENCHMARKS.md, section Training).
     loss_params : dict, optional
         Loss hyperparameters (native objectives: extra library parameters).
     backend : {"lightgbm", "xgboost"}
@@ -120,7 +123,7 @@ class GBDTRanker(BaseRanker):
         "verbose": [Options("auto"), "boolean"],
     }
 
-    def __init__(self, loss="listnet", *, loss_params=None, backend="lightgbm", n_estimators=100, learning_rate=0.1,
+    def __init__(self, loss="lambdarank", *, loss_params=None, backend="lightgbm", n_estimators=100, learning_rate=0.1,
                  num_leaves=31, max_depth=None, min_child_samples=20, subsample=1.0, colsample_bytree=1.0,
                  reg_lambda=0.0, backend_params=None, eval_metric="ndcg@10", early_stopping_rounds=None,
                  random_state=None, n_jobs=None, verbose="auto"):
