@@ -209,6 +209,28 @@ def test_gbdt_default_loss_is_the_same_in_the_cli_and_in_python():
     assert build_model("structured", None, {}, 0).measure == StructuredHingeRanker().measure
 
 
+@pytest.mark.parametrize("backend, loss, labels, message", [
+    ("lightgbm", "native:lambdarank", [0.5, 1.0], r"needs relevance grades: non-negative integers; got label 0.5"),
+    ("lightgbm", "native:rank_xendcg", [-1.0, 1.0], r"needs relevance grades: non-negative integers; got label -1"),
+    ("lightgbm", "native:lambdarank", [0.0, 40.0], r"gain table has 31 grades \(0..30\); got label 40"),
+    ("xgboost", "native:rank:ndcg", [0.25, 1.0], r"needs relevance grades: non-negative integers; got label 0.25"),
+    ("xgboost", "native:rank:map", [0.0, 2.0], r"needs binary labels \(0 or 1\); got label 2"),
+])
+def test_native_objectives_say_which_labels_they_take(backend, loss, labels, message):
+    """Item 6: the libraries' own messages point at label_gain / 'relevance degree'; ours names the loss."""
+    X, _, q = make_data(n_queries=4, list_len=5)
+    y = np.resize(np.asarray(labels), len(q))
+    with pytest.raises(InputError, match=message):
+        GBDTRanker(loss=loss, backend=backend, n_estimators=2).fit(X, y, qid=q)
+
+
+def test_native_lambdarank_takes_grades_above_30_with_a_gain_table():
+    X, _, q = make_data(n_queries=4, list_len=5)
+    y = np.resize(np.array([0.0, 40.0]), len(q))
+    GBDTRanker(loss="native:lambdarank", n_estimators=2,
+               loss_params={"label_gain": list(range(41))}).fit(X, y, qid=q)
+
+
 # ---------------------------------------------------------------------------------- item 7: group=
 
 def test_fit_accepts_lightgbm_group_sizes(model):

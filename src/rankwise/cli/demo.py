@@ -21,6 +21,7 @@ def _models(seed: int):
         ("linear · pointwise squared (ridge)", LinearRanker(loss="pointwise_squared", alpha=1e-3, random_state=seed)),
         ("linear · listnet", LinearRanker(loss="listnet", alpha=1e-4, random_state=seed)),
         ("neural mlp · listnet", NeuralRanker(loss="listnet", hidden=(64, 32), max_iter=15, random_state=seed)),
+        ("gbdt · rankwise lambdarank (default)", GBDTRanker(n_estimators=100, random_state=seed)),
         ("gbdt · rankwise lambdaloss", GBDTRanker(loss="lambdaloss", n_estimators=100, random_state=seed)),
         ("gbdt · native lambdarank", GBDTRanker(loss="native:lambdarank", n_estimators=100, random_state=seed)),
     ]
