@@ -201,7 +201,7 @@ from bench_training import split_queries
 from rankwise.data.synthetic import make_synthetic
 from rankwise.models import NeuralRanker
 tr, va, te = split_queries(make_synthetic({nq}, n_features=136, seed=1))
-m = NeuralRanker(loss={loss!r}, hidden=(128, 64), epochs={epochs}, random_state=0, verbose=False)
+m = NeuralRanker(loss={loss!r}, hidden=(128, 64), max_iter={epochs}, random_state=0, verbose=False)
 t = time.process_time()
 m.fit(tr[0], tr[1], qid=tr[2])
 cpu = time.process_time() - t
