@@ -203,6 +203,16 @@ def segments(qh):
 
 
 @nb.njit(cache=True, nogil=True)
+def split_hash(buf):
+    """Spans of the ``\\n``-separated items of ``buf`` (a join of ids) and their hashes, in one pass."""
+    s, e = split_lines(buf)
+    h = np.empty(s.shape[0], dtype=np.uint64)
+    for r in range(s.shape[0]):
+        h[r] = _hash(buf, s[r], e[r])
+    return s, e, h
+
+
+@nb.njit(cache=True, nogil=True)
 def split_lines(buf):
     """Spans of the ``\\n``-separated items of ``buf`` (a join of ids)."""
     n = 1
@@ -379,32 +389,59 @@ def first_duplicate(offsets, h, buf, s, e):
 
 
 @nb.njit(cache=True, nogil=True)
-def join_sorted(r_off, r_h, r_buf, r_s, r_e, qmap, j_off, j_h, j_rel, j_buf, j_s, j_e, nonpool, unjudged):
-    """Relevance of every run row by binary search among its topic's judgments, which the
-    qrels keep sorted by hash (a topic's hashes fit in cache: no random walk over the whole
-    qrels). Run query ``g`` is qrels query ``qmap[g]`` (-1: none); every hash match is
-    confirmed byte by byte. Returns (rel, err) with err 2 on a hash collision."""
+def join_table(j_off, j_h):
+    """Per topic, an open-addressing table of its judgments keyed by document hash (load <= 1/2),
+    the topics' tables laid end to end: built once per qrels, then every run row is joined by
+    one probe of its topic's table, which stays in cache while the topic's rows are joined.
+    Returns (t_off, t_hash, t_row): topic ``g``'s table is ``t_off[g]:t_off[g+1]`` (a power of
+    two), empty slots hold row -1."""
+    nq = j_off.shape[0] - 1
+    t_off = np.zeros(nq + 1, dtype=np.int64)
+    for g in range(nq):
+        size = 4
+        while size < 2 * (j_off[g + 1] - j_off[g]) + 2:
+            size *= 2
+        t_off[g + 1] = t_off[g] + size
+    t_hash = np.zeros(t_off[nq], dtype=np.uint64)
+    t_row = np.full(t_off[nq], -1, dtype=np.int64)
+    for g in range(nq):
+        base = t_off[g]
+        size = t_off[g + 1] - base
+        mask = np.uint64(size - 1)
+        for r in range(j_off[g], j_off[g + 1]):
+            i = _slot(j_h[r], 0, mask)
+            while t_row[base + i] >= 0:
+                i = (i + 1) & (size - 1)
+            t_hash[base + i] = j_h[r]
+            t_row[base + i] = r
+    return t_off, t_hash, t_row
+
+
+@nb.njit(cache=True, nogil=True)
+def join(r_off, r_h, r_buf, r_s, r_e, qmap, t_off, t_hash, t_row, j_rel, j_buf, j_s, j_e, nonpool, unjudged):
+    """Relevance of every run row: one probe of its topic's table (``join_table``). Run query
+    ``g`` is qrels query ``qmap[g]`` (-1: none); every hash match is confirmed byte by byte.
+    Returns (rel, err) with err 2 on a hash collision."""
     rel = np.full(r_h.shape[0], nonpool, dtype=np.int64)
     for g in range(r_off.shape[0] - 1):
         j = qmap[g]
         if j < 0:
             continue
-        lo0 = j_off[j]
-        hi0 = j_off[j + 1]
+        base = t_off[j]
+        size = t_off[j + 1] - base
+        mask = np.uint64(size - 1)
         for r in range(r_off[g], r_off[g + 1]):
             x = r_h[r]
-            # branch-free lower bound (a select per step, no mispredicted jumps)
-            lo = lo0
-            m = hi0 - lo0
-            while m > 1:
-                half = m >> 1
-                lo = lo + half if j_h[lo + half - 1] < x else lo
-                m -= half
-            if m == 1 and j_h[lo] < x:
-                lo += 1
-            if lo < hi0 and j_h[lo] == x:
-                if _cmp(r_buf, r_s[r], r_e[r], j_buf, j_s[lo], j_e[lo]) != 0:
-                    return rel, 2
-                v = j_rel[lo]
-                rel[r] = v if v >= 0 else unjudged
+            i = _slot(x, 0, mask)
+            while True:
+                o = t_row[base + i]
+                if o < 0:
+                    break
+                if t_hash[base + i] == x:
+                    if _cmp(r_buf, r_s[r], r_e[r], j_buf, j_s[o], j_e[o]) != 0:
+                        return rel, 2
+                    v = j_rel[o]
+                    rel[r] = v if v >= 0 else unjudged
+                    break
+                i = (i + 1) & (size - 1)
     return rel, 0

@@ -54,22 +54,27 @@ def _read_bytes(path: Path) -> bytes:
 class _Ids:
     """Ids as spans of a byte buffer, with their 64-bit hashes."""
 
-    __slots__ = ("buf", "s", "e", "h")
+    __slots__ = ("buf", "s", "e", "h", "all_str")
 
     def __init__(self, buf, s, e, h=None):
         from rankwise.data import _trec_kernel as TK
 
         self.buf, self.s, self.e = buf, s, e
+        self.all_str = False
         self.h = TK.hashes(buf, s, e) if h is None else h
 
     @classmethod
     def from_strings(cls, items, n: int, what: str):
         from rankwise.data import _trec_kernel as TK
 
+        # ``items``: a sequence, or a function returning a fresh iterator (an iterator that the
+        # first join consumed part of could not be walked again for the str() fallback)
+        all_str = True
         try:
-            text = "\n".join(items)
+            text = "\n".join(items() if callable(items) else items)
         except TypeError:
-            text = "\n".join(map(str, items))
+            all_str = False
+            text = "\n".join(map(str, items() if callable(items) else items))
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:
@@ -77,10 +82,12 @@ class _Ids:
         buf = np.frombuffer(data, dtype=np.uint8)
         if n == 0:
             return cls(buf, np.zeros(0, np.int64), np.zeros(0, np.int64))
-        s, e = TK.split_lines(buf)
+        s, e, h = TK.split_hash(buf)
         if len(s) != n:
             raise InputError(f"a {what} contains a line break; ids must be single tokens")
-        return cls(buf, s, e)
+        out = cls(buf, s, e, h)
+        out.all_str = all_str
+        return out
 
     def take(self, rows):
         return _Ids(self.buf, self.s[rows], self.e[rows], self.h[rows])
@@ -282,7 +289,7 @@ class Qrels:
         names = [str(q) for q in qrels]
         sizes = [len(d) for d in qrels.values()]
         n = int(sum(sizes))
-        docs = _Ids.from_strings(chain.from_iterable(qrels.values()), n, "document id")
+        docs = _Ids.from_strings(lambda: chain.from_iterable(qrels.values()), n, "document id")
         try:
             rel = np.fromiter(chain.from_iterable(d.values() for d in qrels.values()), dtype=np.float64, count=n)
         except (TypeError, ValueError):
@@ -390,7 +397,7 @@ class Run:
         names = [str(q) for q in run]
         sizes = [len(d) for d in run.values()]
         n = int(sum(sizes))
-        docs = _Ids.from_strings(chain.from_iterable(run.values()), n, "document id")
+        docs = _Ids.from_strings(lambda: chain.from_iterable(run.values()), n, "document id")
         try:
             scores = np.fromiter(chain.from_iterable(d.values() for d in run.values()), dtype=np.float64, count=n)
         except (TypeError, ValueError):
@@ -399,7 +406,9 @@ class Run:
             raise InputError(f"run scores must be finite; {int((~np.isfinite(scores)).sum())} are NaN or inf")
         offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
         out = cls(names, offsets, docs, scores, name=name or "run")
-        out.hash_order()
+        # the keys of one dict are distinct: with str keys (no str() conversion that could merge
+        # two of them) no document can appear twice in a topic
+        out._checked = docs.all_str
         return out
 
     @classmethod
