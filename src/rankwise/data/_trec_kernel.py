@@ -13,7 +13,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from rankwise.data._svmlight_kernel import _POW10, _parse_number
+# the number parsers are shared with the SVMlight reader
+from rankwise.data._svmlight_kernel import _POW10, _parse_int, _parse_number
 
 # error codes (messages live in trec.py)
 OK = 0
@@ -46,26 +47,6 @@ def _hash(buf, s, e):
     for i in range(s, e):
         h = (h ^ np.uint64(buf[i])) * _FNV_PRIME
     return h
-
-
-@nb.njit(cache=True)
-def _parse_int(buf, s, e):
-    """Strict ASCII integer ``[+-]digits`` with at most 18 digits; (ok, value)."""
-    i = s
-    neg = False
-    if i < e and (buf[i] == 45 or buf[i] == 43):
-        neg = buf[i] == 45
-        i += 1
-    if i >= e or e - i > 18:
-        return False, 0
-    v = 0
-    while i < e:
-        c = buf[i]
-        if c < 48 or c > 57:
-            return False, 0
-        v = v * 10 + (c - 48)
-        i += 1
-    return True, -v if neg else v
 
 
 @nb.njit(cache=True, nogil=True)

@@ -160,11 +160,11 @@ def _raise_scan(path, raw, err, line, ival, kind):
         else:
             msg = f"{nf} fields; a run line has 6 (more are ignored): {shape}"
     elif err == TK.E_REL:
-        msg = f"relevance {_token(raw, line, 3)!r} is not an integer (ASCII digits, at most 18); expected {shape}"
+        msg = f"relevance {_token(raw, line, 3)!r} is not an integer (ASCII digits, within 64 bits); expected {shape}"
     elif err == TK.E_REL_RANGE:
         msg = f"relevance {_token(raw, line, 3)!r} is out of range (|rel| <= {TK.REL_MAX})"
     elif err == TK.E_RANK:
-        msg = f"rank {_token(raw, line, 3)!r} is not an integer (ASCII digits, at most 18); expected {shape}"
+        msg = f"rank {_token(raw, line, 3)!r} is not an integer (ASCII digits, within 64 bits); expected {shape}"
     elif err == TK.E_SCORE:
         msg = f"score {_token(raw, line, 4)!r} is not a number; expected {shape}"
     elif err == TK.E_CONTROL:
@@ -334,12 +334,7 @@ class Qrels:
 
     def to_dict(self) -> dict:
         """``{qid: {docno: rel}}``."""
-        out = {}
-        rel = self.rel.tolist()
-        for i, q in enumerate(self.qids):
-            a, b = int(self.offsets[i]), int(self.offsets[i + 1])
-            out[q] = dict(zip(self.docs.strings(a, b), rel[a:b]))
-        return out
+        return _nested_dict(self.qids, self.offsets, self.docs, self.rel)
 
     def __repr__(self) -> str:
         src = f", from {self.path}" if self.path else ""
@@ -456,15 +451,20 @@ class Run:
 
     def to_dict(self) -> dict:
         """``{qid: {docno: score}}``."""
-        out = {}
-        s = self.scores.tolist()
-        for i, q in enumerate(self.qids):
-            a, b = int(self.offsets[i]), int(self.offsets[i + 1])
-            out[q] = dict(zip(self.docs.strings(a, b), s[a:b]))
-        return out
+        return _nested_dict(self.qids, self.offsets, self.docs, self.scores)
 
     def __repr__(self) -> str:
         return f"Run({self.name!r}: {self.n_queries} queries, {len(self)} documents)"
+
+
+def _nested_dict(qids, offsets, docs: _Ids, values) -> dict:
+    """``{qid: {docno: value}}`` of a Qrels or Run's flat arrays."""
+    out = {}
+    v = values.tolist()
+    for i, q in enumerate(qids):
+        a, b = int(offsets[i]), int(offsets[i + 1])
+        out[q] = dict(zip(docs.strings(a, b), v[a:b]))
+    return out
 
 
 def _as_nested_dict(obj, what: str) -> dict:
