@@ -54,8 +54,9 @@ def scan(buf, kind, max_rows, pow10):
     """Scan a qrels (``kind`` 0: ``qid iter docno rel``) or run (1: ``qid Q0 docno rank score tag
     [more]``) buffer.
 
-    Returns ``(err, err_line, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e)``:
-    per record its 1-based line, the spans of query id and document id, the relevance (qrels)
+    Returns ``(err, err_line, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e)``:
+    per record its 1-based line, the spans of query id and document id and their hashes
+    (computed here, while the bytes are in cache), the relevance (qrels)
     or score (runs; rows in ``fb_rows[:n_fb]`` need Python's float()), and the first run tag.
     Blank lines and lines starting with ``#`` are skipped.
     """
@@ -65,6 +66,8 @@ def scan(buf, kind, max_rows, pow10):
     qe = np.empty(max_rows, dtype=np.int64)
     ds = np.empty(max_rows, dtype=np.int64)
     de = np.empty(max_rows, dtype=np.int64)
+    qh = np.empty(max_rows, dtype=np.uint64)
+    dh = np.empty(max_rows, dtype=np.uint64)
     ival = np.zeros(max_rows if kind == 0 else 0, dtype=np.int64)
     fval = np.zeros(max_rows if kind == 1 else 0, dtype=np.float64)
     fb_rows = np.empty(1024, dtype=np.int64)
@@ -74,7 +77,7 @@ def scan(buf, kind, max_rows, pow10):
     starts = np.empty(8, dtype=np.int64)
     ends = np.empty(8, dtype=np.int64)
     if n_buf >= 3 and buf[0] == 0xEF and buf[1] == 0xBB and buf[2] == 0xBF:
-        return E_BOM, 1, 0, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+        return E_BOM, 1, 0, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
     n = 0
     lineno = 0
     eol = 0  # 0 unknown, 1 LF, 2 CRLF
@@ -88,19 +91,19 @@ def scan(buf, kind, max_rows, pow10):
             if c == 13:
                 if end + 1 < n_buf and buf[end + 1] == 10:
                     break
-                return E_CR, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_CR, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
             if (c < 32 and c != 9) or c == 127:
-                return E_CONTROL, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_CONTROL, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
             end += 1
         nxt = end + 1
         if end < n_buf and buf[end] == 13:  # CRLF
             if eol == 1:
-                return E_MIXED_EOL, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_MIXED_EOL, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
             eol = 2
             nxt = end + 2
         elif end < n_buf:
             if eol == 2:
-                return E_MIXED_EOL, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_MIXED_EOL, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
             eol = 1
         # split into fields
         nf = 0
@@ -122,26 +125,28 @@ def scan(buf, kind, max_rows, pow10):
         if nf == 0 or buf[starts[0]] == 35:  # blank line or '#' comment
             continue
         if (kind == 0 and nf != 4) or (kind == 1 and nf < 6):
-            return E_FIELDS, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+            return E_FIELDS, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
         line[n] = lineno
         qs[n] = starts[0]
         qe[n] = ends[0]
         ds[n] = starts[2]
         de[n] = ends[2]
+        qh[n] = _hash(buf, starts[0], ends[0])
+        dh[n] = _hash(buf, starts[2], ends[2])
         if kind == 0:
             ok, v = _parse_int(buf, starts[3], ends[3])
             if not ok:
-                return E_REL, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_REL, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
             if v > REL_MAX or v < -REL_MAX:
-                return E_REL_RANGE, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_REL_RANGE, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
             ival[n] = v
         else:
             ok, v = _parse_int(buf, starts[3], ends[3])
             if not ok:
-                return E_RANK, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_RANK, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
             status, x = _parse_number(buf, starts[4], ends[4], pow10)
             if status == 2:
-                return E_SCORE, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_SCORE, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
             if status == 1:
                 if n_fb == fb_rows.shape[0]:
                     grown = np.empty(2 * n_fb, dtype=np.int64)
@@ -154,7 +159,7 @@ def scan(buf, kind, max_rows, pow10):
                 tag_s = starts[5]
                 tag_e = ends[5]
         n += 1
-    return OK, 0, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+    return OK, 0, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
 
 
 @nb.njit(cache=True, nogil=True)

@@ -114,7 +114,7 @@ def _scan(path, kind: int):
     raw = _read_bytes(path)
     buf = np.frombuffer(raw, dtype=np.uint8)
     max_rows = raw.count(b"\n") + 1
-    (err, line, n, lines, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e) = \
+    (err, line, n, lines, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e) = \
         TK.scan(buf, kind, max_rows, TK._POW10)
     if err:
         _raise_scan(path, raw, err, line, ival, kind)
@@ -122,7 +122,7 @@ def _scan(path, kind: int):
     if n == 0:
         expected = "'qid iter docno rel'" if kind == 0 else "'qid Q0 docno rank score tag'"
         raise ParseError(path, None, f"empty {what} file; expected lines {expected}")
-    lines, qs, qe, ds, de = lines[:n], qs[:n], qe[:n], ds[:n], de[:n]
+    lines, qs, qe, ds, de, qh, dh = lines[:n], qs[:n], qe[:n], ds[:n], de[:n], qh[:n], dh[:n]
     if kind == 1:
         fval = fval[:n]
         for r in fb_rows[:n_fb].tolist():  # numbers outside the exact fast path: Python's float()
@@ -141,7 +141,7 @@ def _scan(path, kind: int):
     else:
         values = ival[:n]
         tag = None
-    return path, buf, lines, _Ids(buf, qs, qe), _Ids(buf, ds, de), values, tag
+    return path, buf, lines, _Ids(buf, qs, qe, qh), _Ids(buf, ds, de, dh), values, tag
 
 
 def _token(raw: bytes, line: int, field: int) -> str:
