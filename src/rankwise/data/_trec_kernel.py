@@ -374,40 +374,43 @@ def first_duplicate(offsets, h, buf, s, e):
     return -1, False
 
 
+_LOW32 = np.uint64(0xFFFFFFFF)
+
+
 @nb.njit(cache=True, nogil=True)
 def join_table(j_off, j_h):
-    """Per topic, an open-addressing table of its judgments keyed by document hash (load <= 1/2),
+    """Per topic, an open-addressing table of its judgments keyed by document hash (load < 2/3),
     the topics' tables laid end to end: built once per qrels, then every run row is joined by
-    one probe of its topic's table, which stays in cache while the topic's rows are joined.
-    Returns (t_off, t_hash, t_row): topic ``g``'s table is ``t_off[g]:t_off[g+1]`` (a power of
-    two), empty slots hold row -1."""
+    probing its topic's table. A slot is one 64-bit word, the key's upper 32 hash bits over
+    (row within the topic + 1), 0 when empty: a topic's table is small enough to stay in cache
+    while its rows are joined. Returns (t_off, table): topic ``g``'s table is
+    ``table[t_off[g]:t_off[g+1]]`` (a power of two)."""
     nq = j_off.shape[0] - 1
     t_off = np.zeros(nq + 1, dtype=np.int64)
     for g in range(nq):
         size = 4
-        while size < 2 * (j_off[g + 1] - j_off[g]) + 2:
+        while 2 * size < 3 * (j_off[g + 1] - j_off[g]) + 2:
             size *= 2
         t_off[g + 1] = t_off[g] + size
-    t_hash = np.zeros(t_off[nq], dtype=np.uint64)
-    t_row = np.full(t_off[nq], -1, dtype=np.int64)
+    table = np.zeros(t_off[nq], dtype=np.uint64)
     for g in range(nq):
         base = t_off[g]
         size = t_off[g + 1] - base
         mask = np.uint64(size - 1)
         for r in range(j_off[g], j_off[g + 1]):
             i = _slot(j_h[r], 0, mask)
-            while t_row[base + i] >= 0:
+            while table[base + i] != 0:
                 i = (i + 1) & (size - 1)
-            t_hash[base + i] = j_h[r]
-            t_row[base + i] = r
-    return t_off, t_hash, t_row
+            table[base + i] = (j_h[r] & ~_LOW32) | np.uint64(r - j_off[g] + 1)
+    return t_off, table
 
 
 @nb.njit(cache=True, nogil=True)
-def join(r_off, r_h, r_buf, r_s, r_e, qmap, t_off, t_hash, t_row, j_rel, j_buf, j_s, j_e, nonpool, unjudged):
-    """Relevance of every run row: one probe of its topic's table (``join_table``). Run query
-    ``g`` is qrels query ``qmap[g]`` (-1: none); every hash match is confirmed byte by byte.
-    Returns (rel, err) with err 2 on a hash collision."""
+def join(r_off, r_h, r_buf, r_s, r_e, qmap, j_off, t_off, table, j_rel, j_buf, j_s, j_e, nonpool, unjudged):
+    """Relevance of every run row: a probe of its topic's table (``join_table``). Run query
+    ``g`` is qrels query ``qmap[g]`` (-1: none). The table's hash bits only pick candidates:
+    a document joins a judgment when their bytes are equal, so no hash collision can join two
+    different ids."""
     rel = np.full(r_h.shape[0], nonpool, dtype=np.int64)
     for g in range(r_off.shape[0] - 1):
         j = qmap[g]
@@ -416,18 +419,20 @@ def join(r_off, r_h, r_buf, r_s, r_e, qmap, t_off, t_hash, t_row, j_rel, j_buf, 
         base = t_off[j]
         size = t_off[j + 1] - base
         mask = np.uint64(size - 1)
+        first = j_off[j] - 1
         for r in range(r_off[g], r_off[g + 1]):
             x = r_h[r]
+            key = x & ~_LOW32
             i = _slot(x, 0, mask)
             while True:
-                o = t_row[base + i]
-                if o < 0:
+                w = table[base + i]
+                if w == 0:
                     break
-                if t_hash[base + i] == x:
-                    if _cmp(r_buf, r_s[r], r_e[r], j_buf, j_s[o], j_e[o]) != 0:
-                        return rel, 2
-                    v = j_rel[o]
-                    rel[r] = v if v >= 0 else unjudged
-                    break
+                if (w & ~_LOW32) == key:
+                    o = first + np.int64(w & _LOW32)
+                    if _cmp(r_buf, r_s[r], r_e[r], j_buf, j_s[o], j_e[o]) == 0:
+                        v = j_rel[o]
+                        rel[r] = v if v >= 0 else unjudged
+                        break
                 i = (i + 1) & (size - 1)
-    return rel, 0
+    return rel

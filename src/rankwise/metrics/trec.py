@@ -225,11 +225,9 @@ class PreparedQrels:
         run.hash_order()  # no document twice in a topic
         if self._table is None:  # built once, shared by every run (threads read it only)
             self._table = DK.join_table(q.offsets, q.docs.h)
-        t_off, t_hash, t_row = self._table
-        rel, err = DK.join(run.offsets, run.docs.h, run.docs.buf, run.docs.s, run.docs.e, qmap, t_off, t_hash, t_row,
-                           q.rel, q.docs.buf, q.docs.s, q.docs.e, TK.NONPOOL, TK.UNJUDGED)
-        if err:  # pragma: no cover - a 64-bit hash collision between different ids
-            raise InputError(f"run {run.name}: a document id collides with another one's 64-bit hash")
+        t_off, table = self._table
+        rel = DK.join(run.offsets, run.docs.h, run.docs.buf, run.docs.s, run.docs.e, qmap, q.offsets, t_off, table,
+                      q.rel, q.docs.buf, q.docs.s, q.docs.e, TK.NONPOOL, TK.UNJUDGED)
         return rel, qmap
 
 
