@@ -44,7 +44,8 @@ def _read_bytes(path: Path) -> bytes:
         except (OSError, EOFError, zlib.error) as exc:
             raise ParseError(path, None, f"corrupt gzip data ({exc}); expected a complete .gz file") from None
     try:
-        raw.decode("utf-8")
+        if not raw.isascii():  # ASCII (the usual case) is valid UTF-8: skip the full decode
+            raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ParseError(path, line, "not valid UTF-8 text") from None
