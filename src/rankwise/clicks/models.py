@@ -390,6 +390,20 @@ class _Cascade(ClickModel):
         off = log.session_offsets
         return np.arange(len(log.doc)) - np.repeat(off[:-1], np.diff(off))
 
+    def _fit_alpha_to_last_click(self, log):
+        """Set ``alpha_`` by the MLE of DCM and SDBN (§4.1): clicks over the rows at or above the
+        last click (all rows of a session without click). Returns per row: clicked, and clicked
+        as the session's last click."""
+        _, last = self._first_last(log)
+        n = log.sizes
+        lr = np.where(last < 0, n - 1, last)
+        j = self._within(log)
+        examined = j <= np.repeat(lr, n)
+        c = log.clicked == 1
+        self.alpha_ = _ratio(np.bincount(log.pair, weights=c, minlength=log.n_pairs),
+                             np.bincount(log.pair, weights=examined, minlength=log.n_pairs))
+        return c, c & (j == np.repeat(last, n))
+
 
 class CM(_Cascade):
     r"""Cascade model: the user scans down and stops at the first click (Craswell et al. 2008;
@@ -423,16 +437,9 @@ class DCM(_Cascade):
     """
 
     def _fit(self, log):
-        _, last = self._first_last(log)
-        n = log.sizes
-        lr = np.where(last < 0, n - 1, last)
-        j = self._within(log)
-        examined = j <= np.repeat(lr, n)
-        c = log.clicked == 1
+        c, is_last = self._fit_alpha_to_last_click(log)
         r = log.ranks - 1
-        not_last = c & (j != np.repeat(last, n))
-        self.alpha_ = _ratio(np.bincount(log.pair, weights=c, minlength=log.n_pairs),
-                             np.bincount(log.pair, weights=examined, minlength=log.n_pairs))
+        not_last = c & ~is_last
         self.lambda_ = _ratio(np.bincount(r, weights=not_last, minlength=log.max_rank),
                               np.bincount(r, weights=c, minlength=log.max_rank))
 
@@ -450,15 +457,7 @@ class SDBN(_Cascade):
     """
 
     def _fit(self, log):
-        _, last = self._first_last(log)
-        n = log.sizes
-        lr = np.where(last < 0, n - 1, last)
-        j = self._within(log)
-        examined = j <= np.repeat(lr, n)
-        c = log.clicked == 1
-        is_last = c & (j == np.repeat(last, n))
-        self.alpha_ = _ratio(np.bincount(log.pair, weights=c, minlength=log.n_pairs),
-                             np.bincount(log.pair, weights=examined, minlength=log.n_pairs))
+        c, is_last = self._fit_alpha_to_last_click(log)
         self.sigma_ = _ratio(np.bincount(log.pair, weights=is_last, minlength=log.n_pairs),
                              np.bincount(log.pair, weights=c, minlength=log.n_pairs))
 

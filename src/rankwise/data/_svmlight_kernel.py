@@ -71,6 +71,17 @@ def _uint_digits(buf, i, ce):
     return v, ok, i
 
 
+@nb.njit(cache=True, inline="always")
+def _push_fallback(fb_kind, fb_pos, fb_s, fb_e, n_fb, kind, pos, s, e):
+    """Record token buf[s:e] (kind 0 = value at nnz ``pos``, 1 = label of row ``pos``) for the
+    Python ``float()`` fallback; returns the new count."""
+    fb_kind[n_fb] = kind
+    fb_pos[n_fb] = pos
+    fb_s[n_fb] = s
+    fb_e[n_fb] = e
+    return n_fb + 1
+
+
 @nb.njit(cache=True)
 def _parse_number_ws(buf, s, ce, pow10):
     """Parse the number starting at ``s`` and ending at whitespace or ``ce``, in one pass.
@@ -89,11 +100,7 @@ def _parse_number_ws(buf, s, ce, pow10):
     frac = False
     while i < ce:  # digits, at most one '.' among them; beyond 10**17 digits are dropped
         c = buf[i]
-        if c == 46 and not frac:
-            frac = True
-        elif c < 48 or c > 57:
-            break
-        else:
+        if 48 <= c <= 57:
             seen_digit = True
             if mant < 100000000000000000:
                 mant = mant * 10 + (c - 48)
@@ -103,6 +110,10 @@ def _parse_number_ws(buf, s, ce, pow10):
                 overflow = True
                 if not frac:
                     exp10 += 1
+        elif c == 46 and not frac:
+            frac = True
+        else:
+            break
         i += 1
     status = 0
     if seen_digit and i < ce and (buf[i] == 101 or buf[i] == 69):
@@ -265,11 +276,7 @@ def parse(buf, n_rows_max, nnz_max, zero_based, n_features_max, fb_max):
             if n_fb >= fb_max:
                 return (E_FALLBACK_FULL, line, ts, te, labels, qids, has_qid, line_no, docid_s, docid_e,
                         indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
-            fb_kind[n_fb] = 1
-            fb_pos[n_fb] = n_rows
-            fb_s[n_fb] = ts
-            fb_e[n_fb] = te
-            n_fb += 1
+            n_fb = _push_fallback(fb_kind, fb_pos, fb_s, fb_e, n_fb, 1, n_rows, ts, te)
         labels[n_rows] = v
         line_no[n_rows] = line
         has_qid[n_rows] = False
@@ -352,11 +359,7 @@ def parse(buf, n_rows_max, nnz_max, zero_based, n_features_max, fb_max):
                         return (E_FALLBACK_FULL, line, ts, te, labels, qids, has_qid, line_no, docid_s,
                                 docid_e, indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos,
                                 fb_s, fb_e, n_fb)
-                    fb_kind[n_fb] = 0
-                    fb_pos[n_fb] = nnz
-                    fb_s[n_fb] = vs
-                    fb_e[n_fb] = te
-                    n_fb += 1
+                    n_fb = _push_fallback(fb_kind, fb_pos, fb_s, fb_e, n_fb, 0, nnz, vs, te)
                 values[nnz] = v
             indices[nnz] = idx
             nnz += 1
