@@ -157,15 +157,14 @@ def pbm_stats(pair, rank_index, clicked, alpha, gamma, num_a, den_a, num_g, den_
 
 
 @njit(cache=True)
-def dbn_stats(offsets, pair, clicked, a_pair, s_pair, gamma, e_post, beta, k0, k1, alpha,
-              num_a, den_a, num_s, den_s, gstat):
-    """E-step of the DBN (Chapelle & Zhang 2009; Chuklin et al. 2015, §4.2): expected attraction,
-    satisfaction and continuation counts. ``gstat`` = [Σ E[E_{r+1}, ¬S_r, E_r], Σ E[¬S_r, E_r]]."""
-    g = gamma
-    for i in range(len(pair)):
-        alpha[i] = a_pair[pair[i]]
-        k1[i] = g * (1.0 - s_pair[pair[i]])
-        k0[i] = g
+def _cascade_em_walk(ccm, offsets, pair, clicked, alpha, k0, k1, e_post, beta, s_pair, g, t2, t3,
+                     num_a, den_a, num_s, den_s, stat):
+    """E-step walk shared by the DBN and the CCM, once κ⁰, κ¹ and α are set per row.
+
+    Per row: the expected attraction (1 if clicked, else P(A = 1, E = 0 | clicks)); below a
+    non-click the continuation counts ``stat[0] += P(E_{r+1})``, ``stat[1] += P(E_r)`` (exactly 1
+    above the last click); after a click, the model's own statistics: DBN (``ccm`` False)
+    satisfaction and γ, CCM (``ccm`` True) the latent Z ~ Bernoulli(α) choosing τ₃ or τ₂."""
     for s in range(len(offsets) - 1):
         start, end = offsets[s], offsets[s + 1]
         n = end - start
@@ -182,21 +181,55 @@ def dbn_stats(offsets, pair, clicked, a_pair, s_pair, gamma, e_post, beta, k0, k
             den_a[p] += 1.0
             if j == n - 1:
                 continue
-            if c and j < last:
+            if not c:
+                stat[0] += e_post[i + 1]
+                stat[1] += e_post[i]
+            elif ccm and j < last:
+                pz = a * t3 / (a * t3 + (1.0 - a) * t2)
+                num_a[p] += pz
+                den_a[p] += 1.0
+                stat[4] += pz
+                stat[5] += pz
+                stat[2] += 1.0 - pz
+                stat[3] += 1.0 - pz
+            elif ccm:  # the last click, not at the bottom
+                b = beta[j + 1]
+                p1 = t3 * b + 1.0 - t3
+                p0 = t2 * b + 1.0 - t2
+                z = a * p1 + (1.0 - a) * p0
+                pz = a * p1 / z
+                num_a[p] += pz
+                den_a[p] += 1.0
+                stat[4] += a * t3 * b / z
+                stat[5] += pz
+                stat[2] += (1.0 - a) * t2 * b / z
+                stat[3] += 1.0 - pz
+            elif j < last:
                 den_s[p] += 1.0
-                gstat[0] += 1.0
-                gstat[1] += 1.0
-            elif c:  # the last click, not at the bottom
+                stat[0] += 1.0
+                stat[1] += 1.0
+            else:  # DBN, the last click, not at the bottom
                 sv = s_pair[p]
                 b = beta[j + 1]
                 z = sv + (1.0 - sv) * (g * b + 1.0 - g)
                 num_s[p] += sv / z
                 den_s[p] += 1.0
-                gstat[0] += (1.0 - sv) * g * b / z
-                gstat[1] += (1.0 - sv) * (g * b + 1.0 - g) / z
-            else:
-                gstat[0] += e_post[i + 1]
-                gstat[1] += e_post[i]
+                stat[0] += (1.0 - sv) * g * b / z
+                stat[1] += (1.0 - sv) * (g * b + 1.0 - g) / z
+
+
+@njit(cache=True)
+def dbn_stats(offsets, pair, clicked, a_pair, s_pair, gamma, e_post, beta, k0, k1, alpha,
+              num_a, den_a, num_s, den_s, gstat):
+    """E-step of the DBN (Chapelle & Zhang 2009; Chuklin et al. 2015, §4.2): expected attraction,
+    satisfaction and continuation counts. ``gstat`` = [Σ E[E_{r+1}, ¬S_r, E_r], Σ E[¬S_r, E_r]]."""
+    g = gamma
+    for i in range(len(pair)):
+        alpha[i] = a_pair[pair[i]]
+        k1[i] = g * (1.0 - s_pair[pair[i]])
+        k0[i] = g
+    _cascade_em_walk(False, offsets, pair, clicked, alpha, k0, k1, e_post, beta, s_pair, g,
+                     0.0, 0.0, num_a, den_a, num_s, den_s, gstat)
 
 
 @njit(cache=True)
@@ -212,48 +245,8 @@ def ccm_stats(offsets, pair, clicked, a_pair, tau, e_post, beta, k0, k1, alpha, 
         alpha[i] = a
         k1[i] = t2 * (1.0 - a) + t3 * a
         k0[i] = t1
-    for s in range(len(offsets) - 1):
-        start, end = offsets[s], offsets[s + 1]
-        n = end - start
-        last = _cascade_posterior(alpha, k0, k1, clicked, start, end, e_post, beta)
-        for j in range(n):
-            i = start + j
-            p = pair[i]
-            a = alpha[i]
-            c = clicked[i]
-            if c:
-                num_a[p] += 1.0
-            else:
-                num_a[p] += (1.0 - e_post[i]) * a
-            den_a[p] += 1.0
-            if j == n - 1:
-                continue
-            if c and j < last:
-                pz = a * t3 / (a * t3 + (1.0 - a) * t2)
-                num_a[p] += pz
-                den_a[p] += 1.0
-                tstat[4] += pz
-                tstat[5] += pz
-                tstat[2] += 1.0 - pz
-                tstat[3] += 1.0 - pz
-            elif c:
-                b = beta[j + 1]
-                p1 = t3 * b + 1.0 - t3
-                p0 = t2 * b + 1.0 - t2
-                z = a * p1 + (1.0 - a) * p0
-                pz = a * p1 / z
-                num_a[p] += pz
-                den_a[p] += 1.0
-                tstat[4] += a * t3 * b / z
-                tstat[5] += pz
-                tstat[2] += (1.0 - a) * t2 * b / z
-                tstat[3] += 1.0 - pz
-            elif j < last:
-                tstat[0] += 1.0
-                tstat[1] += 1.0
-            else:
-                tstat[0] += e_post[i + 1]
-                tstat[1] += e_post[i]
+    _cascade_em_walk(True, offsets, pair, clicked, alpha, k0, k1, e_post, beta, a_pair, 0.0,
+                     t2, t3, num_a, den_a, num_a[:0], den_a[:0], tstat)
 
 
 @njit(cache=True)

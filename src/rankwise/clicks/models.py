@@ -263,6 +263,29 @@ class ClickModel:
     def _converged(self, old, new) -> bool:
         return max(float(np.max(np.abs(o - n), initial=0.0)) for o, n in zip(old, new)) <= self.tol
 
+    def _em(self, params, step):
+        """Run EM from ``params`` (a tuple of arrays): ``step(params)`` gives the next tuple; stop
+        after ``max_iter`` iterations or when no parameter moved by more than ``tol``. Sets
+        ``n_iter_`` and returns the last parameters."""
+        for it in range(int(self.max_iter)):
+            new = step(params)
+            done = self._converged(params, new)
+            params = new
+            self.n_iter_ = it + 1
+            if done:
+                break
+        return params
+
+    def _position_em(self, log, index, n_gamma):
+        """EM of PBM and UBM (§4.2): α per pair, γ per examination index (``index`` per row)."""
+        def step(params):
+            a, g = params
+            na, da = np.zeros_like(a), np.zeros_like(a)
+            ng, dg = np.zeros_like(g), np.zeros_like(g)
+            K.pbm_stats(log.pair, index, log.clicked, a, g, na, da, ng, dg)
+            return _ratio(na, da), _ratio(ng, dg)
+        return self._em((np.full(log.n_pairs, 0.5), np.full(n_gamma, 0.5)), step)
+
 
 def simulate_clicks(model: ClickModel, log: ClickLog, *, random_state=None) -> ClickLog:
     """``model.sample(log)``: clicks drawn from a fitted (or hand-set) click model on ``log``'s pages."""
@@ -326,20 +349,7 @@ class PBM(ClickModel):
     uses_em = True
 
     def _fit(self, log):
-        a = np.full(log.n_pairs, 0.5)
-        g = np.full(log.max_rank, 0.5)
-        r = log.ranks - 1
-        for it in range(int(self.max_iter)):
-            na, da = np.zeros_like(a), np.zeros_like(a)
-            ng, dg = np.zeros_like(g), np.zeros_like(g)
-            K.pbm_stats(log.pair, r, log.clicked, a, g, na, da, ng, dg)
-            a2, g2 = _ratio(na, da), _ratio(ng, dg)
-            done = self._converged((a, g), (a2, g2))
-            a, g = a2, g2
-            self.n_iter_ = it + 1
-            if done:
-                break
-        self.alpha_, self.gamma_ = a, g
+        self.alpha_, self.gamma_ = self._position_em(log, log.ranks - 1, log.max_rank)
 
     def _row_params(self, log):
         return self._lookup(self.alpha_, self._pairs_of(log)) * self.gamma_[log.ranks - 1]
@@ -355,22 +365,10 @@ class UBM(ClickModel):
 
     def _fit(self, log):
         R = log.max_rank
-        a = np.full(log.n_pairs, 0.5)
-        g = np.full(R * R, 0.5)
         prev = np.empty(len(log.doc), dtype=np.int64)
         ranks = log.ranks
         K.previous_click_rank(log.session_offsets, ranks, log.clicked, prev)
-        k = (ranks - 1) * R + prev
-        for it in range(int(self.max_iter)):
-            na, da = np.zeros_like(a), np.zeros_like(a)
-            ng, dg = np.zeros_like(g), np.zeros_like(g)
-            K.pbm_stats(log.pair, k, log.clicked, a, g, na, da, ng, dg)
-            a2, g2 = _ratio(na, da), _ratio(ng, dg)
-            done = self._converged((a, g), (a2, g2))
-            a, g = a2, g2
-            self.n_iter_ = it + 1
-            if done:
-                break
+        a, g = self._position_em(log, (ranks - 1) * R + prev, R * R)
         self.alpha_, self.gamma_ = a, g.reshape(R, R)
 
     def _row_params(self, log):
@@ -391,6 +389,20 @@ class _Cascade(ClickModel):
     def _within(log):
         off = log.session_offsets
         return np.arange(len(log.doc)) - np.repeat(off[:-1], np.diff(off))
+
+    def _fit_alpha_to_last_click(self, log):
+        """Set ``alpha_`` by the MLE of DCM and SDBN (§4.1): clicks over the rows at or above the
+        last click (all rows of a session without click). Returns per row: clicked, and clicked
+        as the session's last click."""
+        _, last = self._first_last(log)
+        n = log.sizes
+        lr = np.where(last < 0, n - 1, last)
+        j = self._within(log)
+        examined = j <= np.repeat(lr, n)
+        c = log.clicked == 1
+        self.alpha_ = _ratio(np.bincount(log.pair, weights=c, minlength=log.n_pairs),
+                             np.bincount(log.pair, weights=examined, minlength=log.n_pairs))
+        return c, c & (j == np.repeat(last, n))
 
 
 class CM(_Cascade):
@@ -425,16 +437,9 @@ class DCM(_Cascade):
     """
 
     def _fit(self, log):
-        _, last = self._first_last(log)
-        n = log.sizes
-        lr = np.where(last < 0, n - 1, last)
-        j = self._within(log)
-        examined = j <= np.repeat(lr, n)
-        c = log.clicked == 1
+        c, is_last = self._fit_alpha_to_last_click(log)
         r = log.ranks - 1
-        not_last = c & (j != np.repeat(last, n))
-        self.alpha_ = _ratio(np.bincount(log.pair, weights=c, minlength=log.n_pairs),
-                             np.bincount(log.pair, weights=examined, minlength=log.n_pairs))
+        not_last = c & ~is_last
         self.lambda_ = _ratio(np.bincount(r, weights=not_last, minlength=log.max_rank),
                               np.bincount(r, weights=c, minlength=log.max_rank))
 
@@ -452,15 +457,7 @@ class SDBN(_Cascade):
     """
 
     def _fit(self, log):
-        _, last = self._first_last(log)
-        n = log.sizes
-        lr = np.where(last < 0, n - 1, last)
-        j = self._within(log)
-        examined = j <= np.repeat(lr, n)
-        c = log.clicked == 1
-        is_last = c & (j == np.repeat(last, n))
-        self.alpha_ = _ratio(np.bincount(log.pair, weights=c, minlength=log.n_pairs),
-                             np.bincount(log.pair, weights=examined, minlength=log.n_pairs))
+        c, is_last = self._fit_alpha_to_last_click(log)
         self.sigma_ = _ratio(np.bincount(log.pair, weights=is_last, minlength=log.n_pairs),
                              np.bincount(log.pair, weights=c, minlength=log.n_pairs))
 
@@ -494,23 +491,19 @@ class DBN(_Cascade):
         fixed = self.gamma is not None
         if fixed and not (0 < float(self.gamma) <= 1):
             raise InputError(f"gamma must be in (0, 1] (or None to estimate it); got {self.gamma!r}")
-        a = np.full(log.n_pairs, 0.5)
-        s = np.full(log.n_pairs, 0.5)
-        g = float(self.gamma) if fixed else 0.5
         n = len(log.doc)
         work = [np.empty(n) for _ in range(5)]
-        for it in range(int(self.max_iter)):
+
+        def step(params):
+            a, s, g = params[0], params[1], float(params[2][0])
             na, da, ns, ds = (np.zeros(log.n_pairs) for _ in range(4))
             gs = np.zeros(2)
             K.dbn_stats(log.session_offsets, log.pair, log.clicked, a, s, g, *work, na, da, ns, ds, gs)
-            a2, s2 = _ratio(na, da), _ratio(ns, ds)
             g2 = g if fixed else float(_ratio(gs[0], gs[1]))
-            done = self._converged((a, s, np.array([g])), (a2, s2, np.array([g2])))
-            a, s, g = a2, s2, g2
-            self.n_iter_ = it + 1
-            if done:
-                break
-        self.alpha_, self.sigma_, self.gamma_ = a, s, g
+            return _ratio(na, da), _ratio(ns, ds), np.array([g2])
+        g0 = float(self.gamma) if fixed else 0.5
+        a, s, g = self._em((np.full(log.n_pairs, 0.5), np.full(log.n_pairs, 0.5), np.array([g0])), step)
+        self.alpha_, self.sigma_, self.gamma_ = a, s, float(g[0])
 
     def _row_params(self, log):
         rp = self._pairs_of(log)
@@ -530,22 +523,16 @@ class CCM(_Cascade):
     uses_em = True
 
     def _fit(self, log):
-        a = np.full(log.n_pairs, 0.5)
-        tau = np.full(3, 0.5)
         n = len(log.doc)
         work = [np.empty(n) for _ in range(5)]
-        for it in range(int(self.max_iter)):
+
+        def step(params):
+            a, tau = params
             na, da = np.zeros(log.n_pairs), np.zeros(log.n_pairs)
             ts = np.zeros(6)
             K.ccm_stats(log.session_offsets, log.pair, log.clicked, a, tau, *work, na, da, ts)
-            a2 = _ratio(na, da)
-            tau2 = _ratio(ts[0::2], ts[1::2])
-            done = self._converged((a, tau), (a2, tau2))
-            a, tau = a2, tau2
-            self.n_iter_ = it + 1
-            if done:
-                break
-        self.alpha_, self.tau_ = a, tau
+            return _ratio(na, da), _ratio(ts[0::2], ts[1::2])
+        self.alpha_, self.tau_ = self._em((np.full(log.n_pairs, 0.5), np.full(3, 0.5)), step)
 
     def _row_params(self, log):
         a = self._lookup(self.alpha_, self._pairs_of(log))

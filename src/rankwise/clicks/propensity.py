@@ -48,6 +48,17 @@ def _check_log(log):
         raise InputError("log has no session")
 
 
+def _top_ranks(log, n, name, lo):
+    """Check ``log`` and the rank cut ``n`` (None: the longest page) in [lo, longest page];
+    return n, the 0-based rank of every row and the mask of the rows shown in the top n."""
+    _check_log(log)
+    n = log.max_rank if n is None else int(n)
+    if not lo <= n <= log.max_rank:
+        raise InputError(f"{name} must be in [{lo}, {log.max_rank}] (the longest page); got {n}")
+    r = log.ranks - 1
+    return n, r, r < n
+
+
 def propensities_randtop(log: ClickLog, n: int | None = None) -> np.ndarray:
     r"""Relative propensities θ_k/θ_1, k = 1..n, from a RandTop-n experiment.
 
@@ -62,12 +73,7 @@ def propensities_randtop(log: ClickLog, n: int | None = None) -> np.ndarray:
     WSDM 2017. X. Wang, N. Golbandi, M. Bendersky, D. Metzler, M. Najork. "Position bias
     estimation for unbiased learning to rank in personal search." WSDM 2018.
     """
-    _check_log(log)
-    n = log.max_rank if n is None else int(n)
-    if not 1 <= n <= log.max_rank:
-        raise InputError(f"n must be in [1, {log.max_rank}] (the longest page); got {n}")
-    r = log.ranks - 1
-    keep = r < n
+    n, r, keep = _top_ranks(log, n, "n", 1)
     clicks = np.bincount(r[keep], weights=log.clicked[keep], minlength=n)
     shown = np.bincount(r[keep], minlength=n)
     if clicks[0] == 0:
@@ -293,12 +299,7 @@ def harvest_propensities(log: ClickLog, *, max_rank: int | None = None, min_set_
     """
     from scipy.optimize import minimize
 
-    _check_log(log)
-    R = log.max_rank if max_rank is None else int(max_rank)
-    if not 2 <= R <= log.max_rank:
-        raise InputError(f"max_rank must be in [2, {log.max_rank}]; got {R}")
-    r = log.ranks - 1
-    keep = r < R
+    R, r, keep = _top_ranks(log, max_rank, "max_rank", 2)
     key = log.pair[keep] * R + r[keep]
     imp = np.bincount(key, minlength=log.n_pairs * R).reshape(log.n_pairs, R)
     clk = np.bincount(key, weights=log.clicked[keep], minlength=log.n_pairs * R).reshape(log.n_pairs, R)

@@ -53,6 +53,35 @@ def _is_ws(c):
     return c == 32 or c == 9 or c == 13 or c == 11 or c == 12
 
 
+@nb.njit(cache=True, inline="always")
+def _uint_digits(buf, i, ce):
+    """The decimal digits from ``i`` as an int64. Returns (value, ok, end): ``end`` is the first
+    non-digit; ``ok`` is False when the value is beyond int64 (refused, never wrapped)."""
+    v = 0
+    ok = True
+    while i < ce:
+        c = buf[i]
+        if c < 48 or c > 57:
+            break
+        if v > 922337203685477580 or (v == 922337203685477580 and c > 55):
+            ok = False
+        else:
+            v = v * 10 + (c - 48)
+        i += 1
+    return v, ok, i
+
+
+@nb.njit(cache=True, inline="always")
+def _push_fallback(fb_kind, fb_pos, fb_s, fb_e, n_fb, kind, pos, s, e):
+    """Record token buf[s:e] (kind 0 = value at nnz ``pos``, 1 = label of row ``pos``) for the
+    Python ``float()`` fallback; returns the new count."""
+    fb_kind[n_fb] = kind
+    fb_pos[n_fb] = pos
+    fb_s[n_fb] = s
+    fb_e[n_fb] = e
+    return n_fb + 1
+
+
 @nb.njit(cache=True)
 def _parse_number_ws(buf, s, ce, pow10):
     """Parse the number starting at ``s`` and ending at whitespace or ``ce``, in one pass.
@@ -68,30 +97,24 @@ def _parse_number_ws(buf, s, ce, pow10):
     exp10 = 0
     seen_digit = False
     overflow = False
-    while i < ce:
+    frac = False
+    while i < ce:  # digits, at most one '.' among them; beyond 10**17 digits are dropped
         c = buf[i]
-        if c < 48 or c > 57:
-            break
-        seen_digit = True
-        if mant < 100000000000000000:
-            mant = mant * 10 + (c - 48)
-        else:
-            overflow = True
-            exp10 += 1
-        i += 1
-    if i < ce and buf[i] == 46:
-        i += 1
-        while i < ce:
-            c = buf[i]
-            if c < 48 or c > 57:
-                break
+        if 48 <= c <= 57:
             seen_digit = True
             if mant < 100000000000000000:
                 mant = mant * 10 + (c - 48)
-                exp10 -= 1
+                if frac:
+                    exp10 -= 1
             else:
                 overflow = True
-            i += 1
+                if not frac:
+                    exp10 += 1
+        elif c == 46 and not frac:
+            frac = True
+        else:
+            break
+        i += 1
     status = 0
     if seen_digit and i < ce and (buf[i] == 101 or buf[i] == 69):
         i += 1
@@ -153,15 +176,9 @@ def _parse_int(buf, s, e):
         i += 1
     if i >= e:
         return False, 0
-    v = 0
-    while i < e:
-        c = buf[i]
-        if c < 48 or c > 57:
-            return False, 0
-        if v > 922337203685477580 or (v == 922337203685477580 and c > 55):  # beyond int64: refuse, never wrap
-            return False, 0
-        v = v * 10 + (c - 48)
-        i += 1
+    v, ok, i = _uint_digits(buf, i, e)
+    if not ok or i < e:  # beyond int64 (refused, never wrapped) or a non-digit
+        return False, 0
     return True, -v if neg else v
 
 
@@ -259,11 +276,7 @@ def parse(buf, n_rows_max, nnz_max, zero_based, n_features_max, fb_max):
             if n_fb >= fb_max:
                 return (E_FALLBACK_FULL, line, ts, te, labels, qids, has_qid, line_no, docid_s, docid_e,
                         indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
-            fb_kind[n_fb] = 1
-            fb_pos[n_fb] = n_rows
-            fb_s[n_fb] = ts
-            fb_e[n_fb] = te
-            n_fb += 1
+            n_fb = _push_fallback(fb_kind, fb_pos, fb_s, fb_e, n_fb, 1, n_rows, ts, te)
         labels[n_rows] = v
         line_no[n_rows] = line
         has_qid[n_rows] = False
@@ -296,18 +309,7 @@ def parse(buf, n_rows_max, nnz_max, zero_based, n_features_max, fb_max):
                 continue
             first = False
             # index digits, parsed while scanning for ':'
-            idx = 0
-            okidx = True
-            j = i
-            while j < ce:
-                c = buf[j]
-                if c < 48 or c > 57:
-                    break
-                if idx > 922337203685477580 or (idx == 922337203685477580 and c > 55):
-                    okidx = False
-                else:
-                    idx = idx * 10 + (c - 48)
-                j += 1
+            idx, okidx, j = _uint_digits(buf, i, ce)
             if j >= ce or buf[j] != 58 or j == ts or not okidx:
                 te = j
                 colon = -1
@@ -357,11 +359,7 @@ def parse(buf, n_rows_max, nnz_max, zero_based, n_features_max, fb_max):
                         return (E_FALLBACK_FULL, line, ts, te, labels, qids, has_qid, line_no, docid_s,
                                 docid_e, indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos,
                                 fb_s, fb_e, n_fb)
-                    fb_kind[n_fb] = 0
-                    fb_pos[n_fb] = nnz
-                    fb_s[n_fb] = vs
-                    fb_e[n_fb] = te
-                    n_fb += 1
+                    n_fb = _push_fallback(fb_kind, fb_pos, fb_s, fb_e, n_fb, 0, nnz, vs, te)
                 values[nnz] = v
             indices[nnz] = idx
             nnz += 1
