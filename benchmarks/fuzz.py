@@ -207,7 +207,7 @@ def main(argv=None) -> int:
     for _ in range(plan["MovieLens 100k"]):
         which = rng.choice(list(seeds))
         if which != "u.item" and rng.random() < 0.5:
-            fields = ["1", "2", "3", "0", "-1", "6", "99", "2000000", "x", "", "1.5"]
+            fields = ["1", "2", "3", "0", "-1", "6", "99", "2000000", "999999999", "1000000000", "x", "", "1.5"]
             blob = seeds[which] + f"{rng.choice(fields)}\t{rng.choice(fields)}\t{rng.choice(fields)}\t1\n".encode()
         else:
             blob = mutate(seeds[which], rng)

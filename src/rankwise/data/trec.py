@@ -44,11 +44,32 @@ def _read_bytes(path: Path) -> bytes:
         except (OSError, EOFError, zlib.error) as exc:
             raise ParseError(path, None, f"corrupt gzip data ({exc}); expected a complete .gz file") from None
     try:
-        raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ParseError(path, line, "not valid UTF-8 text") from None
+    if not raw.isascii() and not text.startswith("\ufeff"):  # a leading BOM: the kernel's own message
+        _check_printable(path, text)
     return raw
+
+
+def _check_printable(path: Path, text: str) -> None:
+    """Refuse invisible non-ASCII characters (a byte-order mark inside the file, NBSP, zero-width
+    or line/paragraph separators, private-use or unassigned code points): fields are split on ASCII
+    spaces and tabs only, so such a character would silently become part of an id."""
+    body = text.replace("\n", "").replace("\r", "").replace("\t", "")
+    if body.isprintable():
+        return
+    import unicodedata
+
+    for pos, ch in enumerate(text):
+        if ch not in "\n\r\t" and not ch.isprintable():
+            break
+    line = text.count("\n", 0, pos) + 1
+    what = "a byte-order mark" if ch == "\ufeff" else unicodedata.name(ch, "an unnamed character")
+    raise ParseError(path, line, f"invisible character U+{ord(ch):04X} ({what}) in the line; expected "
+                                 "printable text with fields separated by spaces or tabs (it would "
+                                 "become part of an id)")
 
 
 class _Ids:
