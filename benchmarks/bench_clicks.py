@@ -108,7 +108,7 @@ def make_rankers(kind, seed, quick):
     if kind == "GBDT":
         return GBDTRanker(loss="op_pairwise", n_estimators=60 if quick else 100, learning_rate=0.05,
                           random_state=seed, n_jobs=1)
-    return NeuralRanker(loss="op_pairwise", hidden=(64, 32), epochs=10 if quick else 20, lr=1e-3,
+    return NeuralRanker(loss="op_pairwise", hidden=(64, 32), max_iter=10 if quick else 20, learning_rate=1e-3,
                         random_state=seed)
 
 

@@ -252,10 +252,10 @@ def specs() -> list[Spec]:
                         sample=sample))
 
     def neural(loss, arch):
-        kw = ({"hidden": (64, 32), "batch_queries": 32, "epochs": 40, "early_stopping_rounds": 8} if arch == "mlp" else
-              {"hidden": (32, 32), "n_heads": 2, "n_layers": 1, "batch_queries": 32, "epochs": 25,
+        kw = ({"hidden": (64, 32), "batch_queries": 32, "max_iter": 40, "early_stopping_rounds": 8} if arch == "mlp" else
+              {"hidden": (32, 32), "n_heads": 2, "n_layers": 1, "batch_queries": 32, "max_iter": 25,
                "early_stopping_rounds": 5})
-        return [(f"lr={lr:g}", lambda lr=lr: NeuralRanker(loss, architecture=arch, lr=lr, dropout=0.1,
+        return [(f"learning_rate={lr:g}", lambda lr=lr: NeuralRanker(loss, architecture=arch, learning_rate=lr, dropout=0.1,
                                                            random_state=SEED, verbose=False, **kw))
                 for lr in (1e-3, 3e-3)]
 
@@ -288,9 +288,9 @@ def specs() -> list[Spec]:
     ]
     for measure, quick, sample in (("ndcg@10", True, True), ("precision@5", False, False)):
         out.append(Spec(f"StructuredHingeRanker {measure}", "structured",
-                        [(f"C={c:g}", lambda c=c, m=measure: StructuredHingeRanker(m, C=c, n_epochs=10,
-                                                                                     random_state=SEED))
-                         for c in (0.1, 1.0, 10.0)],
+                        [(f"alpha={a:g}", lambda a=a, m=measure: StructuredHingeRanker(m, alpha=a, max_iter=10,
+                                                                                         random_state=SEED))
+                         for a in (10.0, 1.0, 0.1)],
                         uses_vali=False, quick=quick, sample=sample))
     return out
 

@@ -54,8 +54,8 @@ def models():
         "reduction LGBMClassifier (aggregate, 30 pairs/query)": lambda: PairwiseReductionRanker(
             LGBMClassifier(n_estimators=100, verbose=-1, n_jobs=2, random_state=0), weights="ndcg", pairs=30,
             random_state=0),
-        "StructuredHingeRanker ndcg@10": lambda: StructuredHingeRanker("ndcg@10", n_epochs=10, random_state=0),
-        "StructuredHingeRanker precision@5": lambda: StructuredHingeRanker("precision@5", n_epochs=10, random_state=0),
+        "StructuredHingeRanker ndcg@10": lambda: StructuredHingeRanker("ndcg@10", max_iter=10, random_state=0),
+        "StructuredHingeRanker precision@5": lambda: StructuredHingeRanker("precision@5", max_iter=10, random_state=0),
     }
 
 

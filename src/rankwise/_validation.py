@@ -147,17 +147,6 @@ def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
     return int(value)
 
 
-def check_nonneg_float(value, name: str, *, positive: bool = False) -> float:
-    """A finite number >= 0 (> 0 with ``positive``)."""
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number; got {value!r}") from None
-    if not np.isfinite(v) or v < 0 or (positive and v == 0):
-        raise InputError(f"{name} must be a finite {'positive' if positive else 'non-negative'} number; got {value!r}")
-    return v
-
-
 def n_jobs_threads(n_jobs) -> int | None:
     """Threads for ``n_jobs`` (scikit-learn's convention: -1 all cores, -2 all but one; None: leave as is)."""
     if n_jobs is None:

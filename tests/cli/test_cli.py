@@ -277,11 +277,13 @@ def reading_forbidden(monkeypatch):
 
 @pytest.mark.parametrize("argv,needle", [
     (["--param", "max_iter=-3"], "max_iter must be an integer >= 1; got -3"),
-    (["--param", "alpha=abc"], "alpha must be a number; got 'abc'"),
+    (["--param", "alpha=abc"], "alpha must be a finite number >= 0; got 'abc'"),
     (["--model", "gbdt", "--param", "n_estimators=0"], "n_estimators must be an integer >= 1; got 0"),
-    (["--model", "neural", "--param", "epochs=0"], "epochs must be an integer >= 1; got 0"),
-    (["--model", "structured", "--param", "n_epochs=0"], "n_epochs must be a positive integer; got 0"),
-    (["--model", "reduction", "--param", "batch_size=0"], "batch_size must be a positive integer; got 0"),
+    (["--model", "neural", "--param", "max_iter=0"], "NeuralRanker: max_iter must be an integer >= 1; got 0"),
+    # a former name (one release, with a deprecation note) is checked under its new name
+    (["--model", "neural", "--param", "epochs=0"], "NeuralRanker: max_iter must be an integer >= 1; got 0"),
+    (["--model", "structured", "--param", "n_epochs=0"], "StructuredHingeRanker: max_iter must be an integer >= 1; got 0"),
+    (["--model", "reduction", "--param", "batch_size=0"], "batch_size must be an integer >= 1; got 0"),
 ])
 def test_bad_params_are_found_before_the_data_is_read(small_files, capsys, tmp_path, reading_forbidden, argv, needle):
     code, _, err = run_cli(capsys, "train", str(small_files / "train.txt"), *argv, "--out", str(tmp_path / "m.npz"))

@@ -52,3 +52,39 @@ def test_not_fitted():
         UnbiasedLambdaMART().predict(np.zeros((1, 2)))
     with pytest.raises(NotFittedError):
         DLA().predict(np.zeros((1, 2)))
+
+
+def test_ulm_gradient_kernel_against_naive_loop():
+    """Pages of unequal length: every item is indexed by its page offset (regression test)."""
+    import math
+
+    from rankwise.clicks.joint import _ulm_grad
+
+    rng = np.random.default_rng(0)
+    sizes = [3, 5, 2]
+    p_off = np.concatenate([[0], np.cumsum(sizes)])
+    m_off = np.concatenate([[0], np.cumsum(np.square(sizes))])
+    counts = rng.integers(0, 3, m_off[-1]).astype(float)
+    scores = rng.normal(size=p_off[-1])
+    tp, tm = rng.uniform(0.3, 1, p_off[-1]), rng.uniform(0.3, 1, p_off[-1])
+    out = [np.zeros(p_off[-1]) for _ in range(4)]
+    _ulm_grad(scores, p_off, m_off, counts, tp, tm, 1.0, *out)
+    want = [np.zeros(p_off[-1]) for _ in range(4)]
+    for u, n in enumerate(sizes):
+        s = scores[p_off[u]:p_off[u + 1]]
+        cur = np.argsort(np.argsort(-s))
+        for a in range(n):
+            for b in range(n):
+                m = counts[m_off[u] + a * n + b]
+                i, j = p_off[u] + a, p_off[u] + b
+                rho = 1 / (1 + math.exp(s[a] - s[b]))
+                delta = abs(1 / math.log2(2 + cur[a]) - 1 / math.log2(2 + cur[b]))
+                w = m / (tp[i] * tm[j])
+                want[0][i] -= w * rho * delta
+                want[0][j] += w * rho * delta
+                want[1][i] += w * rho * (1 - rho) * delta
+                want[1][j] += w * rho * (1 - rho) * delta
+                want[2][i] += m * math.log1p(math.exp(-(s[a] - s[b]))) / tm[j]
+                want[3][j] += m * math.log1p(math.exp(-(s[a] - s[b]))) / tp[i]
+    for got, exp in zip(out, want):
+        np.testing.assert_allclose(got, exp, rtol=1e-10, atol=1e-12)

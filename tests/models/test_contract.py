@@ -119,7 +119,7 @@ def test_negative_sample_weight_is_refused_for_arrays_and_ranking_datasets(model
 def test_loss_params_are_checked_before_training(make):
     X, y, qid = make_data(n_queries=6, list_len=4)
     with pytest.raises(InputError, match=r"loss_params: unknown hyperparameter\(s\) \['sigmaa'\] for loss 'ranknet'; "
-                                         r"known: \['pair_weights', 'sigma'\]"):
+                                         r"known: \['gain', 'norm', 'pair_weights', 'sigma', 'truncation_level'\]"):
         make(loss_params={"sigmaa": 1}).fit(X, y, qid=qid)
     with pytest.raises(InputError, match=r"loss_params must be a dict of ranknet's hyperparameters .* got list \[1\]"):
         make(loss_params=[1]).fit(X, y, qid=qid)

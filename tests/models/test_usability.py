@@ -209,6 +209,28 @@ def test_gbdt_default_loss_is_the_same_in_the_cli_and_in_python():
     assert build_model("structured", None, {}, 0).measure == StructuredHingeRanker().measure
 
 
+@pytest.mark.parametrize("backend, loss, labels, message", [
+    ("lightgbm", "native:lambdarank", [0.5, 1.0], r"needs relevance grades: non-negative integers; got label 0.5"),
+    ("lightgbm", "native:rank_xendcg", [-1.0, 1.0], r"needs relevance grades: non-negative integers; got label -1"),
+    ("lightgbm", "native:lambdarank", [0.0, 40.0], r"gain table has 31 grades \(0..30\); got label 40"),
+    ("xgboost", "native:rank:ndcg", [0.25, 1.0], r"needs relevance grades: non-negative integers; got label 0.25"),
+    ("xgboost", "native:rank:map", [0.0, 2.0], r"needs binary labels \(0 or 1\); got label 2"),
+])
+def test_native_objectives_say_which_labels_they_take(backend, loss, labels, message):
+    """Item 6: the libraries' own messages point at label_gain / 'relevance degree'; ours names the loss."""
+    X, _, q = make_data(n_queries=4, list_len=5)
+    y = np.resize(np.asarray(labels), len(q))
+    with pytest.raises(InputError, match=message):
+        GBDTRanker(loss=loss, backend=backend, n_estimators=2).fit(X, y, qid=q)
+
+
+def test_native_lambdarank_takes_grades_above_30_with_a_gain_table():
+    X, _, q = make_data(n_queries=4, list_len=5)
+    y = np.resize(np.array([0.0, 40.0]), len(q))
+    GBDTRanker(loss="native:lambdarank", n_estimators=2,
+               loss_params={"label_gain": list(range(41))}).fit(X, y, qid=q)
+
+
 # ---------------------------------------------------------------------------------- item 7: group=
 
 def test_fit_accepts_lightgbm_group_sizes(model):
@@ -384,3 +406,36 @@ def test_distributed_predict_groups_the_rows_of_a_reduction_by_query():
     got = got.compute(scheduler="synchronous")
     want = pd.Series(m.predict(X, qid=q), index=df.index)
     np.testing.assert_allclose(got["score"].sort_index().to_numpy(), want.sort_index().to_numpy(), rtol=1e-9)
+
+
+def test_a_diverging_fit_raises_a_rankwise_error():
+    """Issue 13: FloatingPointError escaped the RankwiseError hierarchy (train/loop.py)."""
+    from rankwise.errors import RankwiseError
+    from rankwise.train.loop import TrainingDivergedError
+
+    def overflowing(scores, labels, *, where=None, weights=None, reduction="mean"):
+        return (scores * 0.0).sum() + float("inf")
+
+    X, y, q = make_data(n_queries=6, list_len=5)
+    with pytest.raises(TrainingDivergedError, match="lower the learning rate") as exc:
+        LinearRanker(overflowing, solver="adam", max_iter=2, verbose=False).fit(X, y, qid=q)
+    assert isinstance(exc.value, RankwiseError) and isinstance(exc.value, FloatingPointError)
+
+
+@pytest.mark.parametrize("make", [lambda: LinearRanker(max_iter=3, standardize=False, verbose=False),
+                                  lambda: NeuralRanker(hidden=(4,), max_iter=1, standardize=False, verbose=False)])
+def test_torch_models_told_not_to_standardise_say_so_on_raw_scales(make):
+    X, y, q, _, _, _ = _raw_scale_data()
+    with pytest.warns(UserWarning, match=r"\(standardize=False\): the feature scales"):
+        _ = make().fit(X, y, qid=q)
+
+
+def test_cli_checks_parameter_values_before_reading_data(tmp_path, capsys):
+    from rankwise.cli import main
+
+    missing = tmp_path / "not-read.txt"  # never opened: the parameter is wrong first
+    for param, what in (("max_iter=-3", "max_iter must be an integer >= 1; got -3"),
+                        ("alpha=abc", "alpha must be a finite number >= 0; got 'abc'")):
+        code = main(["train", str(missing), "--param", param, "--out", str(tmp_path / "m.npz")])
+        err = capsys.readouterr().err
+        assert code == 2 and what in err and "not-read" not in err, err

@@ -20,7 +20,8 @@ def _models(seed: int):
     return [
         ("linear · pointwise squared (ridge)", LinearRanker(loss="pointwise_squared", alpha=1e-3, random_state=seed)),
         ("linear · listnet", LinearRanker(loss="listnet", alpha=1e-4, random_state=seed)),
-        ("neural mlp · listnet", NeuralRanker(loss="listnet", hidden=(64, 32), epochs=15, random_state=seed)),
+        ("neural mlp · listnet", NeuralRanker(loss="listnet", hidden=(64, 32), max_iter=15, random_state=seed)),
+        ("gbdt · rankwise lambdarank (default)", GBDTRanker(n_estimators=100, random_state=seed)),
         ("gbdt · rankwise lambdaloss", GBDTRanker(loss="lambdaloss", n_estimators=100, random_state=seed)),
         ("gbdt · native lambdarank", GBDTRanker(loss="native:lambdarank", n_estimators=100, random_state=seed)),
     ]
@@ -63,8 +64,7 @@ def run_demo(args) -> int:
     add("random scores (floor)", rng.random(len(test)), None)
     for name, model in _models(seed):
         t0 = time.perf_counter()
-        kwargs = {"eval_set": valid} if "eval_set" in model.fit.__code__.co_varnames else {}
-        model.fit(train, **kwargs)
+        model.fit(train, eval_set=valid)  # every ranker's fit takes eval_set (the shared contract)
         add(name, model.predict(test.X), time.perf_counter() - t0)
     add("oracle (true scoring function)", data.truth.score(test.X), None)
     console.print(table)

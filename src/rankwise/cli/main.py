@@ -160,7 +160,6 @@ def _cmd_predict(args) -> int:
     import numpy as np
 
     import rankwise
-    from rankwise.cli.inputs import load_dataset
     from rankwise.data import write_trec_run
 
     _check_out_dir(args.out)

@@ -100,15 +100,15 @@ def _ulm_grad(scores, p_off, m_off, counts, t_plus, t_minus, sigma, grad, hess, 
                 rho = 1.0 / (1.0 + np.exp(d))  # = σ(-d)
                 loss = np.log1p(np.exp(-d)) if d > -30 else -d
                 delta = abs(1.0 / np.log2(2.0 + cur[a]) - 1.0 / np.log2(2.0 + cur[b]))
-                w = m / (t_plus[a] * t_minus[b])
+                w = m / (t_plus[a0 + a] * t_minus[a0 + b])
                 g = w * sigma * rho * delta
                 h = w * sigma * sigma * rho * (1.0 - rho) * delta
                 grad[a0 + a] -= g
                 grad[a0 + b] += g
                 hess[a0 + a] += h
                 hess[a0 + b] += h
-                num_p[a] += m * loss / t_minus[b]
-                num_m[b] += m * loss / t_plus[a]
+                num_p[a0 + a] += m * loss / t_minus[a0 + b]
+                num_m[a0 + b] += m * loss / t_plus[a0 + a]
 
 
 class UnbiasedLambdaMART:

@@ -290,7 +290,7 @@ def fit_shard(model, X, y=None, *, qid=None, sample_weight=None, group=None):
     """
     import torch.distributed as dist
 
-    from rankwise._validation import fit_seed
+    from rankwise._validation import fit_seed, warn_user
     from rankwise.data.ranking_input import check_ranking_input
 
     if not (dist.is_available() and dist.is_initialized()):
@@ -341,8 +341,8 @@ def fit_shard(model, X, y=None, *, qid=None, sample_weight=None, group=None):
                          "ranker needs queries with at least two documents to learn an order")
     n_single = int(np.count_nonzero(gsizes < 2))
     if n_single and rank == 0:
-        warnings.warn(f"{n_single} of {len(gsizes)} queries have a single document; they carry no ordering "
-                      "information and contribute nothing to pairwise or listwise losses", UserWarning, stacklevel=2)
+        warn_user(f"{n_single} of {len(gsizes)} queries have a single document; they carry no ordering "
+                  "information and contribute nothing to pairwise or listwise losses")
 
     # 4. the model's own training loop; the hooks synchronise statistics, schedule and gradients
     hooks = _DDPHooks(seed, rank=rank, world_size=world_size, group=group, global_sizes=gsizes, start=start,

@@ -460,7 +460,7 @@ def _smooth_dcg_kernel(h):
     exp2 = _gain_flag(h.get("gain", "exp2"), name)
     if exp2 is None:
         return None
-    return _engine.smooth_dcg_kernel(_check_k(h.get("k", 10), name), check_positive(h.get("sigma", 1.0), "sigma", name),
+    return _engine.smooth_dcg_kernel(check_k(h.get("k", 10), f"{name}: k", allow_none=False), check_positive(h.get("sigma", 1.0), "sigma", name),
                                      exp2, _gain_checks(exp2, name))
 
 

@@ -7,8 +7,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from rankwise._validation import (Interval, Options, check_nonneg_float, check_positive_int,  # noqa: F401
-                                  fit_seed, n_jobs_threads)
+from rankwise._validation import Interval, Options, fit_seed, n_jobs_threads
 from rankwise.errors import InputError
 from rankwise.models import persistence
 from rankwise.models.base import BaseRanker

@@ -6,7 +6,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from rankwise._validation import Interval, Options, check_nonneg_float, check_positive_int, fit_seed
+from rankwise._validation import Interval, Options, check_positive_int, fit_seed
 from rankwise.errors import InputError
 from rankwise.models import _booster_text, persistence
 from rankwise.models.base import BaseRanker
@@ -23,6 +23,37 @@ def _check_no_inf(X, name: str = "X"):
     if np.isinf(data).any():
         raise InputError(f"{name} contains inf values ({int(np.isinf(data).sum())} entries); GBDTRanker treats NaN "
                          "as a missing value but inf is not allowed: replace it by NaN or a finite value")
+
+
+def _check_native_labels(backend: str, native: str, y: np.ndarray, *params) -> None:
+    """The label rules of the libraries' own ranking objectives, checked before the library sees the
+    labels (whose messages name parameters rankwise users never set).
+
+    LightGBM's ``lambdarank`` and ``rank_xendcg`` and XGBoost's ``rank:ndcg`` take relevance grades:
+    non-negative integers (LightGBM: below the length of ``label_gain``, 31 by default);
+    ``rank:map`` takes binary labels; ``rank:pairwise`` takes any real label.
+    """
+    if native == "rank:pairwise" or y.size == 0:
+        return
+    loss = f"native:{native}"
+    if native == "rank:map":
+        if not np.all((y == 0) | (y == 1)):
+            bad = y[(y != 0) & (y != 1)][0]
+            raise InputError(f"loss={loss!r} needs binary labels (0 or 1); got label {bad:g}. Binarise the labels, "
+                             "or use loss='native:rank:pairwise' or a rankwise loss (e.g. 'lambdarank')")
+        return
+    frac = (y != np.round(y)) | (y < 0)
+    if np.any(frac):
+        bad = y[frac][0]
+        raise InputError(f"loss={loss!r} needs relevance grades: non-negative integers; got label {bad:g}. Round "
+                         "or bin the labels, or use a rankwise loss that takes real-valued labels (e.g. "
+                         "'lambdarank' or 'listnet')")
+    if backend == "lightgbm":
+        gains = next((p["label_gain"] for p in params if p and p.get("label_gain") is not None), None)
+        n = 31 if gains is None else len(gains)
+        if float(y.max()) >= n:
+            raise InputError(f"loss={loss!r}: LightGBM's gain table has {n} grades (0..{n - 1}); got label "
+                             f"{float(y.max()):g}. Pass loss_params={{'label_gain': [...]}} with one gain per grade")
 
 
 # Fitters for out-of-core collections, registered by the layers above (``rankwise.distributed``
@@ -52,7 +83,10 @@ class GBDTRanker(BaseRanker):
     Parameters
     ----------
     loss : str
-        A name in ``rankwise.losses.REGISTRY`` or ``"native:<objective>"``.
+        A name in ``rankwise.losses.REGISTRY`` or ``"native:<objective>"``. Default
+        ``"lambdarank"``: LambdaMART's objective (ΔNDCG-weighted RankNet with LightGBM's truncation
+        at 30 and normalisation) on the compiled engine, chosen by measurement against the other
+        rankwise objectives and LightGBM's own lambdarank (BENCHMARKS.md, section Training).
     loss_params : dict, optional
         Loss hyperparameters (native objectives: extra library parameters).
     backend : {"lightgbm", "xgboost"}
@@ -120,7 +154,7 @@ class GBDTRanker(BaseRanker):
         "verbose": [Options("auto"), "boolean"],
     }
 
-    def __init__(self, loss="listnet", *, loss_params=None, backend="lightgbm", n_estimators=100, learning_rate=0.1,
+    def __init__(self, loss="lambdarank", *, loss_params=None, backend="lightgbm", n_estimators=100, learning_rate=0.1,
                  num_leaves=31, max_depth=None, min_child_samples=20, subsample=1.0, colsample_bytree=1.0,
                  reg_lambda=0.0, backend_params=None, eval_metric="ndcg@10", early_stopping_rounds=None,
                  random_state=None, n_jobs=None, verbose="auto"):
@@ -245,6 +279,8 @@ class GBDTRanker(BaseRanker):
         def on_value(total_loss):  # the objective's loss at the scores of the current round
             last_loss[0] = total_loss / n_q
         native, obj = self._objective(on_value)
+        if native is not None:
+            _check_native_labels(self.backend, native, train.y, self.loss_params, self.backend_params)
         seed = fit_seed(self.random_state) % (2 ** 31)
         done, init_text, history = 0, None, {}
         stopper = EarlyStopping(self.early_stopping_rounds)

@@ -9,7 +9,8 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from rankwise._validation import Interval, Options, warn_user
-from rankwise.errors import InputError, TrainingDivergedError
+from rankwise.errors import TrainingDivergedError
+from rankwise.models.base import warn_unscaled
 from rankwise.models._torch import TORCH_CONSTRAINTS, Standardizer, _TorchRanker, fit_seed
 from rankwise.train.batching import gather_padded, query_batches
 from rankwise.train.early_stopping import EarlyStopping
@@ -238,6 +239,8 @@ class LinearRanker(_TorchRanker):
         if resume is None:
             sc = Standardizer.fit(train.X, bool(self.standardize)) if hooks is None else \
                 Standardizer(*hooks.scaler_stats(train.X, bool(self.standardize)))
+            if not self.standardize:
+                warn_unscaled(train.X, type(self).__name__)
             self.scaler_mean_, self.scaler_scale_ = sc.mean, sc.scale
             self._fit_feature_map(train.X.shape[1], seed)
         else:  # the scaler and feature map come from the checkpoint

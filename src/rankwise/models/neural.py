@@ -5,6 +5,7 @@ import numpy as np
 
 from rankwise._validation import Interval, Options
 from rankwise.errors import InputError
+from rankwise.models.base import warn_unscaled
 from rankwise.models._torch import TORCH_CONSTRAINTS, Standardizer, _TorchRanker
 from rankwise.train.checkpoint import arrays_to_module_state, module_state_to_arrays
 from rankwise.train.history import History
@@ -207,6 +208,8 @@ class NeuralRanker(_TorchRanker):
         if resume is None:
             sc = Standardizer.fit(train.X, bool(self.standardize)) if hooks is None else \
                 Standardizer(*hooks.scaler_stats(train.X, bool(self.standardize)))
+            if not self.standardize:
+                warn_unscaled(train.X, type(self).__name__)
             self.scaler_mean_, self.scaler_scale_ = sc.mean, sc.scale
         else:  # the scaler comes from the checkpoint
             from rankwise.models import persistence
