@@ -10,8 +10,9 @@ What the reader accepts is what trec_eval reads: fields separated by spaces or t
 lines and ``#`` comment lines skipped, run lines with extra trailing columns, negative
 relevance (trec_eval: in the pool but not judged). What it rejects, with ``path:line``: wrong
 field counts, numbers that are not plain ASCII decimals (``1_0``, ``١``, ``１``), integers out of
-range, non-finite scores, control bytes (NUL...), CR-only or mixed line endings, a byte-order
-mark, invalid UTF-8, a document listed twice for one query, and corrupt compression.
+range, non-finite scores, control bytes (NUL...), invisible non-ASCII characters (a byte-order
+mark anywhere, NBSP, zero-width spaces), CR-only or mixed line endings, invalid UTF-8, a
+document listed twice for one query, and corrupt compression.
 """
 from __future__ import annotations
 
