@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from rankwise._validation import Interval, Options, warn_user
-from rankwise.errors import TrainingDivergedError
+from rankwise.errors import InputError, TrainingDivergedError
 from rankwise.models.base import warn_unscaled
 from rankwise.models._torch import TORCH_CONSTRAINTS, Standardizer, _TorchRanker, fit_seed
 from rankwise.train.batching import gather_padded, query_batches
