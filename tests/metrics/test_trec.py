@@ -312,3 +312,45 @@ def test_cli_evaluates_many_runs_in_trec_eval_format(tmp_path, capsys):
         assert want in lines
         assert f"{name}\tP_10                  \t101\t{api[name].per_query.loc['101', 'P_10']:6.4f}" in lines
     assert all((tmp_path / f"r{i}.txt").read_text().startswith("1") for i in range(3))  # no run overwritten
+
+
+def test_dict_run_keys_merged_by_str_are_duplicates_and_str_keys_skip_the_check():
+    qrels = {"1": {"7": 1, "8": 0}}
+    with pytest.raises(InputError, match="'7' appears twice"):
+        evaluate_runs(qrels, {"r": {"1": {7: 0.5, "7": 0.4}}}, "map")
+    run = Run.from_dict({"1": {"7": 0.5, "9": 0.4}})
+    assert run._checked  # distinct str keys of one dict: nothing to check
+    assert evaluate_runs(qrels, {"r": run}, "map")["r"].mean["map"] == 1.0
+
+
+def test_join_table_probes_every_topic_and_joins_only_equal_bytes():
+    from rankwise.data import _trec_kernel as DK
+
+    def ids(words):
+        buf = np.frombuffer("\n".join(words).encode(), dtype=np.uint8)
+        s, e, h = DK.split_hash(buf)
+        return buf, s, e, h
+
+    # two topics; the same docno in both with different grades; enough docs to wrap the table
+    j_words = [f"d{i}" for i in range(50)] + ["d0", "x"]
+    j_off = np.array([0, 50, 52], dtype=np.int64)
+    j_rel = np.array(list(range(50)) + [7, -1], dtype=np.int64)
+    jb, js, je, jh = ids(j_words)
+    t_off, table = DK.join_table(j_off, jh)
+    assert np.count_nonzero(table) == 52
+    r_words = ["d0", "d49", "zz", "x", "d0", "d3"]
+    r_off = np.array([0, 3, 6], dtype=np.int64)
+    rb, rs, re_, rh = ids(r_words)
+    qmap = np.array([0, 1], dtype=np.int64)
+    args = (qmap, j_off, t_off, table, j_rel, jb, js, je, -9, -8)
+    assert DK.join(r_off, rh, rb, rs, re_, *args).tolist() == [0, 49, -9, -8, 7, -9]
+    # a forged hash equal to a judged document's, other bytes: the hash only picks candidates
+    rh2 = rh.copy()
+    rh2[2] = jh[5]
+    assert DK.join(r_off, rh2, rb, rs, re_, *args).tolist() == [0, 49, -9, -8, 7, -9]
+    # every judged document of a topic with the same hash: still joined by its bytes
+    same = np.full(50, jh[0])
+    t_off1, table1 = DK.join_table(j_off[:2], same)
+    got = DK.join(np.array([0, 3]), np.full(3, jh[0]), rb, rs, re_, qmap[:1], j_off[:2], t_off1, table1,
+                  j_rel, jb, js, je, -9, -8)
+    assert got.tolist() == [0, 49, -9]

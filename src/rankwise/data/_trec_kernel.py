@@ -13,7 +13,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from rankwise.data._svmlight_kernel import _POW10, _parse_number
+# the number parsers are shared with the SVMlight reader
+from rankwise.data._svmlight_kernel import _POW10, _parse_int, _parse_number
 
 # error codes (messages live in trec.py)
 OK = 0
@@ -48,33 +49,14 @@ def _hash(buf, s, e):
     return h
 
 
-@nb.njit(cache=True)
-def _parse_int(buf, s, e):
-    """Strict ASCII integer ``[+-]digits`` with at most 18 digits; (ok, value)."""
-    i = s
-    neg = False
-    if i < e and (buf[i] == 45 or buf[i] == 43):
-        neg = buf[i] == 45
-        i += 1
-    if i >= e or e - i > 18:
-        return False, 0
-    v = 0
-    while i < e:
-        c = buf[i]
-        if c < 48 or c > 57:
-            return False, 0
-        v = v * 10 + (c - 48)
-        i += 1
-    return True, -v if neg else v
-
-
 @nb.njit(cache=True, nogil=True)
 def scan(buf, kind, max_rows, pow10):
     """Scan a qrels (``kind`` 0: ``qid iter docno rel``) or run (1: ``qid Q0 docno rank score tag
     [more]``) buffer.
 
-    Returns ``(err, err_line, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e)``:
-    per record its 1-based line, the spans of query id and document id, the relevance (qrels)
+    Returns ``(err, err_line, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e)``:
+    per record its 1-based line, the spans of query id and document id and their hashes
+    (computed here, while the bytes are in cache), the relevance (qrels)
     or score (runs; rows in ``fb_rows[:n_fb]`` need Python's float()), and the first run tag.
     Blank lines and lines starting with ``#`` are skipped.
     """
@@ -84,6 +66,8 @@ def scan(buf, kind, max_rows, pow10):
     qe = np.empty(max_rows, dtype=np.int64)
     ds = np.empty(max_rows, dtype=np.int64)
     de = np.empty(max_rows, dtype=np.int64)
+    qh = np.empty(max_rows, dtype=np.uint64)
+    dh = np.empty(max_rows, dtype=np.uint64)
     ival = np.zeros(max_rows if kind == 0 else 0, dtype=np.int64)
     fval = np.zeros(max_rows if kind == 1 else 0, dtype=np.float64)
     fb_rows = np.empty(1024, dtype=np.int64)
@@ -93,7 +77,7 @@ def scan(buf, kind, max_rows, pow10):
     starts = np.empty(8, dtype=np.int64)
     ends = np.empty(8, dtype=np.int64)
     if n_buf >= 3 and buf[0] == 0xEF and buf[1] == 0xBB and buf[2] == 0xBF:
-        return E_BOM, 1, 0, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+        return E_BOM, 1, 0, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
     n = 0
     lineno = 0
     eol = 0  # 0 unknown, 1 LF, 2 CRLF
@@ -107,19 +91,19 @@ def scan(buf, kind, max_rows, pow10):
             if c == 13:
                 if end + 1 < n_buf and buf[end + 1] == 10:
                     break
-                return E_CR, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_CR, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
             if (c < 32 and c != 9) or c == 127:
-                return E_CONTROL, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_CONTROL, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
             end += 1
         nxt = end + 1
         if end < n_buf and buf[end] == 13:  # CRLF
             if eol == 1:
-                return E_MIXED_EOL, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_MIXED_EOL, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
             eol = 2
             nxt = end + 2
         elif end < n_buf:
             if eol == 2:
-                return E_MIXED_EOL, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_MIXED_EOL, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
             eol = 1
         # split into fields
         nf = 0
@@ -141,26 +125,28 @@ def scan(buf, kind, max_rows, pow10):
         if nf == 0 or buf[starts[0]] == 35:  # blank line or '#' comment
             continue
         if (kind == 0 and nf != 4) or (kind == 1 and nf < 6):
-            return E_FIELDS, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+            return E_FIELDS, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
         line[n] = lineno
         qs[n] = starts[0]
         qe[n] = ends[0]
         ds[n] = starts[2]
         de[n] = ends[2]
+        qh[n] = _hash(buf, starts[0], ends[0])
+        dh[n] = _hash(buf, starts[2], ends[2])
         if kind == 0:
             ok, v = _parse_int(buf, starts[3], ends[3])
             if not ok:
-                return E_REL, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_REL, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
             if v > REL_MAX or v < -REL_MAX:
-                return E_REL_RANGE, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_REL_RANGE, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
             ival[n] = v
         else:
             ok, v = _parse_int(buf, starts[3], ends[3])
             if not ok:
-                return E_RANK, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_RANK, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
             status, x = _parse_number(buf, starts[4], ends[4], pow10)
             if status == 2:
-                return E_SCORE, lineno, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_SCORE, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
             if status == 1:
                 if n_fb == fb_rows.shape[0]:
                     grown = np.empty(2 * n_fb, dtype=np.int64)
@@ -173,7 +159,7 @@ def scan(buf, kind, max_rows, pow10):
                 tag_s = starts[5]
                 tag_e = ends[5]
         n += 1
-    return OK, 0, n, line, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e
+    return OK, 0, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
 
 
 @nb.njit(cache=True, nogil=True)
@@ -200,6 +186,16 @@ def segments(qh):
             k += 1
     out[cnt] = n
     return out
+
+
+@nb.njit(cache=True, nogil=True)
+def split_hash(buf):
+    """Spans of the ``\\n``-separated items of ``buf`` (a join of ids) and their hashes, in one pass."""
+    s, e = split_lines(buf)
+    h = np.empty(s.shape[0], dtype=np.uint64)
+    for r in range(s.shape[0]):
+        h[r] = _hash(buf, s[r], e[r])
+    return s, e, h
 
 
 @nb.njit(cache=True, nogil=True)
@@ -378,33 +374,65 @@ def first_duplicate(offsets, h, buf, s, e):
     return -1, False
 
 
+_LOW32 = np.uint64(0xFFFFFFFF)
+
+
 @nb.njit(cache=True, nogil=True)
-def join_sorted(r_off, r_h, r_buf, r_s, r_e, qmap, j_off, j_h, j_rel, j_buf, j_s, j_e, nonpool, unjudged):
-    """Relevance of every run row by binary search among its topic's judgments, which the
-    qrels keep sorted by hash (a topic's hashes fit in cache: no random walk over the whole
-    qrels). Run query ``g`` is qrels query ``qmap[g]`` (-1: none); every hash match is
-    confirmed byte by byte. Returns (rel, err) with err 2 on a hash collision."""
+def join_table(j_off, j_h):
+    """Per topic, an open-addressing table of its judgments keyed by document hash (load < 2/3),
+    the topics' tables laid end to end: built once per qrels, then every run row is joined by
+    probing its topic's table. A slot is one 64-bit word, the key's upper 32 hash bits over
+    (row within the topic + 1), 0 when empty: a topic's table is small enough to stay in cache
+    while its rows are joined. Returns (t_off, table): topic ``g``'s table is
+    ``table[t_off[g]:t_off[g+1]]`` (a power of two)."""
+    nq = j_off.shape[0] - 1
+    t_off = np.zeros(nq + 1, dtype=np.int64)
+    for g in range(nq):
+        size = 4
+        while 2 * size < 3 * (j_off[g + 1] - j_off[g]) + 2:
+            size *= 2
+        t_off[g + 1] = t_off[g] + size
+    table = np.zeros(t_off[nq], dtype=np.uint64)
+    for g in range(nq):
+        base = t_off[g]
+        size = t_off[g + 1] - base
+        mask = np.uint64(size - 1)
+        for r in range(j_off[g], j_off[g + 1]):
+            i = _slot(j_h[r], 0, mask)
+            while table[base + i] != 0:
+                i = (i + 1) & (size - 1)
+            table[base + i] = (j_h[r] & ~_LOW32) | np.uint64(r - j_off[g] + 1)
+    return t_off, table
+
+
+@nb.njit(cache=True, nogil=True)
+def join(r_off, r_h, r_buf, r_s, r_e, qmap, j_off, t_off, table, j_rel, j_buf, j_s, j_e, nonpool, unjudged):
+    """Relevance of every run row: a probe of its topic's table (``join_table``). Run query
+    ``g`` is qrels query ``qmap[g]`` (-1: none). The table's hash bits only pick candidates:
+    a document joins a judgment when their bytes are equal, so no hash collision can join two
+    different ids."""
     rel = np.full(r_h.shape[0], nonpool, dtype=np.int64)
     for g in range(r_off.shape[0] - 1):
         j = qmap[g]
         if j < 0:
             continue
-        lo0 = j_off[j]
-        hi0 = j_off[j + 1]
+        base = t_off[j]
+        size = t_off[j + 1] - base
+        mask = np.uint64(size - 1)
+        first = j_off[j] - 1
         for r in range(r_off[g], r_off[g + 1]):
             x = r_h[r]
-            # branch-free lower bound (a select per step, no mispredicted jumps)
-            lo = lo0
-            m = hi0 - lo0
-            while m > 1:
-                half = m >> 1
-                lo = lo + half if j_h[lo + half - 1] < x else lo
-                m -= half
-            if m == 1 and j_h[lo] < x:
-                lo += 1
-            if lo < hi0 and j_h[lo] == x:
-                if _cmp(r_buf, r_s[r], r_e[r], j_buf, j_s[lo], j_e[lo]) != 0:
-                    return rel, 2
-                v = j_rel[lo]
-                rel[r] = v if v >= 0 else unjudged
-    return rel, 0
+            key = x & ~_LOW32
+            i = _slot(x, 0, mask)
+            while True:
+                w = table[base + i]
+                if w == 0:
+                    break
+                if (w & ~_LOW32) == key:
+                    o = first + np.int64(w & _LOW32)
+                    if _cmp(r_buf, r_s[r], r_e[r], j_buf, j_s[o], j_e[o]) == 0:
+                        v = j_rel[o]
+                        rel[r] = v if v >= 0 else unjudged
+                        break
+                i = (i + 1) & (size - 1)
+    return rel

@@ -44,12 +44,14 @@ def _read_bytes(path: Path) -> bytes:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as exc:
             raise ParseError(path, None, f"corrupt gzip data ({exc}); expected a complete .gz file") from None
+    if raw.isascii():  # ASCII (the usual case) is valid UTF-8, control bytes are the kernel's: skip the decode
+        return raw
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ParseError(path, line, "not valid UTF-8 text") from None
-    if not raw.isascii() and not text.startswith("\ufeff"):  # a leading BOM: the kernel's own message
+    if not text.startswith("\ufeff"):  # a leading BOM: the kernel's own message
         _check_printable(path, text)
     return raw
 
@@ -76,22 +78,27 @@ def _check_printable(path: Path, text: str) -> None:
 class _Ids:
     """Ids as spans of a byte buffer, with their 64-bit hashes."""
 
-    __slots__ = ("buf", "s", "e", "h")
+    __slots__ = ("buf", "s", "e", "h", "all_str")
 
     def __init__(self, buf, s, e, h=None):
         from rankwise.data import _trec_kernel as TK
 
         self.buf, self.s, self.e = buf, s, e
+        self.all_str = False
         self.h = TK.hashes(buf, s, e) if h is None else h
 
     @classmethod
     def from_strings(cls, items, n: int, what: str):
         from rankwise.data import _trec_kernel as TK
 
+        # ``items``: a sequence, or a function returning a fresh iterator (an iterator that the
+        # first join consumed part of could not be walked again for the str() fallback)
+        all_str = True
         try:
-            text = "\n".join(items)
+            text = "\n".join(items() if callable(items) else items)
         except TypeError:
-            text = "\n".join(map(str, items))
+            all_str = False
+            text = "\n".join(map(str, items() if callable(items) else items))
         try:
             data = text.encode("utf-8")
         except UnicodeEncodeError:
@@ -99,10 +106,12 @@ class _Ids:
         buf = np.frombuffer(data, dtype=np.uint8)
         if n == 0:
             return cls(buf, np.zeros(0, np.int64), np.zeros(0, np.int64))
-        s, e = TK.split_lines(buf)
+        s, e, h = TK.split_hash(buf)
         if len(s) != n:
             raise InputError(f"a {what} contains a line break; ids must be single tokens")
-        return cls(buf, s, e)
+        out = cls(buf, s, e, h)
+        out.all_str = all_str
+        return out
 
     def take(self, rows):
         return _Ids(self.buf, self.s[rows], self.e[rows], self.h[rows])
@@ -129,7 +138,7 @@ def _scan(path, kind: int):
     raw = _read_bytes(path)
     buf = np.frombuffer(raw, dtype=np.uint8)
     max_rows = raw.count(b"\n") + 1
-    (err, line, n, lines, qs, qe, ds, de, ival, fval, fb_rows, n_fb, tag_s, tag_e) = \
+    (err, line, n, lines, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e) = \
         TK.scan(buf, kind, max_rows, TK._POW10)
     if err:
         _raise_scan(path, raw, err, line, ival, kind)
@@ -137,7 +146,7 @@ def _scan(path, kind: int):
     if n == 0:
         expected = "'qid iter docno rel'" if kind == 0 else "'qid Q0 docno rank score tag'"
         raise ParseError(path, None, f"empty {what} file; expected lines {expected}")
-    lines, qs, qe, ds, de = lines[:n], qs[:n], qe[:n], ds[:n], de[:n]
+    lines, qs, qe, ds, de, qh, dh = lines[:n], qs[:n], qe[:n], ds[:n], de[:n], qh[:n], dh[:n]
     if kind == 1:
         fval = fval[:n]
         for r in fb_rows[:n_fb].tolist():  # numbers outside the exact fast path: Python's float()
@@ -156,7 +165,7 @@ def _scan(path, kind: int):
     else:
         values = ival[:n]
         tag = None
-    return path, buf, lines, _Ids(buf, qs, qe), _Ids(buf, ds, de), values, tag
+    return path, buf, lines, _Ids(buf, qs, qe, qh), _Ids(buf, ds, de, dh), values, tag
 
 
 def _token(raw: bytes, line: int, field: int) -> str:
@@ -175,11 +184,11 @@ def _raise_scan(path, raw, err, line, ival, kind):
         else:
             msg = f"{nf} fields; a run line has 6 (more are ignored): {shape}"
     elif err == TK.E_REL:
-        msg = f"relevance {_token(raw, line, 3)!r} is not an integer (ASCII digits, at most 18); expected {shape}"
+        msg = f"relevance {_token(raw, line, 3)!r} is not an integer (ASCII digits, within 64 bits); expected {shape}"
     elif err == TK.E_REL_RANGE:
         msg = f"relevance {_token(raw, line, 3)!r} is out of range (|rel| <= {TK.REL_MAX})"
     elif err == TK.E_RANK:
-        msg = f"rank {_token(raw, line, 3)!r} is not an integer (ASCII digits, at most 18); expected {shape}"
+        msg = f"rank {_token(raw, line, 3)!r} is not an integer (ASCII digits, within 64 bits); expected {shape}"
     elif err == TK.E_SCORE:
         msg = f"score {_token(raw, line, 4)!r} is not a number; expected {shape}"
     elif err == TK.E_CONTROL:
@@ -304,7 +313,7 @@ class Qrels:
         names = [str(q) for q in qrels]
         sizes = [len(d) for d in qrels.values()]
         n = int(sum(sizes))
-        docs = _Ids.from_strings(chain.from_iterable(qrels.values()), n, "document id")
+        docs = _Ids.from_strings(lambda: chain.from_iterable(qrels.values()), n, "document id")
         try:
             rel = np.fromiter(chain.from_iterable(d.values() for d in qrels.values()), dtype=np.float64, count=n)
         except (TypeError, ValueError):
@@ -349,12 +358,7 @@ class Qrels:
 
     def to_dict(self) -> dict:
         """``{qid: {docno: rel}}``."""
-        out = {}
-        rel = self.rel.tolist()
-        for i, q in enumerate(self.qids):
-            a, b = int(self.offsets[i]), int(self.offsets[i + 1])
-            out[q] = dict(zip(self.docs.strings(a, b), rel[a:b]))
-        return out
+        return _nested_dict(self.qids, self.offsets, self.docs, self.rel)
 
     def __repr__(self) -> str:
         src = f", from {self.path}" if self.path else ""
@@ -412,7 +416,7 @@ class Run:
         names = [str(q) for q in run]
         sizes = [len(d) for d in run.values()]
         n = int(sum(sizes))
-        docs = _Ids.from_strings(chain.from_iterable(run.values()), n, "document id")
+        docs = _Ids.from_strings(lambda: chain.from_iterable(run.values()), n, "document id")
         try:
             scores = np.fromiter(chain.from_iterable(d.values() for d in run.values()), dtype=np.float64, count=n)
         except (TypeError, ValueError):
@@ -421,7 +425,9 @@ class Run:
             raise InputError(f"run scores must be finite; {int((~np.isfinite(scores)).sum())} are NaN or inf")
         offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
         out = cls(names, offsets, docs, scores, name=name or "run")
-        out.hash_order()
+        # the keys of one dict are distinct: with str keys (no str() conversion that could merge
+        # two of them) no document can appear twice in a topic
+        out._checked = docs.all_str
         return out
 
     @classmethod
@@ -469,15 +475,20 @@ class Run:
 
     def to_dict(self) -> dict:
         """``{qid: {docno: score}}``."""
-        out = {}
-        s = self.scores.tolist()
-        for i, q in enumerate(self.qids):
-            a, b = int(self.offsets[i]), int(self.offsets[i + 1])
-            out[q] = dict(zip(self.docs.strings(a, b), s[a:b]))
-        return out
+        return _nested_dict(self.qids, self.offsets, self.docs, self.scores)
 
     def __repr__(self) -> str:
         return f"Run({self.name!r}: {self.n_queries} queries, {len(self)} documents)"
+
+
+def _nested_dict(qids, offsets, docs: _Ids, values) -> dict:
+    """``{qid: {docno: value}}`` of a Qrels or Run's flat arrays."""
+    out = {}
+    v = values.tolist()
+    for i, q in enumerate(qids):
+        a, b = int(offsets[i]), int(offsets[i + 1])
+        out[q] = dict(zip(docs.strings(a, b), v[a:b]))
+    return out
 
 
 def _as_nested_dict(obj, what: str) -> dict:

@@ -299,7 +299,7 @@ def apply_gain(y, tf, thr=0.0):
 
 @njit(cache=True, nogil=True)
 def count_kernel(offsets, v, tf, thr):
-    """Rows per query whose gain ``_g(v)`` is positive."""
+    """Rows per query whose gain ``_g(v)`` is positive (0: the query has no relevant row)."""
     nq = offsets.shape[0] - 1
     out = np.zeros(nq, dtype=np.int64)
     for q in range(nq):
@@ -308,19 +308,6 @@ def count_kernel(offsets, v, tf, thr):
             if _g(v[t], tf, thr) > 0.0:
                 c += 1
         out[q] = c
-    return out
-
-
-@njit(cache=True, nogil=True)
-def any_kernel(offsets, v, tf, thr):
-    """Per query: does some row have a positive gain ``_g(v)``? (Stops at the first one.)"""
-    nq = offsets.shape[0] - 1
-    out = np.zeros(nq, dtype=np.bool_)
-    for q in range(nq):
-        for t in range(offsets[q], offsets[q + 1]):
-            if _g(v[t], tf, thr) > 0.0:
-                out[q] = True
-                break
     return out
 
 

@@ -88,6 +88,7 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
     apc = np.zeros(longest + 1)  # sum of precisions at relevant ranks in the top i
     dcg = np.zeros(longest + 1)  # DCG of the top i (gain = grade)
     icum = np.zeros(longest + 1)  # ideal DCG of the top i
+    igr = np.zeros(longest + 1)  # ideal gain at rank i (grades descending)
     row = np.zeros(N_SCALAR + n_i + n_f)
     for q in range(nq):
         a = off[q]
@@ -204,6 +205,7 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
                 level -= 1
                 used = 0
                 continue
+            igr[p] = lv_grade[level]  # the ideal gain at rank p
             icum[p + 1] = icum[p] + lv_grade[level] / lg[p]  # ideal DCG of the top p + 1
             used += 1
             p += 1
@@ -211,7 +213,7 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
         ideal_total = icum[n_pos]
         row[C_NDCG] = dcg[n] / ideal_total if ideal_total > 0 else 0.0
         # ---- ndcg_rel, Rndcg, G (m_ndcg_rel.c, m_Rndcg.c, m_G.c), walking ranking and ideal together
-        _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row, lg)
+        _graded_walks(rels, a, n, igr, n_pos, num_rel, row, lg)
         # ---- rbp, rbp_resid (m_rbp.c, m_rbp_resid.c): gains = grades, scaled to [0, 1]
         scale = float(max_grade) if max_grade > 1 else 1.0
         s = 0.0
@@ -278,18 +280,17 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
 
 
 @njit(cache=True)
-def _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row, lg):
-    """ndcg_rel, Rndcg and G of one topic: trec_eval's loops, where the ideal gain at each rank
-    comes from walking the grades downwards (default gains: gain = grade)."""
+def _graded_walks(rels, a, n, igr, n_pos, num_rel, row, lg):
+    """ndcg_rel, Rndcg and G of one topic: trec_eval's loops, where the ideal gain at rank ``i``
+    is ``igr[i]`` (the judged grades in descending order, 0 from rank ``n_pos`` on: the walk down
+    the grades that trec_eval repeats in each of these measures, done once by the caller)."""
     # ndcg_rel
     rdcg = 0.0
     idcg = 0.0
     total = 0.0
     nrr = 0
     nrel = 0
-    level = lb - 1
-    used = 0
-    ig = float(lv_grade[level]) if level >= la else 0.0
+    ig = igr[0] if n_pos > 0 else 0.0
 
     i = 0
     while i < n and ig > 0.0:
@@ -297,11 +298,7 @@ def _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row, lg):
         g = float(v) if v > 0 else 0.0
         if g != 0:
             rdcg += g / lg[i]
-        used += 1
-        while level >= la and used > lv_count[level]:
-            used = 1
-            level -= 1
-            ig = float(lv_grade[level]) if level >= la else 0.0
+        ig = igr[i] if i < n_pos else 0.0
         if ig > 0.0:
             nrel += 1
             idcg += ig / lg[i]
@@ -319,11 +316,7 @@ def _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row, lg):
             nrr += 1
         i += 1
     while ig > 0.0:
-        used += 1
-        while level >= la and used > lv_count[level]:
-            used = 1
-            level -= 1
-            ig = float(lv_grade[level]) if level >= la else 0.0
+        ig = igr[i] if i < n_pos else 0.0
         if ig > 0.0:
             nrel += 1
             idcg += ig / lg[i]
@@ -337,19 +330,13 @@ def _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row, lg):
         idcg = 0.0
         total = 0.0
         changes = 0
-        level = lb - 1
-        used = 0
-        ig = float(lv_grade[level]) if level >= la else 0.0
+        ig = igr[0] if n_pos > 0 else 0.0
         old = ig
         i = 0
         while i < n and ig > 0.0:
             v = rels[a + i]
             g = float(v) if v > 0 else 0.0
-            used += 1
-            while level >= la and used > lv_count[level]:
-                used = 1
-                level -= 1
-                ig = float(lv_grade[level]) if level >= la else 0.0
+            ig = igr[i] if i < n_pos else 0.0
             if old != ig:
                 if idcg > 0.0:
                     total += rdcg / idcg
@@ -370,11 +357,7 @@ def _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row, lg):
                 total += rdcg / idcg
                 changes += 1
         while ig > 0.0:
-            used += 1
-            while level >= la and used > lv_count[level]:
-                used = 1
-                level -= 1
-                ig = float(lv_grade[level]) if level >= la else 0.0
+            ig = igr[i] if i < n_pos else 0.0
             if old != ig:
                 if idcg > 0.0:
                     total += rdcg / idcg
@@ -389,19 +372,13 @@ def _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row, lg):
     sres = 0.0
     sideal = 0.0
     scost = 0.0
-    level = lb - 1
-    used = 0
-    ig = float(lv_grade[level]) if level >= la else 0.0
+    ig = igr[0] if n_pos > 0 else 0.0
     i = 0
     while i < n and ig > 0.0:
         v = rels[a + i]
         g = float(v) if v > 0 else 0.0
         sres += g
-        used += 1
-        while level >= la and used > lv_count[level]:
-            used = 1
-            level -= 1
-            ig = float(lv_grade[level]) if level >= la else 0.0
+        ig = igr[i] if i < n_pos else 0.0
         if ig > 0.0:
             sideal += ig
         scost += ig if ig >= 1.0 else 1.0
@@ -417,11 +394,7 @@ def _graded_walks(rels, a, n, lv_grade, lv_count, la, lb, num_rel, row, lg):
             rg += g / np.log2(2.0 + scost - sres)
         i += 1
     while ig > 0.0:
-        used += 1
-        while level >= la and used > lv_count[level]:
-            used = 1
-            level -= 1
-            ig = float(lv_grade[level]) if level >= la else 0.0
+        ig = igr[i] if i < n_pos else 0.0
         if ig > 0.0:
             sideal += ig
         i += 1

@@ -43,7 +43,7 @@ def precision_values(prep, *, k=0, threshold=1.0):
     n = prep.n_ranked()
     denom = n.astype(np.float64) if k <= 0 else np.full(len(n), float(k))
     vals = np.divide(hits, denom, out=np.zeros_like(hits), where=denom > 0)
-    return vals, ~K.map_queries(K.any_kernel, prep.offsets, prep.labels, K.G_ABOVE, thr)
+    return vals, (K.map_queries(K.count_kernel, prep.offsets, prep.labels, K.G_ABOVE, thr) == 0)
 
 
 def recall_values(prep, *, k=0, threshold=1.0):

@@ -26,7 +26,7 @@ def err_values(prep, *, k=0, max_grade=None):
         raise InputError(f"grades too large for err (2^grade overflows); got maximum {gmax:g}")
     v, tf, thr = prep.kernel_input(K.G_EXP2)
     vals = K.map_queries(K.err_kernel, prep.offsets, v, prep.gstart, k, tf, thr, float(np.exp2(gmax)))
-    empty = ~K.map_queries(K.any_kernel, prep.offsets, prep.labels, K.G_VALUE, 0.0)  # no label > 0
+    empty = (K.map_queries(K.count_kernel, prep.offsets, prep.labels, K.G_VALUE, 0.0) == 0)  # no label > 0
     return vals, empty
 
 
@@ -34,7 +34,7 @@ def rr_values(prep, *, k=0, threshold=1.0):
     thr = check_threshold(threshold)
     v, tf, t = prep.kernel_input(K.G_ABOVE, thr)
     vals = K.map_queries(K.rr_kernel, prep.offsets, v, prep.gstart, k, tf, t)
-    return vals, ~K.map_queries(K.any_kernel, prep.offsets, prep.labels, K.G_ABOVE, thr)
+    return vals, (K.map_queries(K.count_kernel, prep.offsets, prep.labels, K.G_ABOVE, thr) == 0)
 
 
 def err(scores, labels, *, qid=None, where=None, k=None, ties="average", empty=0.0, reduction="mean",

@@ -213,6 +213,7 @@ class PreparedQrels:
     def __init__(self, qrels):
         self.qrels = _as_qrels(qrels)
         self.levels = self.qrels.levels()
+        self._table = None
 
     def join(self, run):
         """Relevance of each run row (``NONPOOL`` when not in the qrels) and the qrels topic of
@@ -222,10 +223,11 @@ class PreparedQrels:
         q = self.qrels
         qmap = np.array([q.index(x) for x in run.qids], dtype=np.int64)
         run.hash_order()  # no document twice in a topic
-        rel, err = DK.join_sorted(run.offsets, run.docs.h, run.docs.buf, run.docs.s, run.docs.e, qmap, q.offsets,
-                                  q.docs.h, q.rel, q.docs.buf, q.docs.s, q.docs.e, TK.NONPOOL, TK.UNJUDGED)
-        if err:  # pragma: no cover - a 64-bit hash collision between different ids
-            raise InputError(f"run {run.name}: a document id collides with another one's 64-bit hash")
+        if self._table is None:  # built once, shared by every run (threads read it only)
+            self._table = DK.join_table(q.offsets, q.docs.h)
+        t_off, table = self._table
+        rel = DK.join(run.offsets, run.docs.h, run.docs.buf, run.docs.s, run.docs.e, qmap, q.offsets, t_off, table,
+                      q.rel, q.docs.buf, q.docs.s, q.docs.e, TK.NONPOOL, TK.UNJUDGED)
         return rel, qmap
 
 
