@@ -207,7 +207,7 @@ def main(argv=None) -> int:
     for _ in range(plan["MovieLens 100k"]):
         which = rng.choice(list(seeds))
         if which != "u.item" and rng.random() < 0.5:
-            fields = ["1", "2", "3", "0", "-1", "6", "99", "2000000", "x", "", "1.5"]
+            fields = ["1", "2", "3", "0", "-1", "6", "99", "2000000", "999999999", "1000000000", "x", "", "1.5"]
             blob = seeds[which] + f"{rng.choice(fields)}\t{rng.choice(fields)}\t{rng.choice(fields)}\t1\n".encode()
         else:
             blob = mutate(seeds[which], rng)
@@ -362,9 +362,12 @@ def write(args, tally, raw, total_s):
     own = [t for t in tally.counts if t in OWN]
     own_cases = sum(sum(tally.counts[t].values()) for t in own)
     own_bad = sum(tally.counts[t][c] for t in own for c in COLUMNS)
+    other_cases = sum(sum(tally.counts[t].values()) for t in tally.counts if t not in OWN)
+    other_bad = sum(tally.counts[t][c] for t in tally.counts if t not in OWN for c in COLUMNS)
     lines += ["", f"The readers and model loading hardened in issue 17's hostile-input work ({', '.join(own)}): "
-                  f"{own_bad:,} findings in {own_cases:,} cases. The other targets' findings are in code "
-                  "hardened elsewhere (TREC readers, MovieLens, losses, models) and are listed below."]
+                  f"{own_bad:,} findings in {own_cases:,} cases. The other targets (TREC readers, MovieLens, "
+                  f"metrics, losses, models; code hardened elsewhere): {other_bad:,} findings in {other_cases:,} "
+                  "cases" + (", listed below." if other_bad else ".")]
     if tally.examples:
         lines += ["", "First reproducer of each finding (target, class: input → what happened):", ""]
         for (target, outcome), (rep, detail) in sorted(tally.examples.items()):

@@ -10,8 +10,9 @@ What the reader accepts is what trec_eval reads: fields separated by spaces or t
 lines and ``#`` comment lines skipped, run lines with extra trailing columns, negative
 relevance (trec_eval: in the pool but not judged). What it rejects, with ``path:line``: wrong
 field counts, numbers that are not plain ASCII decimals (``1_0``, ``١``, ``１``), integers out of
-range, non-finite scores, control bytes (NUL...), CR-only or mixed line endings, a byte-order
-mark, invalid UTF-8, a document listed twice for one query, and corrupt compression.
+range, non-finite scores, control bytes (NUL...), invisible non-ASCII characters (a byte-order
+mark anywhere, NBSP, zero-width spaces), CR-only or mixed line endings, invalid UTF-8, a
+document listed twice for one query, and corrupt compression.
 """
 from __future__ import annotations
 
@@ -43,13 +44,35 @@ def _read_bytes(path: Path) -> bytes:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as exc:
             raise ParseError(path, None, f"corrupt gzip data ({exc}); expected a complete .gz file") from None
+    if raw.isascii():  # ASCII (the usual case) is valid UTF-8, control bytes are the kernel's: skip the decode
+        return raw
     try:
-        if not raw.isascii():  # ASCII (the usual case) is valid UTF-8: skip the full decode
-            raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ParseError(path, line, "not valid UTF-8 text") from None
+    if not text.startswith("\ufeff"):  # a leading BOM: the kernel's own message
+        _check_printable(path, text)
     return raw
+
+
+def _check_printable(path: Path, text: str) -> None:
+    """Refuse invisible non-ASCII characters (a byte-order mark inside the file, NBSP, zero-width
+    or line/paragraph separators, private-use or unassigned code points): fields are split on ASCII
+    spaces and tabs only, so such a character would silently become part of an id."""
+    body = text.replace("\n", "").replace("\r", "").replace("\t", "")
+    if body.isprintable():
+        return
+    import unicodedata
+
+    for pos, ch in enumerate(text):
+        if ch not in "\n\r\t" and not ch.isprintable():
+            break
+    line = text.count("\n", 0, pos) + 1
+    what = "a byte-order mark" if ch == "\ufeff" else unicodedata.name(ch, "an unnamed character")
+    raise ParseError(path, line, f"invisible character U+{ord(ch):04X} ({what}) in the line; expected "
+                                 "printable text with fields separated by spaces or tabs (it would "
+                                 "become part of an id)")
 
 
 class _Ids:

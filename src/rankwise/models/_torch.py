@@ -51,12 +51,36 @@ class Standardizer:
         scale = np.where(scale > 1e-12, scale, 1.0)
         return cls(mean, scale)
 
-    def transform(self, X):
+    def transform(self, X, dtype=np.float32):
+        """Standardized rows, computed in float64 and returned as ``dtype``.
+
+        A value whose standardized form does not fit ``dtype`` (a feature far outside the range
+        seen in training: ``3.4e38`` where the training column had a standard deviation of 0.2)
+        raises :class:`~rankwise.errors.InputError` naming the row and column, instead of turning
+        into ``inf`` and an infinite or NaN score.
+        """
         if sp.issparse(X):
             if np.any(self.mean != 0):  # fitted on dense rows (centred): centring densifies, as it must
-                return self.transform(X.toarray())
-            return sp.csr_matrix(X.multiply(1.0 / self.scale[None, :]), dtype=np.float32)
-        return ((np.asarray(X, dtype=np.float64) - self.mean) / self.scale).astype(np.float32)
+                return self.transform(X.toarray(), dtype)
+            Z = sp.csr_matrix(X.multiply(1.0 / self.scale[None, :]), dtype=np.float64)
+            self._check_range(Z.data, dtype)
+            return sp.csr_matrix(Z, dtype=dtype)
+        with np.errstate(over="ignore", invalid="ignore"):
+            Z = (np.asarray(X, dtype=np.float64) - self.mean) / self.scale
+        self._check_range(Z, dtype)
+        return Z.astype(dtype)
+
+    def _check_range(self, Z, dtype):
+        big = np.finfo(dtype).max
+        ok = np.abs(Z) <= big  # False for NaN and inf too
+        if ok.all():
+            return
+        idx = np.argwhere(~ok)[0]
+        where = f"row {idx[0]}, column {idx[1]}" if Z.ndim == 2 else f"stored entry {idx[0]}"
+        raise InputError(f"X at {where}: the standardized feature value {Z[tuple(idx)]:.4g} (value minus the "
+                         f"training mean, over the training standard deviation) is outside the {np.dtype(dtype).name} "
+                         f"range (|z| <= {big:.4g}) the model computes in ({int((~ok).sum())} entries); the feature "
+                         "is far outside the range seen in training: clip or rescale it")
 
 
 class _TorchRanker(BaseRanker):

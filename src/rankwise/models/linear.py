@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from rankwise._validation import Interval, Options, warn_user
-from rankwise.errors import TrainingDivergedError
+from rankwise.errors import InputError, TrainingDivergedError
 from rankwise.models.base import warn_unscaled
 from rankwise.models._torch import TORCH_CONSTRAINTS, Standardizer, _TorchRanker, fit_seed
 from rankwise.train.batching import gather_padded, query_batches
@@ -176,17 +176,20 @@ class LinearRanker(_TorchRanker):
             self.rff_weights_ = rng.normal(scale=np.sqrt(2 * gamma), size=(d, n))
             self.rff_offsets_ = rng.uniform(0, 2 * np.pi, size=n)
 
-    def _transform(self, X):
-        Z = Standardizer(self.scaler_mean_, self.scaler_scale_).transform(X)
+    def _transform(self, X, dtype=np.float32):
+        """:math:`\\phi(x)` of standardized rows as ``dtype`` (float32 for torch training, float64 to predict)."""
+        Z = Standardizer(self.scaler_mean_, self.scaler_scale_).transform(X, dtype)
         if self.feature_map == "poly2":
             from sklearn.preprocessing import PolynomialFeatures
 
             Z = PolynomialFeatures(degree=2, include_bias=False).fit_transform(Z)
-            Z = Z.astype(np.float32) if not sp.issparse(Z) else sp.csr_matrix(Z, dtype=np.float32)
+            if dtype == np.float32:
+                Standardizer(0.0, 1.0)._check_range(Z.data if sp.issparse(Z) else Z, np.float32)
+            Z = Z.astype(dtype) if not sp.issparse(Z) else sp.csr_matrix(Z, dtype=dtype)
         elif self.feature_map == "rff":
             Zd = Z.toarray() if sp.issparse(Z) else Z
             Z = (np.sqrt(2.0 / self.rff_weights_.shape[1])
-                 * np.cos(Zd.astype(np.float64) @ self.rff_weights_ + self.rff_offsets_)).astype(np.float32)
+                 * np.cos(Zd.astype(np.float64) @ self.rff_weights_ + self.rff_offsets_)).astype(dtype)
         return Z
 
     def _check_params(self):
@@ -395,9 +398,14 @@ class LinearRanker(_TorchRanker):
     # -- predict ------------------------------------------------------------------------------
     def _predict_rows(self, Xv):
         """One score per row: :math:`\\langle w, \\phi(x) \\rangle + b`."""
-        Z = self._transform(Xv)
-        s = Z @ self.coef_
-        return np.asarray(s, dtype=np.float64).ravel() + self.intercept_
+        Z = self._transform(Xv, np.float64)  # float64 throughout: a float32 feature near 3.4e38 stays finite
+        with np.errstate(over="ignore", invalid="ignore"):
+            s = np.asarray(Z @ self.coef_, dtype=np.float64).ravel() + self.intercept_
+        if not np.all(np.isfinite(s)) and np.isfinite(self.intercept_) and np.all(np.isfinite(self.coef_)):
+            r = int(np.flatnonzero(~np.isfinite(s))[0])
+            raise InputError(f"X row {r}: the score <w, phi(x)> + b overflows float64 ({s[r]}); the row's features "
+                             "are far outside the range seen in training: clip or rescale them")
+        return s
 
     # -- persistence --------------------------------------------------------------------------
     def _get_state(self):
