@@ -276,6 +276,15 @@ def _sort_quicksort(offsets, neg_scores):
     return perm
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _group_end(gstart, i, b):
+    """One past the last row of the tie group that starts at row ``i`` (rows ``< b``)."""
+    j = i + 1
+    while j < b and not gstart[j]:
+        j += 1
+    return j
+
+
 @njit(cache=True, nogil=True)
 def _g(x, tf, thr):
     if tf == 1:
@@ -354,9 +363,7 @@ def dcg_kernel(offsets, v, gstart, k, kind, tf, thr):
             s = i - a
             if s >= kk:
                 break
-            j = i + 1
-            while j < b and not gstart[j]:
-                j += 1
+            j = _group_end(gstart, i, b)
             m = j - i
             if m == 1:
                 total += _g(v[i], tf, thr) * disc[s + 1]
@@ -496,9 +503,7 @@ def ap_kernel(offsets, v, gstart, singletons, k, denom_kind, tf, thr):
             s = i - a
             if s >= kk:
                 break
-            j = i + 1
-            while j < b and not gstart[j]:
-                j += 1
+            j = _group_end(gstart, i, b)
             m = j - i
             if m == 1:  # the common case, spelled out: one item at position s + 1
                 r = _g(v[i], tf, thr)
@@ -543,9 +548,7 @@ def rr_kernel(offsets, v, gstart, k, tf, thr):
             s = i - a
             if s >= kk:
                 break
-            j = i + 1
-            while j < b and not gstart[j]:
-                j += 1
+            j = _group_end(gstart, i, b)
             m = j - i
             r = 0
             for t in range(i, j):
@@ -589,9 +592,7 @@ def err_kernel(offsets, v, gstart, k, tf, thr, denom):
             s = i - a
             if s >= kk or P == 0.0:
                 break
-            j = i + 1
-            while j < b and not gstart[j]:
-                j += 1
+            j = _group_end(gstart, i, b)
             m = j - i
             if m == 1:
                 Ri = _g(v[i], tf, thr) / denom
@@ -716,9 +717,7 @@ def pair_kernel(offsets, y, gstart, rel_thr):
         A = 0.0
         i = a
         while i < b:
-            j = i + 1
-            while j < b and not gstart[j]:
-                j += 1
+            j = _group_end(gstart, i, b)
             m = j - i
             rg = 0.0
             for t in range(i, j):
@@ -770,9 +769,7 @@ def label_pair_discordance(y, gstart, a, b):
     cnt = np.zeros(L)  # items of earlier tie groups, per label
     i = a
     while i < b:
-        j = i + 1
-        while j < b and not gstart[j]:
-            j += 1
+        j = _group_end(gstart, i, b)
         for t in range(i, j):
             p = rank[t - a]
             for r in range(p):
@@ -808,9 +805,7 @@ def expected_rank_kernel(offsets, gstart):
         b = offsets[q + 1]
         i = a
         while i < b:
-            j = i + 1
-            while j < b and not gstart[j]:
-                j += 1
+            j = _group_end(gstart, i, b)
             mid = (i - a + 1 + j - a) / 2.0
             for t in range(i, j):
                 pos[t] = mid
