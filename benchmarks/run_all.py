@@ -15,8 +15,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
-ORDER = ["bench_io", "bench_metrics", "bench_losses", "bench_quality", "bench_models_speed",
-         "bench_reduction_structured"]
+ORDER = ["bench_io", "bench_metrics", "bench_trec", "bench_losses", "bench_training", "bench_quality",
+         "bench_models_speed", "bench_reduction_structured", "bench_recommendation", "bench_clicks", "bench_fuzz"]
 
 
 def assemble() -> Path:
