@@ -178,20 +178,23 @@ def check_features(X, *, name: str = "X", allow_nan: bool = False, min_features:
     """Dense float32 2-d array or scipy CSR (float32); never densifies a sparse matrix.
 
     Complex values are refused (casting would drop the imaginary part silently); with
-    ``min_features`` a matrix with fewer columns is refused.
+    ``min_features`` a matrix with fewer columns is refused. Finite values beyond float32's
+    range (which the cast would turn into inf) are refused as such.
     """
+    X0 = X
     if sp.issparse(X):
         if np.iscomplexobj(X.data if hasattr(X, "data") else X):
             raise InputError(f"{name} has complex values (dtype {X.dtype}): Complex data not supported; ranking "
                              "features must be real numbers")
-        X = sp.csr_matrix(X, dtype=np.float32) if X.format != "csr" or X.dtype != np.float32 else X
+        with np.errstate(over="ignore"):  # values beyond float32 are reported below, by name
+            X = sp.csr_matrix(X, dtype=np.float32) if X.format != "csr" or X.dtype != np.float32 else X
         data = X.data
     else:
         if np.iscomplexobj(X) if not hasattr(X, "dtypes") else any(np.iscomplexobj(np.empty(0, d)) for d in X.dtypes):
             raise InputError(f"{name} has complex values: Complex data not supported; ranking features must be real "
                              "numbers")
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), np.errstate(over="ignore"):
                 warnings.simplefilter("error", np.exceptions.ComplexWarning)
                 X = np.asarray(X, dtype=np.float32)
         except (TypeError, ValueError, np.exceptions.ComplexWarning) as exc:
@@ -210,10 +213,24 @@ def check_features(X, *, name: str = "X", allow_nan: bool = False, min_features:
     if not allow_nan:
         bad = ~np.isfinite(data)
         if bad.any():
+            if not np.isnan(data[bad]).any() and _finite_before_cast(X0, bad):
+                raise InputError(f"{name} has {int(bad.sum())} finite value(s) beyond float32's range (|x| <= "
+                                 f"{float(np.finfo(np.float32).max):.4g}); rankwise keeps features as float32: "
+                                 "rescale them (e.g. log1p) first")
             kind = "NaN" if np.isnan(data[bad]).any() else "inf"
             raise InputError(f"{name} contains {kind} values ({int(bad.sum())} entries); "
                              "impute or drop them first")
     return X
+
+
+def _finite_before_cast(X0, bad) -> bool:
+    """Whether the entries that are inf after the float32 cast were all finite in the caller's array."""
+    try:
+        orig = X0.tocsr().data if sp.issparse(X0) else np.asarray(X0)
+        orig = np.asarray(orig, dtype=np.float64)
+        return orig.shape == bad.shape and bool(np.all(np.isfinite(orig[bad])))
+    except (TypeError, ValueError):
+        return False
 
 
 def check_vector(v, n: int, *, name: str, dtype=np.float64, allow_nan: bool = False) -> np.ndarray:

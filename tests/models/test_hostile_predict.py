@@ -54,3 +54,12 @@ def test_standardizer_sparse_and_float64():
         st.transform(sp.csr_matrix(np.array([[3e38, 1.0]], dtype=np.float32)))
     z = st.transform(np.array([[3e38, 1.0]]), np.float64)
     assert z.dtype == np.float64 and np.isfinite(z).all()
+
+
+@pytest.mark.parametrize("make", [np.asarray, sp.csr_matrix])
+def test_finite_features_beyond_float32_are_named_as_such(linear, make):
+    """A finite 1e308 used to be reported as "X contains inf values" (the float32 cast came first)."""
+    with pytest.raises(InputError, match=r"X has 1 finite value\(s\) beyond float32's range"):
+        linear.predict(make(np.array([[1e308, 1.0]])))
+    with pytest.raises(InputError, match=r"X contains inf values"):
+        linear.predict(make(np.array([[np.inf, 1.0]])))
