@@ -312,15 +312,22 @@ def _listmle_batch(s, y, w, v, off, q0, q1, out_v, out_ok, out_g, out_h):
         val = 0.0
         for k in range(n):
             val += ws[k] * (lse[k] - z[k])
+        # O(n): with p_ik = exp(z_i - lse_k) (k <= i), g_i = -w_i + sum_k w_k p_ik and
+        # h_i = sum_k w_k p_ik (1 - p_ik) = p_ii S_i - p_ii^2 T_i, where
+        # S_i = sum_{k<=i} w_k exp(lse_i - lse_k) and T_i = sum_{k<=i} w_k exp(2 (lse_i - lse_k))
+        # (lse is non-increasing, so every exponent is <= 0: no overflow at any score).
+        s1 = 0.0
+        s2 = 0.0
         for i in range(n):
-            gi = -ws[i]
-            hi = 0.0
-            for k in range(i + 1):
-                p = math.exp(z[i] - lse[k])
-                gi += ws[k] * p
-                hi += ws[k] * p * (1.0 - p)
-            out_g[a + order[i]] = gi
-            out_h[a + order[i]] = hi
+            if i > 0:
+                r = math.exp(lse[i] - lse[i - 1])
+                s1 = s1 * r
+                s2 = s2 * r * r
+            s1 += ws[i]
+            s2 += ws[i]
+            p = math.exp(z[i] - lse[i])
+            out_g[a + order[i]] = p * s1 - ws[i]
+            out_h[a + order[i]] = p * s1 - p * p * s2
         out_v[q] = val
         out_ok[q] = True
 
