@@ -249,3 +249,14 @@ def test_listmle_linear_time_hessian_equals_the_quadratic_sum(shift):
         want_h[order[i]] = np.sum(ws[:i + 1] * p * (1.0 - p))
     np.testing.assert_allclose(g, want_g, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(h, np.maximum(want_h, 1e-300), rtol=1e-10, atol=1e-10)
+
+
+def test_lambdarank_without_the_value_gives_the_same_gradient_and_hessian():
+    """grad_hess without return_value skips the value in the LambdaMART loop (no log1p per pair);
+    the gradient and Hessian are bit-identical to the call that also computes it."""
+    rng = np.random.default_rng(3)
+    off = np.r_[0, np.cumsum(rng.integers(1, 60, size=40))]
+    s, y = rng.normal(size=off[-1]), rng.integers(0, 5, size=off[-1]).astype(float)
+    g0, h0 = grad_hess("lambdarank", s, y, off)
+    g1, h1, value = grad_hess("lambdarank", s, y, off, return_value=True)
+    assert np.array_equal(g0, g1) and np.array_equal(h0, h1) and value > 0

@@ -152,10 +152,11 @@ def _phi_fast(kind, d, sigma, scale):
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
-def _lambdarank_pairs(ss, ys, ws, gain, inv_d, inv_idcg, sigma, scale, top, norm, gs, hs):
+def _lambdarank_pairs(ss, ys, ws, gain, inv_d, inv_idcg, sigma, scale, top, norm, want_value, gs, hs):
     """The ΔNDCG-weighted logistic pairs of ``_pair_query`` (LambdaMART, the hot path), with the
     scheme and phi branches taken out of the loop and one exponential per pair shared by the
-    value, phi' and phi''; same formulas and summation order as the general loop."""
+    value, phi' and phi''; same formulas and summation order as the general loop. Without
+    ``want_value`` the value (a log1p per pair, about a third of the loop's time) is left at 0."""
     n = len(ss)
     value = 0.0
     sum_lambda = 0.0
@@ -189,15 +190,12 @@ def _lambdarank_pairs(ss, ys, ws, gain, inv_d, inv_idcg, sigma, scale, top, norm
             else:
                 sx = e * inv
                 sxc = inv
-            if x > 20.0:
-                f = x
-                d1 = 1.0
-            else:
-                f = max(x, 0.0) + math.log1p(e)
-                d1 = sx
+            d1 = 1.0 if x > 20.0 else sx
+            if want_value:
+                f = x if x > 20.0 else max(x, 0.0) + math.log1p(e)
+                value += wt * (scale * f)
             l1 = wt * (-sigma * scale * d1)
             l2 = wt * (sigma * sigma * scale * sx * sxc)
-            value += wt * (scale * f)
             gs[i] += l1
             gs[j] -= l1
             hs[i] += l2
@@ -207,7 +205,7 @@ def _lambdarank_pairs(ss, ys, ws, gain, inv_d, inv_idcg, sigma, scale, top, norm
 
 
 @njit(cache=True, nogil=True)
-def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, g, h):
+def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, want_value, g, h):
     """One query of a pair-form loss: returns (value, counts) and fills g, h (zeroed by the caller).
 
     Pairs: y_i > y_j (``W_OP``: every ordered pair i != j, weight v_i), visited in the order of
@@ -262,7 +260,7 @@ def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, g,
     sum_lambda = 0.0
     if phi == PHI_LOGISTIC and (scheme == W_NDCG or scheme == W_LL_LAMBDARANK):
         value, sum_lambda = _lambdarank_pairs(ss, ys, ws, gain, inv_d, inv_idcg, sigma, scale, top,
-                                              norm and not all_equal, gs, hs)
+                                              norm and not all_equal, want_value, gs, hs)
         top = 0
     for p in range(top):
         for q in range(p + 1, n):
@@ -310,11 +308,12 @@ def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, g,
 
 
 @njit(cache=True, nogil=True)
-def _pair_batch(s, y, w, v, off, q0, q1, scheme, phi, sigma, scale, trunc, norm, mu, exp2, out_v, out_ok, out_g, out_h):
+def _pair_batch(s, y, w, v, off, q0, q1, scheme, phi, sigma, scale, trunc, norm, mu, exp2, want_value, out_v, out_ok,
+                out_g, out_h):
     for q in range(q0, q1):
         a, b = off[q], off[q + 1]
         out_v[q], out_ok[q] = _pair_query(s[a:b], y[a:b], w[a:b], v[a:b], scheme, phi, sigma, scale, trunc, norm,
-                                          mu, exp2, out_g[a:b], out_h[a:b])
+                                          mu, exp2, want_value, out_g[a:b], out_h[a:b])
 
 
 # ------------------------------------------------------------------------------------- listwise
@@ -611,6 +610,7 @@ class EngineKernel:
     utilities: object = None  # (labels -> v) in numpy, or None for v = labels
     checks: tuple = field(default_factory=tuple)  # callables (labels, weights) -> None, raising InputError
     v_checks: tuple = field(default_factory=tuple)  # callables (utilities) -> None, raising InputError
+    value_last: bool = False  # the last entry of params says whether to compute the value (run's ``value``)
 
 
 def _chunks(off, cost, n_chunks):
@@ -631,9 +631,11 @@ def n_threads(n_jobs) -> int:
     return max(1, int(n_jobs))
 
 
-def run(kernel: EngineKernel, s, y, off, w=None, n_jobs=None):
+def run(kernel: EngineKernel, s, y, off, w=None, n_jobs=None, value=True):
     """Per-query values, whether each query counts (has what the loss needs: an item, a pair, a
-    positive ideal DCG), gradient and Hessian diagonal (float64) of one kernel on flat arrays."""
+    positive ideal DCG), gradient and Hessian diagonal (float64) of one kernel on flat arrays.
+    ``value=False``: the caller does not need the values; kernels that can skip them (the
+    LambdaMART pair loop) leave them at 0."""
     s = np.ascontiguousarray(s, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
     off = np.ascontiguousarray(off, dtype=np.int64)
@@ -644,6 +646,7 @@ def run(kernel: EngineKernel, s, y, off, w=None, n_jobs=None):
     v = y if kernel.utilities is None else np.ascontiguousarray(kernel.utilities(y), dtype=np.float64)
     for check in kernel.v_checks:
         check(v)
+    params = kernel.params[:-1] + (bool(value),) if kernel.value_last else kernel.params
     nq = len(off) - 1
     out_v = np.zeros(nq)
     out_ok = np.zeros(nq, dtype=np.bool_)
@@ -651,11 +654,11 @@ def run(kernel: EngineKernel, s, y, off, w=None, n_jobs=None):
     out_h = np.zeros(n)
     threads = min(n_threads(n_jobs), max(nq, 1))
     if threads <= 1 or n < 2_000:
-        kernel.batch(s, y, w, v, off, 0, nq, *kernel.params, out_v, out_ok, out_g, out_h)
+        kernel.batch(s, y, w, v, off, 0, nq, *params, out_v, out_ok, out_g, out_h)
     else:
         bounds = _chunks(off, kernel.pair_cost, 4 * threads)
         with ThreadPoolExecutor(threads) as ex:
-            list(ex.map(lambda k: kernel.batch(s, y, w, v, off, int(bounds[k]), int(bounds[k + 1]), *kernel.params,
+            list(ex.map(lambda k: kernel.batch(s, y, w, v, off, int(bounds[k]), int(bounds[k + 1]), *params,
                                                out_v, out_ok, out_g, out_h), range(len(bounds) - 1)))
     return out_v, out_ok, out_g, out_h
 
@@ -668,8 +671,8 @@ def pair_kernel(scheme, phi, *, sigma=1.0, scale=1.0, truncation_level=None, nor
     trunc = 0 if truncation_level is None else int(truncation_level)
     cost = 1 << 30 if trunc <= 0 else trunc
     return EngineKernel(_pair_batch, (int(scheme), int(phi), float(sigma), float(scale), trunc, bool(norm),
-                                      float(mu), bool(exp2)), cost, utilities, tuple(checks),
-                        tuple(v_checks))
+                                      float(mu), bool(exp2), True), cost, utilities, tuple(checks),
+                        tuple(v_checks), value_last=True)
 
 
 def listnet_kernel(tau):
