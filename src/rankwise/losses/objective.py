@@ -130,7 +130,7 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
         raise InputError(f"hess_floor must be positive; got {hess_floor}")
     kernel = sp.kernel(hyper) if sp.kernel is not None else None
     if kernel is not None:
-        vals, _, grad, hess = _engine.run(kernel, s_np, y_np, off, w_np, n_jobs)
+        vals, _, grad, hess = _engine.run(kernel, s_np, y_np, off, w_np, n_jobs, value=return_value)
         if gw is not None:
             vals = vals * gw
             row = np.repeat(gw, np.diff(off))
