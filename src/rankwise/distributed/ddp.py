@@ -576,4 +576,10 @@ if __name__ == "__main__":
     # run the function of the imported module (not of this ``__main__`` copy)
     from rankwise.distributed.ddp import main as _main
 
-    sys.exit(_main())
+    code = _main()
+    # The work is done (model saved, process group destroyed): leave without the interpreter's
+    # finalisation, during which torch/gloo's C++ threads were once seen to abort a finished rank
+    # ("terminate called without an active exception", SIGABRT) and so fail a successful torchrun.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
