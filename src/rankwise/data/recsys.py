@@ -365,7 +365,6 @@ def candidate_features(split: TimeSplit, cands: Candidates, items: Items | None 
     """
     F = split.train
     t_cut = split.cutoff_of(cands.user)
-    n = len(cands.user)
     if len(F) == 0:
         raise InputError("the training part of the split is empty; no feature can be computed")
     # compact item and user indices over everything involved (never index by raw id)

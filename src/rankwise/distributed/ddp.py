@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from rankwise.errors import InputError, RankwiseError, TrainingDivergedError
+from rankwise.errors import InputError, RankwiseError
 
 __all__ = ["fit_shard", "fit_ddp", "shard_bounds", "main"]
 

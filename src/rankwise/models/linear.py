@@ -314,8 +314,6 @@ class LinearRanker(_TorchRanker):
                 raise TrainingDivergedError("the training objective became non-finite; standardise the features")
             return f, g
 
-        from rankwise.models import persistence
-
         self.history_ = History() if resume is None else History(getattr(self, "_resumed_history", {}))
         for k in ("best_iteration_", "best_score_"):  # from a previous fit of this instance
             self.__dict__.pop(k, None)
