@@ -15,7 +15,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
-ORDER = ["bench_io", "bench_metrics", "bench_trec", "bench_losses", "bench_training", "bench_quality",
+ORDER = ["bench_io", "bench_metrics", "bench_trec", "bench_losses", "bench_training", "bench_training_quality", "bench_quality",
          "bench_models_speed", "bench_reduction_structured", "bench_recommendation", "bench_clicks", "bench_fuzz"]
 
 
