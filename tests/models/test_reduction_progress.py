@@ -76,3 +76,21 @@ def test_tqdm_disable_silences_it_on_a_terminal():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                          env={**os.environ, "TQDM_DISABLE": "1"}, check=True).stdout
     assert out == "''", out  # the same code without TQDM_DISABLE: test_bar_on_a_terminal_and_silent_otherwise
+
+
+def test_verbose_forces_the_bar_on_or_off(monkeypatch):
+    X, y, qid = _data(3)
+    pipe = io.StringIO()  # not a terminal, but verbose=True asks for the bar
+    monkeypatch.setattr("sys.stderr", pipe)
+    m = PairwiseReductionRanker(random_state=0, verbose=True).fit(X, y, qid=qid)
+    assert f"{m.n_pairs_:,} pairs built" in pipe.getvalue()
+    term = _Terminal()  # a terminal, but verbose=False hides it
+    monkeypatch.setattr("sys.stderr", term)
+    PairwiseReductionRanker(random_state=0, verbose=False).fit(X, y, qid=qid)
+    assert term.getvalue() == ""
+
+
+def test_verbose_is_checked():
+    X, y, qid = _data(4)
+    with pytest.raises(ValueError, match="verbose"):
+        PairwiseReductionRanker(verbose="yes").fit(X, y, qid=qid)

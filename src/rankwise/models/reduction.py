@@ -267,6 +267,9 @@ class PairwiseReductionRanker(BaseRanker):
         sparse ``X``), so that a scale-sensitive classifier (the default regularised
         LogisticRegression) sees comparable features; ``predict`` applies the same transform.
         With ``standardize=False`` and feature scales more than 1e6 apart, ``fit`` warns.
+    verbose : "auto" or bool
+        A progress bar while ``fit`` builds the training pairs: ``"auto"`` shows it only when
+        stderr is a terminal; True forces it (e.g. in a notebook), False hides it.
 
     Attributes
     ----------
@@ -293,10 +296,11 @@ class PairwiseReductionRanker(BaseRanker):
         "random_state": ["random_state"],
         "batch_size": [Interval("int", 1)],
         "standardize": ["boolean"],
+        "verbose": [Options("auto"), "boolean"],
     }
 
     def __init__(self, estimator=None, *, weights="none", pairs="all", pair_features="difference",
-                 inference="aggregate", random_state=None, batch_size=500_000, standardize=True):
+                 inference="aggregate", random_state=None, batch_size=500_000, standardize=True, verbose="auto"):
         self.estimator = estimator
         self.weights = weights
         self.pairs = pairs
@@ -305,6 +309,7 @@ class PairwiseReductionRanker(BaseRanker):
         self.random_state = random_state
         self.batch_size = batch_size
         self.standardize = standardize
+        self.verbose = verbose
 
     @property
     def _listwise_predict(self):
@@ -351,7 +356,7 @@ class PairwiseReductionRanker(BaseRanker):
         from rankwise.train.progress import pairs_with_progress  # a bar while the pairs are built (issue 16.11)
 
         u, v, yp = pairs_with_progress(make_pairs, data.y, data.offsets, pairs=self.pairs, random_state=seed,
-                                       verbose=getattr(self, "verbose", "auto"), desc=type(self).__name__)
+                                       verbose=self.verbose, desc=type(self).__name__)
         if len(u) == 0:
             raise InputError("no query has two rows with different labels, so there is no pair to learn from")
         sc = Standardizer.fit(data.X, bool(self.standardize))
