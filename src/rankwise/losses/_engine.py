@@ -151,61 +151,151 @@ def _phi_fast(kind, d, sigma, scale):
     return scale * f, -sigma * scale * d1, sigma * sigma * scale * sx * sxc
 
 
+# A logistic pair's sigmoid from per-item exponentials: with E_p = exp(σ (s_p - max s)),
+# sigmoid(-σ (s_i - s_j)) = E_j / (E_i + E_j), so a pair costs one division and no exp. Used where
+# every E_p of the query is a normal float (σ (max s - min s) <= _FAST_SPREAD); otherwise the
+# general loop (one exp per pair) keeps every digit at extreme scores.
+_FAST_SPREAD = 500.0
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+def _pair_weight_row(scheme, p, ys, ws, gain, inv_d, delta, inv_idcg, mu, wrow):
+    """``wrow[q]``, q > p: the weight of the pair (p, q) before phi (0 for equal labels), one
+    branch-free loop per scheme (the scheme is hoisted out of the loop over q)."""
+    n = np.uint64(len(ys))
+    p = np.uint64(p)  # unsigned indices: no negative-index wraparound, so LLVM vectorises the loops
+    yp = ys[p]
+    wp = ws[p]
+    if scheme == W_NONE:
+        for q in range(p + np.uint64(1), n):
+            wrow[q] = wp * ws[q] * (1.0 if yp != ys[q] else 0.0)
+    elif scheme == W_LABEL:
+        for q in range(p + np.uint64(1), n):
+            wrow[q] = wp * ws[q] * abs(yp - ys[q])
+    else:
+        c = wp * inv_idcg
+        gp = gain[p]
+        dp = inv_d[p]
+        if scheme == W_NDCG or scheme == W_LL_LAMBDARANK:
+            for q in range(p + np.uint64(1), n):
+                wrow[q] = c * ws[q] * (abs(gp - gain[q]) * abs(dp - inv_d[q]))
+        elif scheme == W_LL_NDCG1:
+            gdp = gp * dp
+            for q in range(p + np.uint64(1), n):
+                yq = ys[q]
+                hi = gdp if yp > yq else gain[q] * inv_d[q]
+                wrow[q] = c * ws[q] * (hi if yp != yq else 0.0)
+        elif scheme == W_LL_NDCG2:
+            for q in range(p + np.uint64(1), n):
+                wrow[q] = c * ws[q] * (delta[q - p] * abs(gp - gain[q]))
+        else:  # W_LL_NDCG2PP
+            for q in range(p + np.uint64(1), n):
+                dg = abs(gp - gain[q])
+                wrow[q] = c * ws[q] * (mu * delta[q - p] * dg + dg * abs(dp - inv_d[q]))
+
+
+@njit(cache=True, nogil=True, boundscheck=False, fastmath={"reassoc", "contract"}, error_model="numpy")
+def _logistic_row(p, ss, ys, ex, wrow, sigma, scale, norm, gs, hs):
+    """The logistic pairs (p, q > p) of one row: adds to gs/hs[q], returns the sums for item p and
+    Σ 2|λ|. Branch-free over q, so that LLVM vectorises it (reassociated sums: the order is fixed
+    by the compiled loop, the same for every thread count; unsigned indices and numpy's division
+    error model, so that no negative-index wraparound or zero-division check stops it)."""
+    n = np.uint64(len(ss))
+    p = np.uint64(p)
+    sp = ss[p]
+    yp = ys[p]
+    ep = ex[p]
+    a1 = -sigma * scale
+    a2 = sigma * sigma * scale
+    g_p = 0.0
+    h_p = 0.0
+    sl = 0.0
+    for q in range(p + np.uint64(1), n):
+        yq = ys[q]
+        sgn = (1.0 if yp > yq else 0.0) - (1.0 if yp < yq else 0.0)  # +1: p is the better-labelled item
+        eq = ex[q]
+        d = sgn * (sp - ss[q])  # s_i - s_j, i the better-labelled item
+        c = (0.01 + abs(d)) if norm else 1.0  # LightGBM's normalisation: wt / (0.01 + |d|)
+        e = ep + eq
+        inv = 1.0 / (e * c)
+        w = wrow[q]
+        sx = w * (eq if yp > yq else ep) * inv  # wt sigmoid(x), x = -σ d
+        sxc = (ep if yp > yq else eq) * c * inv  # sigmoid(-x)
+        d1 = w * e * inv if -sigma * d > 20.0 else sx  # torch's softplus: slope exactly 1 beyond 20
+        l1 = a1 * d1
+        l2 = a2 * sx * sxc
+        g_p += sgn * l1
+        gs[q] -= sgn * l1
+        h_p += l2
+        hs[q] += l2
+        sl += 2.0 * abs(l1)
+    return g_p, h_p, sl
+
+
 @njit(cache=True, nogil=True, boundscheck=False)
-def _lambdarank_pairs(ss, ys, ws, gain, inv_d, inv_idcg, sigma, scale, top, norm, want_value, gs, hs):
-    """The ΔNDCG-weighted logistic pairs of ``_pair_query`` (LambdaMART, the hot path), with the
-    scheme and phi branches taken out of the loop and one exponential per pair shared by the
-    value, phi' and phi''; same formulas and summation order as the general loop. Without
-    ``want_value`` the value (a log1p per pair, about a third of the loop's time) is left at 0."""
+def _logistic_row_value(p, ss, ys, ex, wrow, sigma, scale, norm):
+    """The value of the same row: Σ wt softplus(x), softplus(x) = log1p(E_j / E_i) (x = -σ d)."""
     n = len(ss)
+    sp = ss[p]
+    yp = ys[p]
+    ep = ex[p]
+    value = 0.0
+    for q in range(p + 1, n):
+        yq = ys[q]
+        if yp == yq or wrow[q] == 0.0:
+            continue
+        if yp > yq:
+            d = sp - ss[q]
+            r = ex[q] / ep
+        else:
+            d = ss[q] - sp
+            r = ep / ex[q]
+        x = -sigma * d
+        wt = wrow[q] / (0.01 + abs(d)) if norm else wrow[q]
+        value += wt * (scale * (x if x > 20.0 else math.log1p(r)))
+    return value
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _logistic_pairs(scheme, ss, ys, ws, gain, inv_d, delta, inv_idcg, mu, sigma, scale, top, norm, want_value,
+                    gs, hs):
+    """Every weighted logistic pair of a query whose scores span at most ``_FAST_SPREAD / σ``:
+    the weights of a row, then its pairs from the per-item exponentials (one division per pair
+    instead of an exp, a log1p and a division), then, only with ``want_value``, its values."""
+    n = len(ss)
+    m = ss[0]
+    ex = np.empty(n)
+    for p in range(n):
+        ex[p] = math.exp(sigma * (ss[p] - m))
+    wrow = np.empty(n)
     value = 0.0
     sum_lambda = 0.0
     for p in range(top):
-        yp = ys[p]
-        sp = ss[p]
-        wp = ws[p]
-        gp = gain[p]
-        dp = inv_d[p]
-        for q in range(p + 1, n):
-            yq = ys[q]
-            if yp == yq:
-                continue
-            if yp > yq:
-                i, j = p, q
-                d = sp - ss[q]
-            else:
-                i, j = q, p
-                d = ss[q] - sp
-            wt = wp * ws[q] * (abs(gp - gain[q]) * abs(dp - inv_d[q])) * inv_idcg
-            if wt == 0.0:
-                continue
-            if norm:
-                wt = wt / (0.01 + abs(d))
-            x = -sigma * d
-            e = math.exp(-abs(x))
-            inv = 1.0 / (1.0 + e)
-            if x >= 0.0:
-                sx = inv
-                sxc = e * inv
-            else:
-                sx = e * inv
-                sxc = inv
-            d1 = 1.0 if x > 20.0 else sx
-            if want_value:
-                f = x if x > 20.0 else max(x, 0.0) + math.log1p(e)
-                value += wt * (scale * f)
-            l1 = wt * (-sigma * scale * d1)
-            l2 = wt * (sigma * sigma * scale * sx * sxc)
-            gs[i] += l1
-            gs[j] -= l1
-            hs[i] += l2
-            hs[j] += l2
-            sum_lambda += 2.0 * abs(l1)
+        _pair_weight_row(scheme, p, ys, ws, gain, inv_d, delta, inv_idcg, mu, wrow)
+        g_p, h_p, sl = _logistic_row(p, ss, ys, ex, wrow, sigma, scale, norm, gs, hs)
+        gs[p] += g_p
+        hs[p] += h_p
+        sum_lambda += sl
+        if want_value:
+            value += _logistic_row_value(p, ss, ys, ex, wrow, sigma, scale, norm)
     return value, sum_lambda
 
 
 @njit(cache=True, nogil=True)
-def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, want_value, g, h):
+def _discounts(n):
+    """1/log2(2 + p) for positions p < n, and δ(k) = |1/log2(1 + k) - 1/log2(2 + k)| for 1 <= k < n."""
+    inv_d = np.empty(n + 1)
+    for p in range(n + 1):
+        inv_d[p] = 1.0 / math.log2(2.0 + p)
+    delta = np.zeros(n + 1)
+    for k in range(1, n):
+        delta[k] = abs(inv_d[k - 1] - inv_d[k])
+    return inv_d[:n], delta
+
+
+@njit(cache=True, nogil=True)
+def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, want_value, g, h, inv_d_all,
+                delta_all):
     """One query of a pair-form loss: returns (value, counts) and fills g, h (zeroed by the caller).
 
     Pairs: y_i > y_j (``W_OP``: every ordered pair i != j, weight v_i), visited in the order of
@@ -214,7 +304,11 @@ def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, wa
     weight of a pair (i above j in the label order) before item weights and 1/maxDCG:
     ``W_NDCG``/``W_LL_LAMBDARANK``: |G_i - G_j| |1/D_i - 1/D_j|; ``W_LL_NDCG1``: G_i / D_i;
     ``W_LL_NDCG2``: δ(|r_i - r_j|) |G_i - G_j|; ``W_LL_NDCG2PP``: μ NDCG2 + LambdaRank;
-    ``W_LABEL``: y_i - y_j; ``W_NONE``: 1."""
+    ``W_LABEL``: y_i - y_j; ``W_NONE``: 1. ``inv_d_all``, ``delta_all``: the discount tables of
+    :func:`_discounts` for at least n positions.
+
+    The logistic pairs (all but ``W_OP``) run on :func:`_logistic_pairs` where the query's score
+    spread allows it, the other pairs on the general loop below (one ``_phi_fast`` per pair)."""
     n = len(s)
     if n < 2:
         return 0.0, False
@@ -248,19 +342,15 @@ def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, wa
         if not idcg > 0.0:
             return 0.0, True
         inv_idcg = 1.0 / idcg
-        inv_d = np.empty(n)
-        delta = np.empty(n + 1)
-        for p in range(n):
-            inv_d[p] = 1.0 / math.log2(2.0 + p)
-        for k in range(1, n + 1):
-            delta[k] = abs(1.0 / math.log2(1.0 + k) - 1.0 / math.log2(2.0 + k))
+        inv_d = inv_d_all[:n]
+        delta = delta_all
     all_equal = ss[0] == ss[n - 1]
     top = n if trunc <= 0 else min(trunc, n)
     value = 0.0
     sum_lambda = 0.0
-    if phi == PHI_LOGISTIC and (scheme == W_NDCG or scheme == W_LL_LAMBDARANK):
-        value, sum_lambda = _lambdarank_pairs(ss, ys, ws, gain, inv_d, inv_idcg, sigma, scale, top,
-                                              norm and not all_equal, want_value, gs, hs)
+    if phi == PHI_LOGISTIC and scheme != W_OP and sigma * (ss[0] - ss[n - 1]) <= _FAST_SPREAD:
+        value, sum_lambda = _logistic_pairs(scheme, ss, ys, ws, gain, inv_d, delta, inv_idcg, mu, sigma, scale, top,
+                                            norm and not all_equal, want_value, gs, hs)
         top = 0
     for p in range(top):
         for q in range(p + 1, n):
@@ -310,10 +400,14 @@ def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, wa
 @njit(cache=True, nogil=True)
 def _pair_batch(s, y, w, v, off, q0, q1, scheme, phi, sigma, scale, trunc, norm, mu, exp2, want_value, out_v, out_ok,
                 out_g, out_h):
+    longest = 0
+    for q in range(q0, q1):
+        longest = max(longest, off[q + 1] - off[q])
+    inv_d, delta = _discounts(longest)  # once per batch, not per query
     for q in range(q0, q1):
         a, b = off[q], off[q + 1]
         out_v[q], out_ok[q] = _pair_query(s[a:b], y[a:b], w[a:b], v[a:b], scheme, phi, sigma, scale, trunc, norm,
-                                          mu, exp2, want_value, out_g[a:b], out_h[a:b])
+                                          mu, exp2, want_value, out_g[a:b], out_h[a:b], inv_d, delta)
 
 
 # ------------------------------------------------------------------------------------- listwise
