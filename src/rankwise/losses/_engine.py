@@ -264,28 +264,28 @@ def _logistic_row(p, ss, ys, ex, wrow, sigma, scale, norm, gs, hs):
     return g_p, h_p, sl
 
 
-@njit(cache=True, nogil=True, boundscheck=False)
+@njit(cache=True, nogil=True, boundscheck=False, fastmath={"reassoc", "contract"}, error_model="numpy")
 def _logistic_row_value(p, ss, ys, ex, wrow, sigma, scale, norm):
-    """The value of the same row: Σ wt softplus(x), softplus(x) = log1p(E_j / E_i) (x = -σ d)."""
-    n = len(ss)
+    """The value of the same row: Σ wt softplus(x), x = -σ d, with softplus(x) = log(E_i + E_j) -
+    log E_i (log E_i = σ (s_i - max s), known) below torch's threshold 20 and x above it: one log
+    per pair, no exp, no division but the normalisation's."""
+    n = np.uint64(len(ss))
+    p = np.uint64(p)
     sp = ss[p]
     yp = ys[p]
     ep = ex[p]
+    m = ss[0]
     value = 0.0
-    for q in range(p + 1, n):
+    for q in range(p + np.uint64(1), n):
         yq = ys[q]
-        if yp == yq or wrow[q] == 0.0:
-            continue
-        if yp > yq:
-            d = sp - ss[q]
-            r = ex[q] / ep
-        else:
-            d = ss[q] - sp
-            r = ep / ex[q]
+        sq = ss[q]
+        d = sp - sq if yp > yq else sq - sp
         x = -sigma * d
-        wt = wrow[q] / (0.01 + abs(d)) if norm else wrow[q]
-        value += wt * (scale * (x if x > 20.0 else math.log1p(r)))
-    return value
+        log_hi = sigma * ((sp if yp > yq else sq) - m)
+        f = x if x > 20.0 else math.log(ep + ex[q]) - log_hi
+        c = (0.01 + abs(d)) if norm else 1.0
+        value += (wrow[q] / c) * f
+    return value * scale
 
 
 @njit(cache=True, nogil=True, boundscheck=False)
