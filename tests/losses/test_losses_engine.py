@@ -289,3 +289,32 @@ def test_logistic_pairs_on_either_side_of_the_exponential_form_equal_autograd(na
     np.testing.assert_allclose(h, np.maximum(want_h, 1e-300), rtol=1e-9, atol=1e-10 * max(1.0, float(np.abs(want_g).max())))
     g0, h0 = grad_hess(name, s, y, off, weights=w, hess_floor=1e-300, **hyper)
     assert np.array_equal(g0, g) and np.array_equal(h0, h)  # the value pass leaves the gradient alone
+
+
+@pytest.mark.parametrize("name,hyper", [("ranknet", {"pair_weights": "delta_label"}),
+                                        ("lambdaloss", {"weighting": "ndcg2", "gain": "linear"}),
+                                        ("lambdaloss", {"weighting": "ndcg1", "gain": "linear", "norm": True}),
+                                        ("ranknet", {"pair_weights": "delta_ndcg", "gain": "linear"})])
+@pytest.mark.parametrize("labels", ["real", "large grades", "negative"])
+def test_untruncated_pairs_grouped_by_label_equal_autograd_for_any_labels(name, hyper, labels):
+    """Untruncated pair losses visit the items grouped by label (a count per grade for grades
+    0..63, a stable sort otherwise), skipping the pairs of equal labels; both groupings equal the
+    autograd definition, with ties among the labels and the scores."""
+    rng = np.random.default_rng(7)
+    sizes = np.array([12, 1, 0, 17, 5])
+    off = np.concatenate(([0], np.cumsum(sizes)))
+    n = off[-1]
+    if labels == "real":
+        y = rng.choice([0.0, 0.25, 1.5, 2.75], n)
+    elif labels == "large grades":
+        y = rng.choice([0.0, 3.0, 70.0, 200.0], n)
+    else:
+        y = rng.choice([-1.0, 0.0, 2.0], n)
+    s = np.round(rng.normal(size=n) * 2) / 2
+    w = rng.uniform(0.5, 1.5, n)
+    g, h, value = grad_hess(name, s, y, off, weights=w, return_value=True, hess_floor=1e-300, **hyper)
+    want_value, want_g = _autograd(name, hyper, s, y, off, w)
+    np.testing.assert_allclose(value, want_value, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(g, want_g, rtol=1e-10, atol=1e-10 * max(1.0, float(np.abs(want_g).max())))
+    _, want_h, _ = _objective._torch_grad_hess(spec(name), hyper, s, y, off, w, None, False)
+    np.testing.assert_allclose(h, np.maximum(want_h, 1e-300), rtol=1e-9, atol=1e-12)
