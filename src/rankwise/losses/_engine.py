@@ -17,7 +17,11 @@ continuation of the exponential beyond 50, same thresholds as ``torch.nn.functio
 
 Pair-form kernels enumerate pairs as LightGBM's lambdarank does: the query's items are sorted by
 score once, and with a truncation level T only pairs with at least one item among the top T
-positions are visited -- O(n log n + n T) time per query, O(n) memory.
+positions are visited -- O(n log n + n T) time per query, O(n) memory. Without truncation the
+logistic pairs are visited with the items grouped by label, only pairs of different labels.
+A logistic pair's sigmoid comes from per-item exponentials E_p = exp(σ (s_p - max s)):
+sigmoid(-σ (s_i - s_j)) = E_j / (E_i + E_j), one division per pair and no exp, in branch-free
+loops that LLVM vectorises; the value (log(E_i + E_j) - log E_i, a log per pair) only when asked.
 
 References
 ----------
