@@ -126,8 +126,8 @@ def test_history_records_the_training_objective_of_each_round(backend):
 
 @pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
 def test_loss_every_records_the_loss_every_k_rounds_and_computes_it_only_then(backend, monkeypatch, tmp_path):
-    """Before: the objective computed the loss value every round for ``history_`` (about a quarter
-    of a LambdaMART round); LightGBM computes no training metric unless asked. Now the value is
+    """Before: the objective computed the loss value every round for ``history_`` (a quarter of a
+    LambdaMART round then); LightGBM computes no training metric unless asked. Now the value is
     computed and recorded in rounds 0, k, 2k, ... only, counted across a resume, and the trees do
     not depend on it."""
     from rankwise.losses import _engine

@@ -102,8 +102,8 @@ class GBDTRanker(BaseRanker):
         Record the training loss in ``history_`` every ``loss_every`` rounds (rounds 0, k, 2k,
         ...; ``None`` in between), as LightGBM's ``metric_freq``; ``None``: never (LightGBM's
         default, which computes no training metric unless asked). The objective computes the
-        loss value only in the rounds that record it: the value costs about a quarter of a
-        LambdaMART round (a ``log1p`` per pair), the gradient and Hessian alone do not need it.
+        loss value only in the rounds that record it: for the pair losses the value (a ``log`` per
+        pair) costs about as much as the gradient and Hessian together, which do not need it.
         *Changed*: the loss used to be computed and recorded every round (now ``loss_every=1``).
 
     Attributes
