@@ -260,3 +260,61 @@ def test_lambdarank_without_the_value_gives_the_same_gradient_and_hessian():
     g0, h0 = grad_hess("lambdarank", s, y, off)
     g1, h1, value = grad_hess("lambdarank", s, y, off, return_value=True)
     assert np.array_equal(g0, g1) and np.array_equal(h0, h1) and value > 0
+
+
+@pytest.mark.parametrize("name,hyper", [("ranknet", {"pair_weights": "delta_ndcg", "norm": True}),
+                                        ("lambdaloss", {"weighting": "ndcg1", "sigma": 2.0}),
+                                        ("lambdaloss", {"weighting": "ndcg2pp", "truncation_level": 3}),
+                                        ("ranknet", {"pair_weights": "delta_label"})])
+@pytest.mark.parametrize("spread", [60.0, 499.0, 501.0, 2000.0])
+def test_logistic_pairs_on_either_side_of_the_exponential_form_equal_autograd(name, hyper, spread):
+    """The logistic pair loop computes a pair's sigmoid from per-item exponentials
+    exp(σ (s_p - max s)) where the query's σ-scaled score spread is at most 500 (every one a normal
+    float) and falls back to one exp per pair beyond; both sides, and the x > 20 branch of torch's
+    softplus inside the spread, equal the autograd definition."""
+    rng = np.random.default_rng(int(spread))
+    sizes = np.array([9, 14, 2, 11])
+    off = np.concatenate(([0], np.cumsum(sizes)))
+    sigma = hyper.get("sigma", 1.0)
+    s = rng.uniform(-0.5, 0.5, off[-1]) * spread / sigma
+    s[off[:-1]] = -0.5 * spread / sigma  # each list spans the whole spread
+    s[off[:-1] + 1] = 0.5 * spread / sigma
+    y = rng.integers(0, 4, off[-1]).astype(float)
+    w = rng.uniform(0.5, 1.5, off[-1])
+    g, h, value = grad_hess(name, s, y, off, weights=w, return_value=True, hess_floor=1e-300, **hyper)
+    want_value, want_g = _autograd(name, hyper, s, y, off, w)
+    np.testing.assert_allclose(value, want_value, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(g, want_g, rtol=1e-10, atol=1e-10 * max(1.0, float(np.abs(want_g).max())))
+    _, want_h, _ = _objective._torch_grad_hess(spec(name), hyper, s, y, off, w, None, False)
+    np.testing.assert_allclose(h, np.maximum(want_h, 1e-300), rtol=1e-9, atol=1e-10 * max(1.0, float(np.abs(want_g).max())))
+    g0, h0 = grad_hess(name, s, y, off, weights=w, hess_floor=1e-300, **hyper)
+    assert np.array_equal(g0, g) and np.array_equal(h0, h)  # the value pass leaves the gradient alone
+
+
+@pytest.mark.parametrize("name,hyper", [("ranknet", {"pair_weights": "delta_label"}),
+                                        ("lambdaloss", {"weighting": "ndcg2", "gain": "linear"}),
+                                        ("lambdaloss", {"weighting": "ndcg1", "gain": "linear", "norm": True}),
+                                        ("ranknet", {"pair_weights": "delta_ndcg", "gain": "linear"})])
+@pytest.mark.parametrize("labels", ["real", "large grades", "negative"])
+def test_untruncated_pairs_grouped_by_label_equal_autograd_for_any_labels(name, hyper, labels):
+    """Untruncated pair losses visit the items grouped by label (a count per grade for grades
+    0..63, a stable sort otherwise), skipping the pairs of equal labels; both groupings equal the
+    autograd definition, with ties among the labels and the scores."""
+    rng = np.random.default_rng(7)
+    sizes = np.array([12, 1, 0, 17, 5])
+    off = np.concatenate(([0], np.cumsum(sizes)))
+    n = off[-1]
+    if labels == "real":
+        y = rng.choice([0.0, 0.25, 1.5, 2.75], n)
+    elif labels == "large grades":
+        y = rng.choice([0.0, 3.0, 70.0, 200.0], n)
+    else:
+        y = rng.choice([-1.0, 0.0, 2.0], n)
+    s = np.round(rng.normal(size=n) * 2) / 2
+    w = rng.uniform(0.5, 1.5, n)
+    g, h, value = grad_hess(name, s, y, off, weights=w, return_value=True, hess_floor=1e-300, **hyper)
+    want_value, want_g = _autograd(name, hyper, s, y, off, w)
+    np.testing.assert_allclose(value, want_value, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(g, want_g, rtol=1e-10, atol=1e-10 * max(1.0, float(np.abs(want_g).max())))
+    _, want_h, _ = _objective._torch_grad_hess(spec(name), hyper, s, y, off, w, None, False)
+    np.testing.assert_allclose(h, np.maximum(want_h, 1e-300), rtol=1e-9, atol=1e-12)

@@ -105,7 +105,8 @@ def test_history_records_the_training_objective_of_each_round(backend):
     import torch
 
     X, y, qid = make_data(n_queries=20, list_len=6)
-    m = GBDTRanker("listnet", backend=backend, n_estimators=5, learning_rate=0.3, random_state=0).fit(X, y, qid=qid)
+    m = GBDTRanker("listnet", backend=backend, n_estimators=5, learning_rate=0.3, random_state=0,
+                   loss_every=1).fit(X, y, qid=qid)
     loss = m.history_["loss"]
     assert len(loss) == 5 and m.history_["iteration"] == list(range(5))
 
@@ -121,6 +122,46 @@ def test_history_records_the_training_objective_of_each_round(backend):
     assert loss[-1] < loss[0]
     native = GBDTRanker("native:lambdarank", n_estimators=3, min_child_samples=5, random_state=0).fit(X, y, qid=qid)
     assert "loss" not in native.history_  # the library's own objective: no rankwise loss to record
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_loss_every_records_the_loss_every_k_rounds_and_computes_it_only_then(backend, monkeypatch, tmp_path):
+    """Before: the objective computed the loss value every round for ``history_`` (a quarter of a
+    LambdaMART round then); LightGBM computes no training metric unless asked. Now the value is
+    computed and recorded in rounds 0, k, 2k, ... only, counted across a resume, and the trees do
+    not depend on it."""
+    from rankwise.losses import _engine
+
+    calls = []
+    real = _engine.run
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("value", True))
+        return real(*args, **kwargs)
+    monkeypatch.setattr(_engine, "run", spy)
+    X, y, qid = make_data(n_queries=20, list_len=6)
+    every = GBDTRanker("lambdarank", backend=backend, n_estimators=7, random_state=0, loss_every=1).fit(X, y, qid=qid)
+    assert calls == [True] * 7
+    calls.clear()
+    m = GBDTRanker("lambdarank", backend=backend, n_estimators=7, random_state=0, loss_every=3).fit(X, y, qid=qid)
+    assert calls == [True, False, False, True, False, False, True]  # the value only where it is recorded
+    loss = m.history_["loss"]
+    assert [v is not None for v in loss] == [True, False, False, True, False, False, True]
+    assert [loss[k] for k in (0, 3, 6)] == [every.history_["loss"][k] for k in (0, 3, 6)]
+    np.testing.assert_array_equal(m.predict(X), every.predict(X))
+    calls.clear()
+    never = GBDTRanker("lambdarank", backend=backend, n_estimators=4, random_state=0, loss_every=None).fit(X, y, qid=qid)
+    assert calls == [False] * 4 and "loss" not in never.history_ and len(never.history_) == 4
+    default = GBDTRanker("lambdarank", backend=backend, n_estimators=12, random_state=0).fit(X, y, qid=qid)
+    assert [k for k, v in enumerate(default.history_["loss"]) if v is not None] == [0, 10]
+    ck = tmp_path / "ck.npz"  # a resumed fit counts rounds from the start of the whole fit
+    GBDTRanker("lambdarank", backend=backend, n_estimators=4, random_state=0, loss_every=3).fit(
+        X, y, qid=qid, checkpoint=ck, checkpoint_every=4)
+    resumed = GBDTRanker("lambdarank", backend=backend, n_estimators=7, random_state=0, loss_every=3).fit(
+        X, y, qid=qid, resume=ck)
+    assert [v is not None for v in resumed.history_["loss"]] == [True, False, False, True, False, False, True]
+    with pytest.raises(InputError, match="loss_every"):
+        GBDTRanker("lambdarank", loss_every=0).fit(X, y, qid=qid)
 
 
 @pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])

@@ -17,7 +17,11 @@ continuation of the exponential beyond 50, same thresholds as ``torch.nn.functio
 
 Pair-form kernels enumerate pairs as LightGBM's lambdarank does: the query's items are sorted by
 score once, and with a truncation level T only pairs with at least one item among the top T
-positions are visited -- O(n log n + n T) time per query, O(n) memory.
+positions are visited -- O(n log n + n T) time per query, O(n) memory. Without truncation the
+logistic pairs are visited with the items grouped by label, only pairs of different labels.
+A logistic pair's sigmoid comes from per-item exponentials E_p = exp(σ (s_p - max s)):
+sigmoid(-σ (s_i - s_j)) = E_j / (E_i + E_j), one division per pair and no exp, in branch-free
+loops that LLVM vectorises; the value (log(E_i + E_j) - log E_i, a log per pair) only when asked.
 
 References
 ----------
@@ -110,7 +114,13 @@ def _gains(y, exp2):
     g = np.empty(n)
     top = 0.0
     for i in range(n):
-        g[i] = (2.0 ** y[i] - 1.0) if exp2 else y[i]
+        yi = y[i]
+        if not exp2:
+            g[i] = yi
+        elif 0.0 <= yi < 64.0 and yi == math.floor(yi):
+            g[i] = math.ldexp(1.0, int(yi)) - 1.0  # = 2.0 ** yi - 1 for a grade, without pow
+        else:
+            g[i] = 2.0 ** yi - 1.0
         if g[i] > top:
             top = g[i]
     if top > 0.0:
@@ -128,6 +138,32 @@ def _ideal_dcg(g, k):
     total = 0.0
     for p in range(kk):
         total += gs[p] / math.log2(2.0 + p)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _ideal_dcg_graded(y, g, k, inv_d):
+    """``_ideal_dcg(g, k)`` for gains ``g`` of labels ``y`` (any order) with the discount table
+    ``inv_d`` (reciprocals): where every label is a grade 0..63 the gains in decreasing order are a count per
+    grade (no sort; the same terms in the same order), otherwise the sort."""
+    n = len(y)
+    counts = np.zeros(64, dtype=np.int64)
+    gain_of = np.zeros(64)
+    for i in range(n):
+        yi = y[i]
+        if not (0.0 <= yi < 64.0 and yi == math.floor(yi)):
+            return _ideal_dcg(g, k)
+        counts[int(yi)] += 1
+        gain_of[int(yi)] = g[i]
+    kk = n if k <= 0 else min(k, n)
+    total = 0.0
+    p = 0
+    for grade in range(63, -1, -1):
+        for _ in range(counts[grade]):
+            if p >= kk:
+                return total
+            total += gain_of[grade] * inv_d[p]
+            p += 1
     return total
 
 
@@ -151,61 +187,232 @@ def _phi_fast(kind, d, sigma, scale):
     return scale * f, -sigma * scale * d1, sigma * sigma * scale * sx * sxc
 
 
-@njit(cache=True, nogil=True, boundscheck=False)
-def _lambdarank_pairs(ss, ys, ws, gain, inv_d, inv_idcg, sigma, scale, top, norm, want_value, gs, hs):
-    """The ΔNDCG-weighted logistic pairs of ``_pair_query`` (LambdaMART, the hot path), with the
-    scheme and phi branches taken out of the loop and one exponential per pair shared by the
-    value, phi' and phi''; same formulas and summation order as the general loop. Without
-    ``want_value`` the value (a log1p per pair, about a third of the loop's time) is left at 0."""
-    n = len(ss)
-    value = 0.0
-    sum_lambda = 0.0
-    for p in range(top):
-        yp = ys[p]
-        sp = ss[p]
-        wp = ws[p]
+# A logistic pair's sigmoid from per-item exponentials: with E_p = exp(σ (s_p - max s)),
+# sigmoid(-σ (s_i - s_j)) = E_j / (E_i + E_j), so a pair costs one division and no exp. Used where
+# every E_p of the query is a normal float (σ (max s - min s) <= _FAST_SPREAD); otherwise the
+# general loop (one exp per pair) keeps every digit at extreme scores.
+_FAST_SPREAD = 500.0
+
+
+@njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+def _pair_weight_row(scheme, p, start, ys, ws, gain, inv_d, pos, delta, inv_idcg, mu, wrow, by_position):
+    """``wrow[q]``, q >= start: the weight of the pair (p, q) before phi (0 for equal labels), one
+    branch-free loop per scheme (the scheme is hoisted out of the loop over q). ``inv_d``: each
+    item's discount, ``pos``: its position in the ranking (``delta`` is indexed by the distance;
+    ``by_position``: the items are in ranking order, the distance is q - p)."""
+    n = np.uint64(len(ys))
+    p = np.uint64(p)  # unsigned indices: no negative-index wraparound, so LLVM vectorises the loops
+    start = np.uint64(start)
+    pp = 0 if by_position else pos[p]
+    yp = ys[p]
+    wp = ws[p]
+    if scheme == W_NONE:
+        for q in range(start, n):
+            wrow[q] = wp * ws[q] * (1.0 if yp != ys[q] else 0.0)
+    elif scheme == W_LABEL:
+        for q in range(start, n):
+            wrow[q] = wp * ws[q] * abs(yp - ys[q])
+    else:
+        c = wp * inv_idcg
         gp = gain[p]
         dp = inv_d[p]
-        for q in range(p + 1, n):
-            yq = ys[q]
-            if yp == yq:
-                continue
-            if yp > yq:
-                i, j = p, q
-                d = sp - ss[q]
-            else:
-                i, j = q, p
-                d = ss[q] - sp
-            wt = wp * ws[q] * (abs(gp - gain[q]) * abs(dp - inv_d[q])) * inv_idcg
-            if wt == 0.0:
-                continue
-            if norm:
-                wt = wt / (0.01 + abs(d))
-            x = -sigma * d
-            e = math.exp(-abs(x))
-            inv = 1.0 / (1.0 + e)
-            if x >= 0.0:
-                sx = inv
-                sxc = e * inv
-            else:
-                sx = e * inv
-                sxc = inv
-            d1 = 1.0 if x > 20.0 else sx
+        if scheme == W_NDCG or scheme == W_LL_LAMBDARANK:
+            for q in range(start, n):
+                wrow[q] = c * ws[q] * (abs(gp - gain[q]) * abs(dp - inv_d[q]))
+        elif scheme == W_LL_NDCG1:
+            gdp = gp * dp
+            for q in range(start, n):
+                yq = ys[q]
+                hi = gdp if yp > yq else gain[q] * inv_d[q]
+                wrow[q] = c * ws[q] * (hi if yp != yq else 0.0)
+        elif scheme == W_LL_NDCG2 and by_position:
+            for q in range(start, n):
+                wrow[q] = c * ws[q] * (delta[q - p] * abs(gp - gain[q]))
+        elif scheme == W_LL_NDCG2:
+            for q in range(start, n):
+                wrow[q] = c * ws[q] * (delta[np.uint64(abs(pos[q] - pp))] * abs(gp - gain[q]))
+        elif by_position:  # W_LL_NDCG2PP
+            for q in range(start, n):
+                dg = abs(gp - gain[q])
+                wrow[q] = c * ws[q] * (mu * delta[q - p] * dg + dg * abs(dp - inv_d[q]))
+        else:
+            for q in range(start, n):
+                dg = abs(gp - gain[q])
+                wrow[q] = c * ws[q] * (mu * delta[np.uint64(abs(pos[q] - pp))] * dg + dg * abs(dp - inv_d[q]))
+
+
+@njit(cache=True, nogil=True, boundscheck=False, fastmath={"reassoc", "contract"}, error_model="numpy")
+def _logistic_row(p, start, ss, ys, ex, wrow, sigma, scale, norm, gs, hs):
+    """The logistic pairs (p, q >= start) of one row: adds to gs/hs[q], returns the sums for item p and
+    Σ 2|λ|. Branch-free over q, so that LLVM vectorises it (reassociated sums: the order is fixed
+    by the compiled loop, the same for every thread count; unsigned indices and numpy's division
+    error model, so that no negative-index wraparound or zero-division check stops it)."""
+    n = np.uint64(len(ss))
+    p = np.uint64(p)
+    sp = ss[p]
+    yp = ys[p]
+    ep = ex[p]
+    a1 = -sigma * scale
+    a2 = sigma * sigma * scale
+    g_p = 0.0
+    h_p = 0.0
+    sl = 0.0
+    for q in range(np.uint64(start), n):
+        yq = ys[q]
+        sgn = (1.0 if yp > yq else 0.0) - (1.0 if yp < yq else 0.0)  # +1: p is the better-labelled item
+        eq = ex[q]
+        d = sgn * (sp - ss[q])  # s_i - s_j, i the better-labelled item
+        c = (0.01 + abs(d)) if norm else 1.0  # LightGBM's normalisation: wt / (0.01 + |d|)
+        e = ep + eq
+        inv = 1.0 / (e * c)
+        w = wrow[q]
+        sx = w * (eq if yp > yq else ep) * inv  # wt sigmoid(x), x = -σ d
+        sxc = (ep if yp > yq else eq) * c * inv  # sigmoid(-x)
+        d1 = w * e * inv if -sigma * d > 20.0 else sx  # torch's softplus: slope exactly 1 beyond 20
+        l1 = a1 * d1
+        l2 = a2 * sx * sxc
+        g_p += sgn * l1
+        gs[q] -= sgn * l1
+        h_p += l2
+        hs[q] += l2
+        sl += 2.0 * abs(l1)
+    return g_p, h_p, sl
+
+
+@njit(cache=True, nogil=True, boundscheck=False, fastmath={"reassoc", "contract"}, error_model="numpy")
+def _logistic_row_value(p, start, m, ss, ys, ex, wrow, sigma, scale, norm):
+    """The value of the same row: Σ wt softplus(x), x = -σ d, with softplus(x) = log(E_i + E_j) -
+    log E_i (log E_i = σ (s_i - m), m = max s, known) below torch's threshold 20 and x above it:
+    one log per pair, no exp, no division but the normalisation's."""
+    n = np.uint64(len(ss))
+    p = np.uint64(p)
+    sp = ss[p]
+    yp = ys[p]
+    ep = ex[p]
+    value = 0.0
+    for q in range(np.uint64(start), n):
+        yq = ys[q]
+        sq = ss[q]
+        d = sp - sq if yp > yq else sq - sp
+        x = -sigma * d
+        log_hi = sigma * ((sp if yp > yq else sq) - m)
+        f = x if x > 20.0 else math.log(ep + ex[q]) - log_hi
+        c = (0.01 + abs(d)) if norm else 1.0
+        value += (wrow[q] / c) * f
+    return value * scale
+
+
+@njit(cache=True, nogil=True)
+def _label_groups(ys):
+    """Items stably grouped by decreasing label (a count per grade where every label is a grade
+    0..63, a stable sort otherwise) and, for each grouped item, where its group ends."""
+    n = len(ys)
+    graded = True
+    for i in range(n):
+        if not (0.0 <= ys[i] < 64.0 and ys[i] == math.floor(ys[i])):
+            graded = False
+            break
+    if graded:
+        first = np.zeros(65, dtype=np.int64)  # grade 63 first
+        for i in range(n):
+            first[64 - int(ys[i])] += 1
+        for k in range(1, 65):
+            first[k] += first[k - 1]
+        order = np.empty(n, dtype=np.int64)
+        for i in range(n):
+            k = 63 - int(ys[i])
+            order[first[k]] = i
+            first[k] += 1
+    else:
+        order = np.argsort(-ys, kind="mergesort")
+    ends = np.empty(n, dtype=np.int64)
+    end = n
+    for a in range(n - 1, -1, -1):
+        if a < n - 1 and ys[order[a]] != ys[order[a + 1]]:
+            end = a + 1
+        ends[a] = end
+    return order, ends
+
+
+@njit(cache=True, nogil=True, boundscheck=False)
+def _logistic_pairs(scheme, ss, ys, ws, gain, inv_d, delta, inv_idcg, mu, sigma, scale, top, norm, want_value,
+                    gs, hs):
+    """Every weighted logistic pair of a query whose scores span at most ``_FAST_SPREAD / σ``:
+    the weights of a row, then its pairs from the per-item exponentials (one division per pair
+    instead of an exp, a log1p and a division), then, only with ``want_value``, its values.
+
+    Truncated (``top < n``): rows p < top of the score order, pairs (p, q > p). Untruncated: the
+    items grouped by label, each row paired only with the items of lower labels (a pair of equal
+    labels has weight 0: none of them is visited; with graded labels that is 40 % of MSLR's)."""
+    n = len(ss)
+    m = ss[0]
+    ex = np.empty(n)
+    for p in range(n):
+        ex[p] = math.exp(sigma * (ss[p] - m))
+    wrow = np.empty(n)
+    value = 0.0
+    sum_lambda = 0.0
+    if top < n:
+        pos = np.empty(0, dtype=np.int64)  # the ranking order itself: distances q - p
+        for p in range(top):
+            _pair_weight_row(scheme, p, p + 1, ys, ws, gain, inv_d, pos, delta, inv_idcg, mu, wrow, True)
+            g_p, h_p, sl = _logistic_row(p, p + 1, ss, ys, ex, wrow, sigma, scale, norm, gs, hs)
+            gs[p] += g_p
+            hs[p] += h_p
+            sum_lambda += sl
             if want_value:
-                f = x if x > 20.0 else max(x, 0.0) + math.log1p(e)
-                value += wt * (scale * f)
-            l1 = wt * (-sigma * scale * d1)
-            l2 = wt * (sigma * sigma * scale * sx * sxc)
-            gs[i] += l1
-            gs[j] -= l1
-            hs[i] += l2
-            hs[j] += l2
-            sum_lambda += 2.0 * abs(l1)
+                value += _logistic_row_value(p, p + 1, m, ss, ys, ex, wrow, sigma, scale, norm)
+        return value, sum_lambda
+    order, ends = _label_groups(ys)
+    ls = np.empty(n)
+    ly = np.empty(n)
+    lw = np.empty(n)
+    le = np.empty(n)
+    lg = np.zeros(n)
+    ld = np.zeros(n)
+    lgs = np.zeros(n)
+    lhs = np.zeros(n)
+    for a in range(n):
+        i = order[a]
+        ls[a] = ss[i]
+        ly[a] = ys[i]
+        lw[a] = ws[i]
+        le[a] = ex[i]
+        if len(gain):
+            lg[a] = gain[i]
+            ld[a] = inv_d[i]
+    for a in range(n):
+        b0 = ends[a]
+        if b0 >= n:
+            break
+        _pair_weight_row(scheme, a, b0, ly, lw, lg, ld, order, delta, inv_idcg, mu, wrow, False)
+        g_a, h_a, sl = _logistic_row(a, b0, ls, ly, le, wrow, sigma, scale, norm, lgs, lhs)
+        lgs[a] += g_a
+        lhs[a] += h_a
+        sum_lambda += sl
+        if want_value:
+            value += _logistic_row_value(a, b0, m, ls, ly, le, wrow, sigma, scale, norm)
+    for a in range(n):
+        gs[order[a]] = lgs[a]
+        hs[order[a]] = lhs[a]
     return value, sum_lambda
 
 
 @njit(cache=True, nogil=True)
-def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, want_value, g, h):
+def _discounts(n):
+    """1/log2(2 + p) for positions p < n, and δ(k) = |1/log2(1 + k) - 1/log2(2 + k)| for 1 <= k < n."""
+    inv_d = np.empty(n + 1)
+    for p in range(n + 1):
+        inv_d[p] = 1.0 / math.log2(2.0 + p)
+    delta = np.zeros(n + 1)
+    for k in range(1, n):
+        delta[k] = abs(inv_d[k - 1] - inv_d[k])
+    return inv_d[:n], delta
+
+
+@njit(cache=True, nogil=True)
+def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, want_value, g, h, inv_d_all,
+                delta_all):
     """One query of a pair-form loss: returns (value, counts) and fills g, h (zeroed by the caller).
 
     Pairs: y_i > y_j (``W_OP``: every ordered pair i != j, weight v_i), visited in the order of
@@ -214,7 +421,11 @@ def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, wa
     weight of a pair (i above j in the label order) before item weights and 1/maxDCG:
     ``W_NDCG``/``W_LL_LAMBDARANK``: |G_i - G_j| |1/D_i - 1/D_j|; ``W_LL_NDCG1``: G_i / D_i;
     ``W_LL_NDCG2``: δ(|r_i - r_j|) |G_i - G_j|; ``W_LL_NDCG2PP``: μ NDCG2 + LambdaRank;
-    ``W_LABEL``: y_i - y_j; ``W_NONE``: 1."""
+    ``W_LABEL``: y_i - y_j; ``W_NONE``: 1. ``inv_d_all``, ``delta_all``: the discount tables of
+    :func:`_discounts` for at least n positions.
+
+    The logistic pairs (all but ``W_OP``) run on :func:`_logistic_pairs` where the query's score
+    spread allows it, the other pairs on the general loop below (one ``_phi_fast`` per pair)."""
     n = len(s)
     if n < 2:
         return 0.0, False
@@ -244,23 +455,19 @@ def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, wa
     delta = np.empty(0)
     if _uses_gains(scheme):
         gain = _gains(ys, exp2)
-        idcg = _ideal_dcg(gain, trunc)
+        idcg = _ideal_dcg_graded(ys, gain, trunc, inv_d_all)
         if not idcg > 0.0:
             return 0.0, True
         inv_idcg = 1.0 / idcg
-        inv_d = np.empty(n)
-        delta = np.empty(n + 1)
-        for p in range(n):
-            inv_d[p] = 1.0 / math.log2(2.0 + p)
-        for k in range(1, n + 1):
-            delta[k] = abs(1.0 / math.log2(1.0 + k) - 1.0 / math.log2(2.0 + k))
+        inv_d = inv_d_all[:n]
+        delta = delta_all
     all_equal = ss[0] == ss[n - 1]
     top = n if trunc <= 0 else min(trunc, n)
     value = 0.0
     sum_lambda = 0.0
-    if phi == PHI_LOGISTIC and (scheme == W_NDCG or scheme == W_LL_LAMBDARANK):
-        value, sum_lambda = _lambdarank_pairs(ss, ys, ws, gain, inv_d, inv_idcg, sigma, scale, top,
-                                              norm and not all_equal, want_value, gs, hs)
+    if phi == PHI_LOGISTIC and scheme != W_OP and sigma * (ss[0] - ss[n - 1]) <= _FAST_SPREAD:
+        value, sum_lambda = _logistic_pairs(scheme, ss, ys, ws, gain, inv_d, delta, inv_idcg, mu, sigma, scale, top,
+                                            norm and not all_equal, want_value, gs, hs)
         top = 0
     for p in range(top):
         for q in range(p + 1, n):
@@ -310,10 +517,14 @@ def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, wa
 @njit(cache=True, nogil=True)
 def _pair_batch(s, y, w, v, off, q0, q1, scheme, phi, sigma, scale, trunc, norm, mu, exp2, want_value, out_v, out_ok,
                 out_g, out_h):
+    longest = 0
+    for q in range(q0, q1):
+        longest = max(longest, off[q + 1] - off[q])
+    inv_d, delta = _discounts(longest)  # once per batch, not per query
     for q in range(q0, q1):
         a, b = off[q], off[q + 1]
         out_v[q], out_ok[q] = _pair_query(s[a:b], y[a:b], w[a:b], v[a:b], scheme, phi, sigma, scale, trunc, norm,
-                                          mu, exp2, want_value, out_g[a:b], out_h[a:b])
+                                          mu, exp2, want_value, out_g[a:b], out_h[a:b], inv_d, delta)
 
 
 # ------------------------------------------------------------------------------------- listwise

@@ -98,6 +98,13 @@ class GBDTRanker(BaseRanker):
         Further parameters passed to the library unchanged.
     eval_metric, early_stopping_rounds, random_state, n_jobs, verbose
         Validation metric string, patience in boosting rounds, seed, threads, progress bar.
+    loss_every : int or None, default 10
+        Record the training loss in ``history_`` every ``loss_every`` rounds (rounds 0, k, 2k,
+        ...; ``None`` in between), as LightGBM's ``metric_freq``; ``None``: never (LightGBM's
+        default, which computes no training metric unless asked). The objective computes the
+        loss value only in the rounds that record it: for the pair losses the value (a ``log`` per
+        pair) costs about as much as the gradient and Hessian together, which do not need it.
+        *Changed*: the loss used to be computed and recorded every round (now ``loss_every=1``).
 
     Attributes
     ----------
@@ -110,10 +117,11 @@ class GBDTRanker(BaseRanker):
         whole booster predicts, even when an ``eval_set`` was given.
     history_ : History
         One entry per boosting round: ``"iteration"``; ``"loss"`` (rankwise losses only, not
-        native objectives): the training objective, mean over queries, at the scores that
-        round's tree was fitted to -- the model after ``iteration`` rounds, computed by the
-        gradient call itself at no extra cost (so the model after the last round has none);
-        and the ``eval_metric`` on ``eval_set`` after the round, when one is given.
+        native objectives; in the rounds ``loss_every`` selects, None in the others): the
+        training objective, mean over queries, at the scores that round's tree was fitted to --
+        the model after ``iteration`` rounds, computed by that round's gradient call itself (so
+        the model after the last round has none); and the ``eval_metric`` on ``eval_set`` after
+        the round, when one is given.
     eval_scores_ : ndarray
         With ``eval_set``: the raw scores of its rows after the last round boosted. They are kept
         round to round and each new tree's output is added (LightGBM's validation score updater,
@@ -133,7 +141,7 @@ class GBDTRanker(BaseRanker):
     tree. NeurIPS 2017. T. Chen and C. Guestrin. XGBoost: a scalable tree boosting system. KDD 2016.
     """
 
-    _resume_free_params = ("n_estimators", "verbose")
+    _resume_free_params = ("n_estimators", "verbose", "loss_every")
     _allow_nan = True  # NaN features are missing values
     _parameter_constraints = {
         "loss": ["string"],
@@ -152,12 +160,13 @@ class GBDTRanker(BaseRanker):
         "random_state": [None, Interval("int", 0)],
         "n_jobs": [None, Interval("int", 1)],
         "verbose": [Options("auto"), "boolean"],
+        "loss_every": [None, Interval("int", 1)],
     }
 
     def __init__(self, loss="lambdarank", *, loss_params=None, backend="lightgbm", n_estimators=100, learning_rate=0.1,
                  num_leaves=31, max_depth=None, min_child_samples=20, subsample=1.0, colsample_bytree=1.0,
                  reg_lambda=0.0, backend_params=None, eval_metric="ndcg@10", early_stopping_rounds=None,
-                 random_state=None, n_jobs=None, verbose="auto"):
+                 random_state=None, n_jobs=None, verbose="auto", loss_every=10):
         self.loss = loss
         self.loss_params = loss_params
         self.backend = backend
@@ -175,10 +184,13 @@ class GBDTRanker(BaseRanker):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.loss_every = loss_every
 
     # -- parameters ---------------------------------------------------------------------------
-    def _objective(self, on_value=None):
-        """``(native_name, None)`` or ``(None, objective_fn)``; ``on_value`` receives the summed loss."""
+    def _objective(self, on_value=None, start=0):
+        """``(native_name, None)`` or ``(None, objective_fn)``; ``on_value`` receives the summed loss
+        in the rounds ``loss_every`` selects (``start``: the index of the first round boosted), and
+        in the other rounds the objective does not compute it."""
         if not isinstance(self.loss, str):
             raise InputError(f"loss must be a rankwise loss name or 'native:<objective>'; got {type(self.loss).__name__}")
         if self.loss.startswith("native:"):
@@ -194,7 +206,19 @@ class GBDTRanker(BaseRanker):
         from rankwise.losses.registry import check_hyper
 
         hyper = check_hyper(losses.get(self.loss), self.loss_params, loss=self.loss, param="loss_params")
-        return None, losses.as_objective(self.loss, self.backend, on_value=on_value, n_jobs=self.n_jobs, **hyper)
+        plain = losses.as_objective(self.loss, self.backend, n_jobs=self.n_jobs, **hyper)
+        every = self.loss_every
+        if on_value is None or every is None:
+            return None, plain
+        valued = losses.as_objective(self.loss, self.backend, on_value=on_value, n_jobs=self.n_jobs, **hyper)
+        rnd = [int(start)]
+
+        def objective(*args):  # LightGBM and XGBoost call it once per boosting round
+            fn = valued if rnd[0] % every == 0 else plain
+            rnd[0] += 1
+            return fn(*args)
+        objective.__name__ = plain.__name__
+        return None, objective
 
     def _check_params(self):
         self._validate_params()
@@ -278,13 +302,13 @@ class GBDTRanker(BaseRanker):
 
         def on_value(total_loss):  # the objective's loss at the scores of the current round
             last_loss[0] = total_loss / n_q
-        native, obj = self._objective(on_value)
-        if native is not None:
-            _check_native_labels(self.backend, native, train.y, self.loss_params, self.backend_params)
         seed = fit_seed(self.random_state) % (2 ** 31)
         done, init_text, history = 0, None, {}
         stopper = EarlyStopping(self.early_stopping_rounds)
         total = int(self.n_estimators)
+        native, _ = self._objective()
+        if native is not None:
+            _check_native_labels(self.backend, native, train.y, self.loss_params, self.backend_params)
         if resume is not None:
             state, arrays, tstate, _ = persistence.load_checkpoint(resume, self)
             self._check_resume_features(state, train.X.shape[1], resume)
@@ -300,6 +324,7 @@ class GBDTRanker(BaseRanker):
                                  f"than n_estimators={total}; raise n_estimators to at least {done}")
             history = state.get("history", {})
             stopper.load_state(tstate.get("stopper", {}))
+        native, obj = self._objective(on_value, start=done)
         self.n_features_in_ = train.X.shape[1]
         self.history_ = History(history)
         for k in ("best_iteration_", "best_score_", "eval_scores_"):  # from a previous fit of this instance
@@ -330,6 +355,7 @@ class GBDTRanker(BaseRanker):
                 rec = {"iteration": rnd}
                 if last_loss[0] is not None:
                     rec["loss"] = last_loss[0]
+                    last_loss[0] = None
                 stop = False
                 if val is not None:
                     value = metric(val_scores, val.y, val.offsets)
