@@ -450,14 +450,14 @@ def main(argv=None):
 
             q_objs = list(q_objs) + [(lo, pa or None) for lo, pa in json.loads(args.extra)]
         if args.merge:
-            for key, title in quality_sets(sizes, 0):
+            for key, title in quality_sets(sizes, 1 if args.quick else 5):
                 per_q, rnds, cpu = merge_quality(sorted(Path(args.merge).parent.glob(
                     Path(args.merge).name + f"*_{key}.json")))
                 if "native:lambdarank" in per_q:
                     rep.add(title + quality_table(per_q, rnds, cpu) + [""])
             return
-        for key, title in quality_sets(sizes, len(load_mq2008_folds(args.data, args.quick))):
-            if key[0] not in args.quality_sets:
+        for n, (key, title) in enumerate(quality_sets(sizes, 1 if args.quick else 5)):
+            if "slm"[n] not in args.quality_sets:
                 continue
             dump = args.dump + f"_{key}.json" if args.dump else None
             if key == "mq":
