@@ -69,15 +69,21 @@ SWEEP_DEFAULT = {"lr": ("lambdarank", {"truncation_level": 30, "norm": True}),
                  "ll": ("lambdaloss", {"weighting": "ndcg2", "truncation_level": None, "norm": False})}
 # section 3s: LambdaMART's options and the LambdaLoss weightings, selected on the validation queries
 SWEEP = {
-    "lr": [("lambdarank", {"truncation_level": t, "norm": n}) for t in (None, 10, 20, 30, 50) for n in (True, False)]
+    "lr": [("lambdarank", {"truncation_level": t, "norm": n}) for t, n in ((None, True), (30, True), (30, False),
+                                                                         (10, True), (50, True))]
     + [("lambdarank", {"truncation_level": 30, "norm": True, "sigma": s}) for s in (0.5, 2.0)]
-    + [("lambdarank", {"truncation_level": 30, "norm": True, "gain": "linear"})],
+    + [("lambdarank", {"truncation_level": 30, "norm": True, "gain": "linear"})]
+    + [("lambdarank", {"truncation_level": t, "norm": n}) for t, n in ((None, False), (20, True), (10, False),
+                                                                         (50, False), (20, False))],
     "ll": [("lambdaloss", {"weighting": "ndcg2", "truncation_level": t, "norm": n})
            for t in (None, 30) for n in (False, True)]
     + [("lambdaloss", {"weighting": "ndcg2pp", "mu": m, "truncation_level": 30, "norm": True}) for m in (0.1, 1.0, 5.0, 10.0)]
     + [("lambdaloss", {"weighting": "ndcg2pp", "mu": m, "truncation_level": None, "norm": False}) for m in (1.0, 10.0)]
     + [("lambdaloss", {"weighting": "ndcg2pp", "mu": 1.0, "truncation_level": 10, "norm": True}),
-       ("lambdaloss", {"weighting": "lambdarank", "truncation_level": 30, "norm": True})],
+       ("lambdaloss", {"weighting": "lambdarank", "truncation_level": 30, "norm": True})]
+    + [("lambdaloss", {"weighting": "ndcg2pp", "mu": m, "truncation_level": None, "norm": False}) for m in (0.1, 5.0)]
+    + [("lambdaloss", {"weighting": "ndcg2pp", "mu": m, "truncation_level": 30, "norm": False}) for m in (1.0, 10.0)]
+    + [("lambdaloss", {"weighting": "ndcg1", "truncation_level": t, "norm": n}) for t, n in ((None, False), (30, True))],
 }
 PAIR = ("ranknet", "lambdaloss", "pairwise_hinge", "rankboost")
 
@@ -390,6 +396,9 @@ def main(argv=None):
                     help="section 3 data: s = small synthetic, l = large synthetic, m = MQ2008 (default all)")
     ap.add_argument("--extra", default="", help='section 3: more objectives, JSON [[loss, params], ...]')
     ap.add_argument("--dump", default="", help="section 3: also save the per-query results to DUMP_<set>.json")
+    ap.add_argument("--sweep-dumps", default="", help="section 3 --merge: also the swept variants named in --notes")
+    ap.add_argument("--notes", default="", help='section 3 --merge: JSON {label: {"as": shown label, "note": ...}} '
+                    "in table order")
     ap.add_argument("--sweep", default="lr,ll", help="section s: the grids of SWEEP to run (default lr,ll)")
     ap.add_argument("--merge", default="", help="section 3: only write the tables of the dumps PREFIX*_<set>.json")
     ap.add_argument("--out", default=str(OUT), help="results file (default benchmarks/results/bench_training.md)")
@@ -450,11 +459,27 @@ def main(argv=None):
 
             q_objs = list(q_objs) + [(lo, pa or None) for lo, pa in json.loads(args.extra)]
         if args.merge:
+            notes = json.loads(args.notes) if args.notes else {}
             for key, title in quality_sets(sizes, 1 if args.quick else 5):
                 per_q, rnds, cpu = merge_quality(sorted(Path(args.merge).parent.glob(
                     Path(args.merge).name + f"*_{key}.json")))
+                if args.sweep_dumps:  # the swept variants' test results (same fit_eval, same budget)
+                    for grid in SWEEP:
+                        p = Path(f"{args.sweep_dumps}_sweep_{grid}_{'mq' if key == 'mq' else 'syn'}.json")
+                        runs = json.loads(p.read_text()) if p.exists() and key != f"syn{sizes[1]}" else {}
+                        for name in notes:
+                            if name in runs and name not in per_q:
+                                v = runs[name]
+                                per_q[name], rnds[name], cpu[name] = np.asarray(v["test"]), v["rounds"], v["cpu"]
+                named = {notes.get(k, {}).get("as", k) + (f" *({notes[k]['note']})*" if notes.get(k, {}).get("note")
+                                                        else ""): k for k in per_q}
+                order = [n for n in named if named[n] == "native:lambdarank"] + sorted(
+                    (n for n in named if named[n] != "native:lambdarank"),
+                    key=lambda n: list(notes).index(named[n]) if named[n] in notes else 99)
                 if "native:lambdarank" in per_q:
-                    rep.add(title + quality_table(per_q, rnds, cpu) + [""])
+                    rep.add(title + quality_table({n: per_q[named[n]] for n in order},
+                                                  {n: rnds[named[n]] for n in order},
+                                                  {n: cpu[named[n]] for n in order}) + [""])
             return
         for n, (key, title) in enumerate(quality_sets(sizes, 1 if args.quick else 5)):
             if "slm"[n] not in args.quality_sets:
