@@ -77,13 +77,14 @@ SWEEP = {
                                                                          (50, False), (20, False))],
     "ll": [("lambdaloss", {"weighting": "ndcg2", "truncation_level": t, "norm": n})
            for t in (None, 30) for n in (False, True)]
-    + [("lambdaloss", {"weighting": "ndcg2pp", "mu": m, "truncation_level": 30, "norm": True}) for m in (0.1, 1.0, 5.0, 10.0)]
-    + [("lambdaloss", {"weighting": "ndcg2pp", "mu": m, "truncation_level": None, "norm": False}) for m in (1.0, 10.0)]
-    + [("lambdaloss", {"weighting": "ndcg2pp", "mu": 1.0, "truncation_level": 10, "norm": True}),
+    + [("lambdaloss", {"weighting": w, "mu": m, "truncation_level": t, "norm": n}) for w, m, t, n in (
+        ("ndcg2pp", 0.1, 30, True), ("ndcg2pp", 1.0, 30, True), ("ndcg2pp", 10.0, 30, False),
+        ("ndcg2pp", 1.0, 30, False), ("ndcg2pp", 5.0, None, False), ("ndcg2pp", 10.0, None, False))]
+    + [("lambdaloss", {"weighting": "ndcg1", "truncation_level": None, "norm": False}),
        ("lambdaloss", {"weighting": "lambdarank", "truncation_level": 30, "norm": True})]
-    + [("lambdaloss", {"weighting": "ndcg2pp", "mu": m, "truncation_level": None, "norm": False}) for m in (0.1, 5.0)]
-    + [("lambdaloss", {"weighting": "ndcg2pp", "mu": m, "truncation_level": 30, "norm": False}) for m in (1.0, 10.0)]
-    + [("lambdaloss", {"weighting": "ndcg1", "truncation_level": t, "norm": n}) for t, n in ((None, False), (30, True))],
+    + [("lambdaloss", {"weighting": "ndcg2pp", "mu": m, "truncation_level": t, "norm": n}) for m, t, n in (
+        (10.0, 30, True), (5.0, 30, True), (1.0, None, False), (0.1, None, False), (1.0, 10, True))]
+    + [("lambdaloss", {"weighting": "ndcg1", "truncation_level": 30, "norm": True})],
 }
 PAIR = ("ranknet", "lambdaloss", "pairwise_hinge", "rankboost")
 
