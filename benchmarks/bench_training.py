@@ -454,7 +454,7 @@ def main(argv=None):
     def section3():
         q_objs = QUALITY if not args.quick else QUALITY[:3]
         if args.quality:
-            q_objs = [QUALITY[int(i)] for i in args.quality]
+            q_objs = [QUALITY[int(i)] for i in args.quality if i != "-"]  # "-": only the --extra ones
         if args.extra:
             import json
 
