@@ -456,8 +456,6 @@ def main(argv=None):
         if args.quality:
             q_objs = [QUALITY[int(i)] for i in args.quality if i != "-"]  # "-": only the --extra ones
         if args.extra:
-            import json
-
             q_objs = list(q_objs) + [(lo, pa or None) for lo, pa in json.loads(args.extra)]
         if args.merge:
             notes = json.loads(args.notes) if args.notes else {}
