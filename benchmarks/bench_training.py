@@ -28,6 +28,7 @@ Writes benchmarks/results/bench_training.md.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import resource
@@ -58,8 +59,38 @@ OBJECTIVES = [
     ("listmle", None),
     ("pointwise_squared", None),
 ]
-# the quality runs (each up to 300 rounds): a subset, to keep the run within the machine's budget
-QUALITY = [OBJECTIVES[i] for i in (0, 1, 3, 4, 5, 7)]
+# the quality runs of section 3 (each up to 300 rounds); the variants that the sweep selects on the
+# validation queries are added by --extra (see docs/losses.md, "Defaults chosen by measurement")
+QUALITY = [
+    ("native:lambdarank", None),
+    ("lambdarank", None),
+    ("ranknet", {"pair_weights": "delta_ndcg"}),
+    ("lambdaloss", None),
+    ("listnet", None),
+    ("listmle", None),
+    ("pointwise_squared", None),
+]
+SWEEP_DEFAULT = {"lr": ("lambdarank", {"truncation_level": 30, "norm": True}),
+                 "ll": ("lambdaloss", {"weighting": "ndcg2", "truncation_level": None, "norm": False})}
+# section 3s: LambdaMART's options and the LambdaLoss weightings, selected on the validation queries
+SWEEP = {
+    "lr": [("lambdarank", {"truncation_level": t, "norm": n}) for t, n in ((None, True), (30, True), (30, False),
+                                                                         (10, True), (50, True))]
+    + [("lambdarank", {"truncation_level": 30, "norm": True, "sigma": s}) for s in (0.5, 2.0)]
+    + [("lambdarank", {"truncation_level": 30, "norm": True, "gain": "linear"})]
+    + [("lambdarank", {"truncation_level": t, "norm": n}) for t, n in ((None, False), (20, True), (10, False),
+                                                                         (50, False), (20, False))],
+    "ll": [("lambdaloss", {"weighting": "ndcg2", "truncation_level": t, "norm": n})
+           for t in (None, 30) for n in (False, True)]
+    + [("lambdaloss", {"weighting": w, "mu": m, "truncation_level": t, "norm": n}) for w, m, t, n in (
+        ("ndcg2pp", 0.1, 30, True), ("ndcg2pp", 1.0, 30, True), ("ndcg2pp", 10.0, 30, False),
+        ("ndcg2pp", 1.0, 30, False), ("ndcg2pp", 5.0, None, False), ("ndcg2pp", 10.0, None, False))]
+    + [("lambdaloss", {"weighting": "ndcg1", "truncation_level": None, "norm": False}),
+       ("lambdaloss", {"weighting": "lambdarank", "truncation_level": 30, "norm": True})]
+    + [("lambdaloss", {"weighting": "ndcg2pp", "mu": m, "truncation_level": t, "norm": n}) for m, t, n in (
+        (10.0, 30, True), (5.0, 30, True), (1.0, None, False), (0.1, None, False), (1.0, 10, True))]
+    + [("lambdaloss", {"weighting": "ndcg1", "truncation_level": 30, "norm": True})],
+}
 PAIR = ("ranknet", "lambdaloss", "pairwise_hinge", "rankboost")
 
 
@@ -157,22 +188,34 @@ def eval_set_overhead(tr, va):
 # ------------------------------------------------------------------------------- 3. quality
 
 
-def quality(splits, objectives):
-    """{objective: per-query test NDCG@10 (concatenated over the splits)}, best rounds, CPU."""
+def fit_eval(splits, loss, params, n_estimators=300):
+    """Fit one objective on each (train, validation, test) split with the section's budget;
+    returns the per-query test and validation NDCG@10 (concatenated over the splits), the best
+    rounds and the CPU seconds."""
     from rankwise.metrics import evaluate
     from rankwise.models import GBDTRanker
 
+    te_v, va_v, its, t = [], [], [], time.process_time()
+    for tr, va, te in splits:
+        m = GBDTRanker(loss, loss_params=params, n_estimators=n_estimators, learning_rate=0.1,
+                       early_stopping_rounds=30, random_state=0, n_jobs=1, verbose=False).fit(
+            tr[0], tr[1], qid=tr[2], eval_set=va)
+        for part, acc in ((te, te_v), (va, va_v)):
+            res = evaluate(m.predict(part[0]), part[1], qid=part[2], metrics=["ndcg@10"])
+            acc.append(np.asarray(res.per_query["ndcg@10"], dtype=np.float64))
+        its.append(m.best_iteration_ + 1)
+    return np.concatenate(te_v), np.concatenate(va_v), its, time.process_time() - t
+
+
+def quality(splits, objectives, dump=None):
+    """{objective: per-query test NDCG@10 (concatenated over the splits)}, best rounds, CPU; with
+    ``dump`` the results so far are saved after every objective (a run cut short keeps them)."""
     per_q, rounds, cpu = {}, {}, {}
     for loss, params in objectives:
         name = label(loss, params)
-        vals, its, t = [], [], time.process_time()
-        for tr, va, te in splits:
-            m = GBDTRanker(loss, loss_params=params, n_estimators=300, learning_rate=0.1, early_stopping_rounds=30,
-                           random_state=0, n_jobs=1, verbose=False).fit(tr[0], tr[1], qid=tr[2], eval_set=va)
-            res = evaluate(m.predict(te[0]), te[1], qid=te[2], metrics=["ndcg@10"])
-            vals.append(np.asarray(res.per_query["ndcg@10"], dtype=np.float64))
-            its.append(m.best_iteration_ + 1)
-        per_q[name], rounds[name], cpu[name] = np.concatenate(vals), its, time.process_time() - t
+        per_q[name], _, rounds[name], cpu[name] = fit_eval(splits, loss, params)
+        if dump:
+            dump_quality(dump, per_q, rounds, cpu)
     return per_q, rounds, cpu
 
 
@@ -190,9 +233,12 @@ def merge_quality(paths):
 
     per_q, rounds, cpu = {}, {}, {}
     for p in paths:
+        if not Path(p).exists():
+            continue
         for k, v in json.loads(Path(p).read_text()).items():
             per_q[k], rounds[k], cpu[k] = np.asarray(v["ndcg"]), v["rounds"], v["cpu"]
     order = [label(*o) for o in QUALITY if label(*o) in per_q]
+    order += [k for k in per_q if k not in order]
     return ({k: per_q[k] for k in order}, rounds, cpu)
 
 
@@ -218,6 +264,62 @@ def load_mq2008(root, fold):
         X = ds.X.toarray() if hasattr(ds.X, "toarray") else ds.X
         out.append((X, np.asarray(ds.labels, dtype=np.float64), np.asarray(ds.qid)))
     return out
+
+
+def load_mq2008_folds(root, quick=False):
+    """The MQ2008 folds as (train, vali, test) splits; [] when the data is absent."""
+    if not (Path(root) / "MQ2008" / "Fold1" / "train.txt.gz").exists():
+        return []
+    return [load_mq2008(root, f) for f in ((1,) if quick else (1, 2, 3, 4, 5))]
+
+
+def quality_sets(sizes, n_folds):
+    """(dump key, title lines) of the section-3 tables: both synthetic sizes, then MQ2008."""
+    budget = ("Equal budgets: `n_estimators=300, learning_rate=0.1, early_stopping_rounds=30` on the validation "
+              "queries, 1 thread; p: paired randomisation test (5,000 sign flips) against native lambdarank on "
+              "the per-query test NDCG@10. Objectives marked *validation-selected* are the variants the sweep "
+              "(section 3s) chose on the validation queries only.")
+    out = [(f"syn{nq}", [f"### 3{'ab'[k]}. Quality, {nq:,}-query synthetic set (seed 1, queries split 60/20/20), "
+                         "test NDCG@10", "", budget, ""]) for k, nq in enumerate(sizes)]
+    out.append(("mq", [f"### 3c. Quality, MQ2008 ({n_folds} folds, every test query once), test NDCG@10", "",
+                       "Same budget; train on `train`, early stopping on `vali`, scored on `test`; best rounds "
+                       "per fold.", ""]))
+    return out
+
+
+def sweep(splits, grid, dump):
+    """Section 3s: every (loss, params) of ``grid`` fitted with the section-3 budget; the
+    per-query validation (the selection) and test NDCG@10 are dumped after every fit."""
+    import json
+
+    done = json.loads(Path(dump).read_text()) if Path(dump).exists() else {}
+    for loss, params in grid:
+        name = label(loss, params)
+        if name in done:
+            continue
+        te, va, its, c = fit_eval(splits, loss, params)
+        done[name] = {"val": va.tolist(), "test": te.tolist(), "rounds": its, "cpu": c}
+        Path(dump).write_text(json.dumps(done))
+        print(f"{name}: val {va.mean():.4f} test {te.mean():.4f} rounds {its} cpu {c:.0f}", flush=True)
+    return done
+
+
+def sweep_table(runs, sets, ref):
+    """Validation NDCG@10 of every swept variant per set (MQ2008: pooled over the folds' vali
+    queries), their mean over the sets, and the test NDCG@10 shown after the selection."""
+    names = [k for k in runs[sets[0][0]] if all(k in runs[s] for s, _ in sets)]
+    mean = {k: float(np.mean([np.mean(runs[s][k]["val"]) for s, _ in sets])) for k in names}
+    best = max(names, key=lambda k: (mean[k], k == ref))
+    rows = ["| variant | " + " | ".join(f"val {t}" for _, t in sets) + " | val mean | Δ val mean vs default | "
+            + " | ".join(f"best rounds {t}" for _, t in sets) + " | " + " | ".join(f"test {t}" for _, t in sets)
+            + " |", "|---|" + "---:|" * (3 * len(sets) + 2)]
+    for k in sorted(names, key=lambda k: -mean[k]):
+        mark = " **(selected)**" if k == best else (" (default)" if k == ref else "")
+        rows.append(f"| {k}{mark} | " + " | ".join(f"{np.mean(runs[s][k]['val']):.4f}" for s, _ in sets)
+                    + f" | {mean[k]:.4f} | {mean[k] - mean.get(ref, np.nan):+.4f} | "
+                    + " | ".join(", ".join(map(str, runs[s][k]["rounds"])) for s, _ in sets) + " | "
+                    + " | ".join(f"{np.mean(runs[s][k]['test']):.4f}" for s, _ in sets) + " |")
+    return rows, best
 
 
 # --------------------------------------------------------------------------- 4. neural, child
@@ -314,8 +416,15 @@ def main(argv=None):
     ap.add_argument("--data", default=os.environ.get("RANKWISE_DATA", str(HERE.parent.parent / "shared" / "data")))
     ap.add_argument("--sections", default="12345", help="which sections to run (default all)")
     ap.add_argument("--quality", default="", help="indices into QUALITY (e.g. 01) to run in section 3 (default all)")
-    ap.add_argument("--quality-sets", default="sm", help="section 3 data: s = synthetic, m = MQ2008 (default both)")
-    ap.add_argument("--dump", default="", help="section 3: also save the per-query results to DUMP_syn/_mq.json")
+    ap.add_argument("--quality-sets", default="slm",
+                    help="section 3 data: s = small synthetic, l = large synthetic, m = MQ2008 (default all)")
+    ap.add_argument("--extra", default="", help='section 3: more objectives, JSON [[loss, params], ...]')
+    ap.add_argument("--dump", default="", help="section 3: also save the per-query results to DUMP_<set>.json")
+    ap.add_argument("--sweep-dumps", default="", help="section 3 --merge: also the swept variants named in --notes")
+    ap.add_argument("--notes", default="", help='section 3 --merge: JSON {label: {"as": shown label, "note": ...}} '
+                    "in table order")
+    ap.add_argument("--sweep", default="lr,ll", help="section s: the grids of SWEEP to run (default lr,ll)")
+    ap.add_argument("--merge", default="", help="section 3: only write the tables of the dumps PREFIX*_<set>.json")
     ap.add_argument("--out", default=str(OUT), help="results file (default benchmarks/results/bench_training.md)")
     args = ap.parse_args(argv)
     from rankwise.data.synthetic import make_synthetic
@@ -360,9 +469,6 @@ def main(argv=None):
                   f"Load average after this section: {os.getloadavg()[0]:.1f}.", ""]
         rep.add(lines)
 
-    ds = make_synthetic(sizes[0], n_features=136, seed=1)
-    tr, va, te = split_queries(ds)
-    del ds
     def section2():
         small = split_queries(make_synthetic(sizes[0] * 2 // 3, n_features=136, seed=2))
         ours, peer, n_ours, n_peer = eval_set_overhead(small[0], small[1])
@@ -385,33 +491,46 @@ def main(argv=None):
     def section3():
         q_objs = QUALITY if not args.quick else QUALITY[:3]
         if args.quality:
-            q_objs = [QUALITY[int(i)] for i in args.quality]
-        if "s" not in args.quality_sets:
-            per_q = None
-        else:
-            per_q, rnds, cpu = quality([(tr, va, te)], q_objs)
-            if args.dump:
-                dump_quality(args.dump + "_syn.json", per_q, rnds, cpu)
-        lines = [f"### 3. Quality, {sizes[0]:,}-query synthetic set (seed 1), test NDCG@10", "",
-                 "Equal budgets: `n_estimators=300, learning_rate=0.1, early_stopping_rounds=30` on the validation "
-                 "queries, 1 thread; p: paired randomisation test (5,000 sign flips) against native lambdarank on "
-                 "the per-query test NDCG@10.", ""]
-        if per_q is not None and "native:lambdarank" in per_q:
-            rep.add(lines + quality_table(per_q, rnds, cpu) + [""])
-        mq = Path(args.data) / "MQ2008" / "Fold1" / "train.txt.gz"
-        if "m" not in args.quality_sets:
-            pass
-        elif mq.exists():
-            folds = [load_mq2008(args.data, f) for f in ((1,) if args.quick else (1, 2, 3, 4, 5))]
-            per_q, rnds, cpu = quality(folds, q_objs)
-            if args.dump:
-                dump_quality(args.dump + "_mq.json", per_q, rnds, cpu)
-            lines = [f"### 3b. Quality, MQ2008 ({len(folds)} folds, every test query once), test NDCG@10", "",
-                     "Same budget; train on `train`, early stopping on `vali`, scored on `test`.", ""]
+            q_objs = [QUALITY[int(i)] for i in args.quality if i != "-"]  # "-": only the --extra ones
+        if args.extra:
+            q_objs = list(q_objs) + [(lo, pa or None) for lo, pa in json.loads(args.extra)]
+        if args.merge:
+            notes = json.loads(args.notes) if args.notes else {}
+            for key, title in quality_sets(sizes, 1 if args.quick else 5):
+                per_q, rnds, cpu = merge_quality(sorted(Path(args.merge).parent.glob(
+                    Path(args.merge).name + f"*_{key}.json")))
+                if args.sweep_dumps:  # the swept variants' test results (same fit_eval, same budget)
+                    for grid in SWEEP:
+                        p = Path(f"{args.sweep_dumps}_sweep_{grid}_{'mq' if key == 'mq' else 'syn'}.json")
+                        runs = json.loads(p.read_text()) if p.exists() and key != f"syn{sizes[1]}" else {}
+                        for name in notes:
+                            if name in runs and name not in per_q:
+                                v = runs[name]
+                                per_q[name], rnds[name], cpu[name] = np.asarray(v["test"]), v["rounds"], v["cpu"]
+                named = {notes.get(k, {}).get("as", k) + (f" *({notes[k]['note']})*" if notes.get(k, {}).get("note")
+                                                        else ""): k for k in per_q}
+                order = [n for n in named if named[n] == "native:lambdarank"] + sorted(
+                    (n for n in named if named[n] != "native:lambdarank"),
+                    key=lambda n: list(notes).index(named[n]) if named[n] in notes else 99)
+                if "native:lambdarank" in per_q:
+                    rep.add(title + quality_table({n: per_q[named[n]] for n in order},
+                                                  {n: rnds[named[n]] for n in order},
+                                                  {n: cpu[named[n]] for n in order}) + [""])
+            return
+        for n, (key, title) in enumerate(quality_sets(sizes, 1 if args.quick else 5)):
+            if "slm"[n] not in args.quality_sets:
+                continue
+            dump = args.dump + f"_{key}.json" if args.dump else None
+            if key == "mq":
+                splits = load_mq2008_folds(args.data, args.quick)
+                if not splits:
+                    rep.add(["MQ2008 not found (set RANKWISE_DATA): its quality table was not run.", ""])
+                    continue
+            else:
+                splits = [split_queries(make_synthetic(int(key[3:]), n_features=136, seed=1))]
+            per_q, rnds, cpu = quality(splits, q_objs, dump)
             if "native:lambdarank" in per_q:
-                rep.add(lines + quality_table(per_q, rnds, cpu) + [""])
-        else:
-            rep.add(["MQ2008 not found (set RANKWISE_DATA): its quality table was not run.", ""])
+                rep.add(title + quality_table(per_q, rnds, cpu) + [""])
 
     def section4():
         nq = sizes[0]
@@ -436,7 +555,27 @@ def main(argv=None):
         for name, n, nqq, c, per_row in sc:
             lines.append(f"| {name} | {n:,} | {nqq:,} | {c:.2f} | {1e6 * c / n:.2f} | {per_row:.0f} |")
         rep.add(lines + [""])
-    for n, fn in (("1", section1), ("2", section2), ("3", section3), ("4", section4), ("5", section5)):
+    def section3s():
+        sets = [(k, t) for k, t in (("syn", f"{sizes[0]:,}-q synthetic"), ("mq", "MQ2008")) if k[0] in args.quality_sets]
+        for grid in args.sweep.split(","):
+            runs = {}
+            for key, _ in sets:
+                dump = f"{args.dump or str(HERE / 'results' / 'sweep')}_sweep_{grid}_{key}.json"
+                if args.merge:
+                    runs[key] = json.loads(Path(dump).read_text())
+                    continue
+                splits = (load_mq2008_folds(args.data, args.quick) if key == "mq" else
+                          [split_queries(make_synthetic(sizes[0], n_features=136, seed=1))])
+                runs[key] = sweep(splits, SWEEP[grid] if not args.quick else SWEEP[grid][:2], dump)
+            ref = label(*SWEEP_DEFAULT[grid])
+            rows, best = sweep_table(runs, sets, ref)
+            rep.add([f"### 3s-{grid}. Sweep of `{SWEEP_DEFAULT[grid][0]}`'s options, selected on validation NDCG@10", "",
+                     "Budget of section 3; the *validation* columns decide (rule: highest mean over the sets of the "
+                     "validation NDCG@10, at the early-stopping round; a tie keeps the default). The test columns "
+                     "are shown, not used.", ""] + rows + ["", f"Selected: `{best}`.", ""])
+
+    for n, fn in (("1", section1), ("2", section2), ("3", section3), ("s", section3s), ("4", section4),
+                  ("5", section5)):
         if n in args.sections:
             rep.guard(f"section {n}", fn)
     rep.add([f"Load average at the end: {os.getloadavg()[0]:.1f}; total wall {time.time() - t_start:.0f} s.", ""])

@@ -186,20 +186,30 @@ def smooth_dcg1(s, y, w, sigma=1.0, gain="exp2"):
     return -sum(w[i] * g[i] * math.exp(s[i] / sigma) / z for i in range(len(s)))
 
 
-def lambdaloss(s, y, w, sigma=1.0):
-    g = [2.0 ** t - 1 for t in y]
-    idcg = _idcg(g)
+def lambdaloss(s, y, w, sigma=1.0, weighting="ndcg2", mu=10.0, truncation_level=None, gain="exp2"):
+    """Wang et al. CIKM 2018, straight from the definitions: Σ W_ij log2(1 + e^{-σ(s_i - s_j)})
+    over the pairs y_i > y_j (NDCG-Loss1: every ordered pair i != j), G = gain / maxDCG@T,
+    D = log2(1 + rank), δ(k) = |1/D(k) - 1/D(k + 1)|; with T only pairs with an item in the top T."""
+    g = [2.0 ** t - 1 for t in y] if gain == "exp2" else list(y)
+    idcg = _idcg(g, truncation_level)
     if idcg == 0:
         return 0.0
+    G = [x / idcg for x in g]
     r = _ranks(s)
     n = len(s)
     tot = 0.0
     for i in range(n):
         for j in range(n):
-            if y[i] > y[j]:
-                kk = abs(r[i] - r[j])
-                delta = abs(1 / math.log2(1 + kk) - 1 / math.log2(2 + kk))
-                tot += w[i] * w[j] * delta * abs(g[i] - g[j]) / idcg * math.log2(1 + math.exp(-sigma * (s[i] - s[j])))
+            if i == j or (weighting != "ndcg1" and not y[i] > y[j]):
+                continue
+            if truncation_level is not None and min(r[i], r[j]) > truncation_level:
+                continue
+            kk = abs(r[i] - r[j])
+            ndcg2 = abs(1 / math.log2(1 + kk) - 1 / math.log2(2 + kk)) * abs(G[i] - G[j])
+            lrank = abs(G[i] - G[j]) * abs(1 / math.log2(1 + r[i]) - 1 / math.log2(1 + r[j]))
+            W = {"ndcg1": G[i] / math.log2(1 + r[i]), "ndcg2": ndcg2, "lambdarank": lrank,
+                 "ndcg2pp": mu * ndcg2 + lrank}[weighting]
+            tot += w[i] * w[j] * W * math.log2(1 + math.exp(-sigma * (s[i] - s[j])))
     return tot
 
 

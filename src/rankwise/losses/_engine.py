@@ -415,7 +415,8 @@ def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, wa
                 delta_all):
     """One query of a pair-form loss: returns (value, counts) and fills g, h (zeroed by the caller).
 
-    Pairs: y_i > y_j (``W_OP``: every ordered pair i != j, weight v_i), visited in the order of
+    Pairs: y_i > y_j (``W_OP``: every ordered pair i != j, weight v_i; ``W_LL_NDCG1``: every ordered
+    pair i != j, whatever the labels), visited in the order of
     the scores (items copied into score order once, so the loops run over contiguous memory), so
     that with ``trunc`` > 0 only pairs with an item in the top ``trunc`` positions are seen. The
     weight of a pair (i above j in the label order) before item weights and 1/maxDCG:
@@ -429,7 +430,7 @@ def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, wa
     n = len(s)
     if n < 2:
         return 0.0, False
-    ok = scheme == W_OP
+    ok = scheme == W_OP or scheme == W_LL_NDCG1  # NDCG-Loss1: every ordered pair, whatever the labels
     if not ok:
         for i in range(1, n):
             if y[i] != y[0]:
@@ -457,7 +458,7 @@ def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, wa
         gain = _gains(ys, exp2)
         idcg = _ideal_dcg_graded(ys, gain, trunc, inv_d_all)
         if not idcg > 0.0:
-            return 0.0, True
+            return 0.0, scheme != W_LL_NDCG1
         inv_idcg = 1.0 / idcg
         inv_d = inv_d_all[:n]
         delta = delta_all
@@ -476,9 +477,12 @@ def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, wa
                     i, j = (p, q) if side == 0 else (q, p)
                     wt = vs[i] * ws[i] * ws[j]
                 else:
-                    if side == 1 or ys[p] == ys[q]:
+                    if scheme == W_LL_NDCG1:
+                        i, j = (p, q) if side == 0 else (q, p)
+                    elif side == 1 or ys[p] == ys[q]:
                         continue
-                    i, j = (p, q) if ys[p] > ys[q] else (q, p)
+                    else:
+                        i, j = (p, q) if ys[p] > ys[q] else (q, p)
                     wt = ws[i] * ws[j]
                     if scheme == W_LABEL:
                         wt *= ys[i] - ys[j]

@@ -226,7 +226,9 @@ def lambdaloss_loss(scores, labels, *, where=None, weights=None, reduction="mean
 
     - ``"ndcg2"`` (NDCG-Loss2, default): W = δ_ij |G_i - G_j| with
       δ_ij = |1/D(|r_i - r_j|) - 1/D(|r_i - r_j| + 1)|, D(k) = log2(1 + k);
-    - ``"ndcg1"`` (NDCG-Loss1): W = G_i / D_i;
+    - ``"ndcg1"`` (NDCG-Loss1): W = G_i / D_i on *every* ordered pair i ≠ j, whatever the labels
+      (the rank of i counts every item scored above it; a list counts when it has two items
+      and a positive max DCG);
     - ``"lambdarank"``: W = |G_i - G_j| |1/D_i - 1/D_j| (LambdaRank's ΔNDCG as a member of the
       framework);
     - ``"ndcg2pp"`` (NDCG-Loss2++): μ δ_ij |G_i - G_j| + |G_i - G_j| |1/D_i - 1/D_j|;
@@ -279,8 +281,11 @@ def _lambdaloss_weights(b, weighting, mu, k, gain):
              "lambdarank": lambda: lambdarank, "ndcg2pp": lambda: mu * ndcg2 + lambdarank}[weighting]()
         idcg = ideal_dcg(g, b.mask, k)
         safe = torch.where(idcg > 0, idcg, torch.ones_like(idcg))
+        if weighting == "ndcg1":  # every ordered pair i != j: the rank of i counts every item above it
+            P = b.mask.unsqueeze(-1) & b.mask.unsqueeze(-2) & ~torch.eye(y.shape[-1], dtype=torch.bool,
+                                                                         device=y.device)
         W = torch.where((idcg > 0)[:, None, None], P.to(g.dtype) * W / safe[:, None, None], torch.zeros_like(W))
-        valid = P.flatten(1).any(-1)
+        valid = P.flatten(1).any(-1) & (idcg > 0 if weighting == "ndcg1" else True)
     ip = _item_product(b)
     if ip is not None:
         W = W * ip
