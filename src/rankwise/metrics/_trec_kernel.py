@@ -4,6 +4,8 @@ Input per topic: the relevance of the ranked documents in trec_eval's order (a g
 ``NONPOOL`` for a document absent from the qrels, ``UNJUDGED`` for a qrels grade below 0), and
 the topic's judged grades with their counts. The code follows trec_eval 10's ``m_*.c`` files
 measure by measure (comments name the file); where trec_eval would divide 0 by 0 the value is 0.
+Every division is guarded, so the kernels are compiled with numpy's error model (no Python
+ZeroDivisionError check on each division).
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ def _lround(x):
     return np.floor(x + 0.5)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _iprec(rels, a, n, num_rel, num_rel_ret, rl, frac, out, col, v9):
     """m_iprec_at_recall.c: interpolated precision at recall levels ``frac`` (into out[col+i]).
 
@@ -69,7 +71,41 @@ def _iprec(rels, a, n, num_rel, num_rel_ret, rl, frac, out, col, v9):
         current -= 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True, error_model="numpy")
+def ideal_lists(lv_off, lv_grade, lv_count):
+    """Per topic, its ideal ranking's gains (the judged grades > 0, descending) and DCG prefix:
+    topic ``t``'s gains are ``igr[i_off[t] - t:i_off[t + 1] - t - 1]`` and its DCG of the top
+    ``p`` is ``icum[i_off[t] + p]`` (``p`` = 0 .. number of gains). A property of the qrels alone,
+    computed once for every run."""
+    nq = lv_off.shape[0] - 1
+    i_off = np.zeros(nq + 1, dtype=np.int64)
+    longest = 0
+    for t in range(nq):
+        n_pos = 0
+        for u in range(lv_off[t], lv_off[t + 1]):
+            if lv_grade[u] > 0:
+                n_pos += lv_count[u]
+        i_off[t + 1] = i_off[t] + n_pos + 1
+        longest = max(longest, n_pos)
+    lg = np.log2(np.arange(longest + 2) + 2.0)
+    igr = np.zeros(i_off[nq] - nq)
+    icum = np.zeros(i_off[nq])
+    for t in range(nq):
+        g0 = i_off[t] - t  # start of the gains
+        c0 = i_off[t]  # start of the DCG prefix (icum[c0] = 0)
+        p = 0
+        for u in range(lv_off[t + 1] - 1, lv_off[t] - 1, -1):
+            grade = lv_grade[u]
+            if grade <= 0:
+                break
+            for _ in range(lv_count[u]):
+                igr[g0 + p] = grade  # the ideal gain at rank p
+                icum[c0 + p + 1] = icum[c0 + p] + grade / lg[p]  # ideal DCG of the top p + 1
+                p += 1
+    return i_off, igr, icum
+
+
+@njit(cache=True, error_model="numpy")
 def _scratch(longest):
     """Per-call work arrays of ``_topic_row``, sized for rankings and ideal lists of ``longest``."""
     # lg[i] = log2(i + 2), the discount of 0-based rank i: computed once (the same values as
@@ -78,13 +114,11 @@ def _scratch(longest):
     cum = np.zeros(longest + 1)  # relevant in the top i
     apc = np.zeros(longest + 1)  # sum of precisions at relevant ranks in the top i
     dcg = np.zeros(longest + 1)  # DCG of the top i (gain = grade)
-    icum = np.zeros(longest + 1)  # ideal DCG of the top i
-    igr = np.zeros(longest + 1)  # ideal gain at rank i (grades descending)
-    return lg, cum, apc, dcg, icum, igr
+    return lg, cum, apc, dcg
 
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _absent_row(num_rel, row):
     """trec_eval -c: a topic the run lacks scores as an empty ranking (every measure 0)."""
     for c in range(row.shape[0]):
@@ -95,7 +129,7 @@ def _absent_row(num_rel, row):
     row[C_GM_BPREF] = np.log(MIN_GEO_MEAN)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _n_judged(t, lv_off, lv_count):
     """Number of documents of topic ``t`` judged with a grade >= 0 (the length of its ideal list)."""
     judged = 0
@@ -104,7 +138,7 @@ def _n_judged(t, lv_off, lv_count):
     return judged
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _num_rel(la, lb, lv_grade, lv_count, rl):
     num_rel = 0
     for t in range(la, lb):
@@ -113,7 +147,7 @@ def _num_rel(la, lb, lv_grade, lv_count, rl):
     return num_rel
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_off, fcuts, fcut_off,
                 rbp_p, set_f_beta, util, n_docs_coll, v9):
     """Every requested measure of every topic of ranked relevance values (``off``: topic offsets;
@@ -124,18 +158,34 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
     longest = 0
     for q in range(nq):
         longest = max(longest, off[q + 1] - off[q], _n_judged(q, lv_off, lv_count))
-    lg, cum, apc, dcg, icum, igr = _scratch(longest)
+    lg, cum, apc, dcg = _scratch(longest)
+    i_off, ig_all, icum_all = ideal_lists(lv_off, lv_grade, lv_count)
     row = np.zeros(width)
     for q in range(nq):
         if present[q]:
+            igr = ig_all[i_off[q] - q:i_off[q + 1] - q - 1]
+            icum = icum_all[i_off[q]:i_off[q + 1]]
             _topic_row(rels, off[q], off[q + 1] - off[q], lv_off[q], lv_off[q + 1], lv_grade, lv_count, rl, icuts,
                        icut_off, fcuts, fcut_off, rbp_p, set_f_beta, util, n_docs_coll, v9, row, lg, cum, apc, dcg,
-                       icum, igr)
+                       igr, icum)
         else:
             _absent_row(_num_rel(lv_off[q], lv_off[q + 1], lv_grade, lv_count, rl), row)
         for c in range(width):
             out[q, c] = row[c]
     return out
+
+
+@njit(cache=True, inline="always")
+def _same(b1, s1, e1, b2, s2, e2):
+    """The byte spans are equal (branch-free over the bytes: the candidates compared are
+    almost always equal ids, whose hashes matched)."""
+    n = e1 - s1
+    if e2 - s2 != n:
+        return False
+    diff = 0
+    for t in range(n):
+        diff |= b1[s1 + t] ^ b2[s2 + t]
+    return diff == 0
 
 
 @njit(cache=True, inline="always")
@@ -146,11 +196,32 @@ def _before(i, j, key, buf, s, e):
     return DK._cmp(buf, s[i], e[i], buf, s[j], e[j]) > 0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _rank_order(idx, tmp, n, key, buf, s, e):
-    """Sort ``idx[:n]`` (rows 0..n-1) into trec_eval's order: insertion sorts of blocks of 16,
-    then bottom-up merges, a merge of two halves already in order being a copy (a run file
-    written in rank order costs one comparison per row and level)."""
+    """Sort ``idx[:n]`` (rows 0..n-1) into trec_eval's order (score descending, then docno
+    descending). Scores already non-increasing (a run file written in rank order, or its
+    dict) cost one pass, then an insertion sort of each group of tied scores by docno; other
+    orders: insertion sorts of blocks of 16, then bottom-up merges."""
+    ordered = True
+    for k in range(1, n):
+        if key[idx[k]] > key[idx[k - 1]]:
+            ordered = False
+            break
+    if ordered:
+        lo = 0
+        while lo < n:
+            hi = lo + 1
+            while hi < n and key[idx[hi]] == key[idx[lo]]:
+                hi += 1
+            for i in range(lo + 1, hi):  # a group of tied scores: docno descending
+                x = idx[i]
+                j = i - 1
+                while j >= lo and DK._cmp(buf, s[x], e[x], buf, s[idx[j]], e[idx[j]]) > 0:
+                    idx[j + 1] = idx[j]
+                    j -= 1
+                idx[j + 1] = x
+            lo = hi
+        return
     for lo in range(0, n, 16):
         hi = min(lo + 16, n)
         for i in range(lo + 1, hi):
@@ -199,10 +270,10 @@ def _rank_order(idx, tmp, n, key, buf, s, e):
             idx[k] = src[k]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, error_model="numpy")
 def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, table, j_rel, j_buf, j_s, j_e,
-             lv_off, lv_grade, lv_count, max_docs, judged_only, rl, icuts, icut_off, fcuts, fcut_off, rbp_p,
-             set_f_beta, util, n_docs_coll, v9, rs_len):
+             lv_off, lv_grade, lv_count, i_off, ig_all, icum_all, max_docs, judged_only, rl, icuts, icut_off, fcuts,
+             fcut_off, rbp_p, set_f_beta, util, n_docs_coll, v9, rs_len):
     """A run against prepared qrels in one pass per topic: join, rank, measure.
 
     For output row ``i``: qrels topic ``topics[i]``, run query ``run_of[i]`` (-1: absent, -c).
@@ -224,7 +295,7 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
         if g >= 0:
             longest = max(longest, r_off[g + 1] - r_off[g])
         longest = max(longest, _n_judged(topics[i], lv_off, lv_count))
-    lg, cum, apc, dcg, icum, igr = _scratch(longest)
+    lg, cum, apc, dcg = _scratch(longest)
     row = np.zeros(width)
     rel = np.empty(longest, dtype=np.int64)
     key = np.empty(longest)
@@ -259,7 +330,7 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
                     break
                 if (w & ~DK._LOW32) == hi:
                     o = first + np.int64(w & DK._LOW32)
-                    if DK._cmp(r_buf, r_s[r], r_e[r], j_buf, j_s[o], j_e[o]) == 0:
+                    if _same(r_buf, r_s[r], r_e[r], j_buf, j_s[o], j_e[o]):
                         v = j_rel[o] if j_rel[o] >= 0 else UNJUDGED
                         break
                 p = (p + np.int64(1)) & np.int64(mask)
@@ -279,17 +350,19 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
             rs[i, k] = 62 if v > 9 else (48 + v if v >= 0 else (45 if v == NONPOOL else 46))
         rs_n[i] = min(m, rs_len)
         _topic_row(ranked, 0, m, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcuts, fcut_off, rbp_p,
-                   set_f_beta, util, n_docs_coll, v9, row, lg, cum, apc, dcg, icum, igr)
+                   set_f_beta, util, n_docs_coll, v9, row, lg, cum, apc, dcg, ig_all[i_off[t] - t:i_off[t + 1] - t - 1],
+                   icum_all[i_off[t]:i_off[t + 1]])
         for c in range(width):
             out[i, c] = row[c]
     return out, rs, rs_n
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _topic_row(rels, a, n, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcuts, fcut_off, rbp_p, set_f_beta,
-               util, n_docs_coll, v9, row, lg, cum, apc, dcg, icum, igr):
+               util, n_docs_coll, v9, row, lg, cum, apc, dcg, igr, icum):
     """Every requested measure of one topic (into ``row``): its ranked relevance values
-    ``rels[a:a+n]`` and its judged grades ``lv_grade[la:lb]`` (ascending) with their counts."""
+    ``rels[a:a+n]``, its judged grades ``lv_grade[la:lb]`` (ascending) with their counts, and
+    its ideal gains ``igr`` and ideal DCG prefix ``icum`` (``ideal_lists``)."""
     n_i = icuts.shape[0]
     num_rel = 0
     num_nonrel = 0
@@ -386,20 +459,8 @@ def _topic_row(rels, a, n, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcut
             k += 1
             s += 1.0 / lg[1 + i - k]
     row[C_BING] = s / num_rel if k > 0 else 0.0
-    # ---- ideal DCG walk: grades descending with their counts (m_ndcg.c)
-    level = lb - 1
-    used = 0
-    p = 0
-    while level >= la and lv_grade[level] > 0:
-        if used >= lv_count[level]:
-            level -= 1
-            used = 0
-            continue
-        igr[p] = lv_grade[level]  # the ideal gain at rank p
-        icum[p + 1] = icum[p] + lv_grade[level] / lg[p]  # ideal DCG of the top p + 1
-        used += 1
-        p += 1
-    n_pos = p
+    # ---- the ideal list (``ideal_lists``): grades > 0 descending, and its DCG prefix (m_ndcg.c)
+    n_pos = igr.shape[0]
     ideal_total = icum[n_pos]
     row[C_NDCG] = dcg[n] / ideal_total if ideal_total > 0 else 0.0
     # ---- ndcg_rel, Rndcg, G (m_ndcg_rel.c, m_Rndcg.c, m_G.c), walking ranking and ideal together
@@ -466,7 +527,7 @@ def _topic_row(rels, a, n, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcut
                     row[col + c] = cum[min(cut, n)] / cut
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _graded_walks(rels, a, n, igr, n_pos, num_rel, row, lg):
     """ndcg_rel, Rndcg and G of one topic: trec_eval's loops, where the ideal gain at rank ``i``
     is ``igr[i]`` (the judged grades in descending order, 0 from rank ``n_pos`` on: the walk down

@@ -265,6 +265,7 @@ class PreparedQrels:
         self.qrels = _as_qrels(qrels)
         self.levels = self.qrels.levels()
         self.table = DK.join_table(self.qrels.offsets, self.qrels.docs.h)
+        self.ideal = TK.ideal_lists(*self.levels)
 
     def join(self, run):
         """Relevance of each run row (``NONPOOL`` when not in the qrels) and the qrels topic of
@@ -455,7 +456,7 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
         d = run.docs
         table_, rs, rs_n = TK.eval_run(
             run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, t_off, table, q.rel,
-            q.docs.buf, q.docs.s, q.docs.e, lv_off, lv_grade, lv_count, limit, bool(judged_only), relevance_level,
+            q.docs.buf, q.docs.s, q.docs.e, lv_off, lv_grade, lv_count, *pq.ideal, limit, bool(judged_only), relevance_level,
             plan.icuts, plan.icut_off, plan.fcuts, plan.fcut_off, float(rbp_p), 1.0, _UTILITY, float(n_docs_in_coll),
             profile == "trec_eval9", rs_len)
         matrix = plan.matrix(table_)
