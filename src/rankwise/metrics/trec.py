@@ -69,17 +69,27 @@ SUMMED = {"num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"}
 GEOMETRIC = {"gm_map", "gm_bpref"}
 
 
-def expand_groups(metrics) -> list:
-    """Replace trec_eval group names (``all_trec``, ``official``, ``set``) by their measures."""
+def _spec_list(metrics) -> list:
     if isinstance(metrics, str):
-        metrics = [m.strip() for m in metrics.split(",")] if "," in metrics else [metrics]
+        return [m.strip() for m in metrics.split(",")] if "," in metrics else [metrics]
+    return list(metrics)
+
+
+def expand_groups(metrics) -> list:
+    """Replace trec_eval group names (``all_trec``, ``official``, ``set``) by their measures
+    (``runid``, the run's tag, is no measure: it is left out)."""
     out = []
-    for m in metrics:
+    for m in _spec_list(metrics):
         if isinstance(m, str) and m.strip() in GROUPS:
             out.extend(GROUPS[m.strip()])
-        else:
+        elif not (isinstance(m, str) and m.strip() == "runid"):
             out.append(m)
     return out
+
+
+def prints_runid(metrics) -> bool:
+    """trec_eval prints the ``runid`` line when it is asked for, alone or in a group."""
+    return any(isinstance(m, str) and (m.strip() in GROUPS or m.strip() == "runid") for m in _spec_list(metrics))
 
 
 #: trec_eval's default length of ``relstring`` (m_relstring.c)
@@ -318,14 +328,16 @@ def _check_int(value, name, low):
     return int(value)
 
 
-def _nan_cells(plan, metrics, keys, table, present, profile):
+def _nan_cells(metrics, keys, table, present, profile, judged_only):
     """``{key: row mask}`` of the cells where trec_eval prints ``nan`` and rankwise holds 0.
 
-    trec_eval divides 0 by 0 in one place: the precision of an empty ranking (``num_ret`` 0
-    after ``-J``, or a run topic without documents) that seeds ``iprec_at_recall`` at the
-    levels whose number of relevant documents rounds to 0 (always level 0.0), and so
-    ``11pt_avg``."""
-    empty = present & (table[:, TK.C_NUM_RET] == 0)
+    trec_eval divides 0 by 0 in one place: the precision of an empty ranking that seeds
+    ``iprec_at_recall`` at the levels whose number of relevant documents rounds to 0 (always
+    level 0.0), and so ``11pt_avg``. A ranking is empty after ``-J`` when none of its documents
+    is judged, for a run topic without documents, and for every topic the run lacks under
+    ``-c -J`` (trec_eval scores such a topic as a ranking of one unjudged document, which
+    ``-J`` removes)."""
+    empty = (present & (table[:, TK.C_NUM_RET] == 0)) | (~present & judged_only)
     out = {}
     if not empty.any():
         return out
@@ -476,7 +488,7 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
             else:
                 means[key] = float(totals[c]) / n
         frame = pd.DataFrame(matrix, index=index, columns=num_keys, copy=False)
-        nan_cells = _nan_cells(plan, resolved, num_keys, table_, run_of >= 0, profile)
+        nan_cells = _nan_cells(resolved, num_keys, table_, run_of >= 0, profile, bool(judged_only))
         notes["runid"] = run.tag or name
         notes["zero_where_trec_eval_nan"] = {k: [qids[i] for i in np.flatnonzero(v).tolist()]
                                              for k, v in nan_cells.items()}
@@ -557,13 +569,15 @@ def format_trec_eval(results: dict, metrics, *, per_query=False, run_names=None,
 
     With several runs, every line starts with the run's name and a tab. Values print as
     trec_eval prints them: ``%6.4f``, integers for the counts, ``relstring`` quoted (``-q``
-    only), and ``-nan`` where trec_eval divides 0 by 0 (the cells listed in the result's
-    ``conventions["zero_where_trec_eval_nan"]``, which hold 0); topics in ``-q`` output are
-    sorted as trec_eval sorts them (by id, as strings).
+    only), ``-nan`` where trec_eval divides 0 by 0 (the cells listed in the result's
+    ``conventions["zero_where_trec_eval_nan"]``, which hold 0), and the ``runid`` line when
+    ``metrics`` asks for it (``"runid"`` or a group); topics in ``-q`` output are sorted as
+    trec_eval sorts them (by id, as strings).
     """
     from rankwise.metrics.registry import get_metric
 
     specs = expand_groups(metrics)
+    show_runid = prints_runid(metrics)
     lines = []
     many = len(results) > 1 if run_names is None else run_names
     width = 22
@@ -604,7 +618,7 @@ def format_trec_eval(results: dict, metrics, *, per_query=False, run_names=None,
                         continue  # trec_eval prints these in the summary only
                     lines.append(fmt(label, topic, float(values[key][i]), base, topic in nan_sets.get(key, ())))
         runid = res.conventions.get("runid")
-        if runid is not None:
+        if runid is not None and show_runid:
             lines.append(f"{prefix}{'runid':<{width}}\tall\t{runid}")
         for key, label, base, length in cols:
             if length is None:  # relstring has no summary line
