@@ -140,7 +140,7 @@ def _n_judged(t, lv_off, lv_count):
 
 @njit(cache=True, error_model="numpy")
 def _num_rel(la, lb, lv_grade, lv_count, rl):
-    num_rel = 0
+    num_rel = np.int64(0)
     for t in range(la, lb):
         if lv_grade[t] >= rl:
             num_rel += lv_count[t]
@@ -155,7 +155,7 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
     nq = off.shape[0] - 1
     width = N_SCALAR + icuts.shape[0] + fcuts.shape[0]
     out = np.zeros((nq, width))
-    longest = 0
+    longest = np.int64(0)
     for q in range(nq):
         longest = max(longest, off[q + 1] - off[q], _n_judged(q, lv_off, lv_count))
     lg, cum, apc, dcg = _scratch(longest)
@@ -175,7 +175,7 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
     return out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def _same(b1, s1, e1, b2, s2, e2):
     """The byte spans are equal (branch-free over the bytes: the candidates compared are
     almost always equal ids, whose hashes matched)."""
@@ -188,12 +188,18 @@ def _same(b1, s1, e1, b2, s2, e2):
     return diff == 0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
+def _docno_after(buf, s1, e1, s2, e2):
+    """Docno ``buf[s1:e1]`` sorts after ``buf[s2:e2]`` (strcmp), so ranks first among ties."""
+    return DK._cmp(buf, s1, e1, buf, s2, e2) > 0
+
+
+@njit(cache=True, error_model="numpy")
 def _before(i, j, key, buf, s, e):
     """Row ``i`` ranks before row ``j`` (trec_eval: score descending, then docno descending)."""
     if key[i] != key[j]:
         return key[i] > key[j]
-    return DK._cmp(buf, s[i], e[i], buf, s[j], e[j]) > 0
+    return _docno_after(buf, s[i], e[i], s[j], e[j])
 
 
 @njit(cache=True, error_model="numpy")
@@ -216,7 +222,7 @@ def _rank_order(idx, tmp, n, key, buf, s, e):
             for i in range(lo + 1, hi):  # a group of tied scores: docno descending
                 x = idx[i]
                 j = i - 1
-                while j >= lo and DK._cmp(buf, s[x], e[x], buf, s[idx[j]], e[idx[j]]) > 0:
+                while j >= lo and _docno_after(buf, s[x], e[x], s[idx[j]], e[idx[j]]):
                     idx[j + 1] = idx[j]
                     j -= 1
                 idx[j + 1] = x
@@ -289,7 +295,7 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
     out = np.zeros((nt, width))
     rs = np.zeros((nt, rs_len), dtype=np.uint8)
     rs_n = np.zeros(nt, dtype=np.int64)
-    longest = 0
+    longest = np.int64(0)  # typed: a literal 0 would compile the callees twice
     for i in range(nt):
         g = run_of[i]
         if g >= 0:
@@ -338,7 +344,7 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
             key[k] = np.float64(np.float32(scores[r])) if v9 else scores[r]
             idx[k] = k
         _rank_order(idx, tmp, n, key, r_buf, r_s[a:a + n], r_e[a:a + n])
-        m = 0
+        m = np.int64(0)
         for k in range(min(n, max_docs)):
             v = rel[idx[k]]
             if judged_only and v < 0:
@@ -349,7 +355,7 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
             v = ranked[k]
             rs[i, k] = 62 if v > 9 else (48 + v if v >= 0 else (45 if v == NONPOOL else 46))
         rs_n[i] = min(m, rs_len)
-        _topic_row(ranked, 0, m, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcuts, fcut_off, rbp_p,
+        _topic_row(ranked, np.int64(0), m, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcuts, fcut_off, rbp_p,
                    set_f_beta, util, n_docs_coll, v9, row, lg, cum, apc, dcg, ig_all[i_off[t] - t:i_off[t + 1] - t - 1],
                    icum_all[i_off[t]:i_off[t + 1]])
         for c in range(width):
@@ -364,9 +370,9 @@ def _topic_row(rels, a, n, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcut
     ``rels[a:a+n]``, its judged grades ``lv_grade[la:lb]`` (ascending) with their counts, and
     its ideal gains ``igr`` and ideal DCG prefix ``icum`` (``ideal_lists``)."""
     n_i = icuts.shape[0]
-    num_rel = 0
-    num_nonrel = 0
-    max_grade = 0
+    num_rel = np.int64(0)  # typed: a literal 0 would compile the callees twice
+    num_nonrel = np.int64(0)
+    max_grade = np.int64(0)
     for t in range(la, lb):
         if lv_grade[t] >= rl:
             num_rel += lv_count[t]
