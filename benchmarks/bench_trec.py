@@ -37,6 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import timeit
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -115,6 +117,43 @@ def rankwise_files(qrels, runs):
 def rankwise_dicts(qrels_d, runs_d):
     from rankwise.metrics import evaluate_runs
     return evaluate_runs(qrels_d, runs_d, "all_trec")
+
+
+def dict_breakdown(qrels_d, runs_d, repeat=3):
+    """Where the dict path's time goes: CPU seconds of one thread (best of ``repeat``), the
+    runs evaluated one after the other."""
+    import numba
+
+    from rankwise.data.trec import Run
+    from rankwise.metrics import evaluate_runs
+    from rankwise.metrics.trec import PreparedQrels
+
+    def cpu(fn):
+        best = float("inf")
+        for _ in range(repeat):
+            t0 = time.thread_time()
+            fn()
+            best = min(best, time.thread_time() - t0)
+        return best
+
+    pq = PreparedQrels(qrels_d)
+    objs = {n: Run.from_dict(r, name=n) for n, r in runs_d.items()}
+    saved = numba.config.NUMBA_NUM_THREADS
+    numba.config.NUMBA_NUM_THREADS = 1  # evaluate_runs: one worker
+    try:
+        out = {
+            "qrels prepared (PreparedQrels)": cpu(lambda: PreparedQrels(qrels_d)),
+            "run dicts -> Run (Python: id join, score fromiter)": cpu(
+                lambda: [("\n".join(chain.from_iterable(r.values())).encode(),
+                          np.fromiter(chain.from_iterable(d.values() for d in r.values()), np.float64))
+                         for r in runs_d.values()]),
+            "run dicts -> Run (all, hashing included)": cpu(lambda: [Run.from_dict(r) for r in runs_d.values()]),
+            "Runs evaluated (join, rank, 98 measures, result frames)": cpu(lambda: evaluate_runs(pq, objs, "all_trec")),
+            "evaluate_runs(dicts), one thread, end to end": cpu(lambda: evaluate_runs(qrels_d, runs_d, "all_trec")),
+        }
+    finally:
+        numba.config.NUMBA_NUM_THREADS = saved
+    return out
 
 
 def pytrec_measures():
@@ -198,6 +237,9 @@ def main(argv=None) -> int:
         rows["ranx, files (plain), 16 measures"] = best_of(lambda: ranx_files(qrels, plain), repeat=1)
         rows["ranx, dicts, 16 measures"] = best_of(lambda: ranx_dicts(qrels_d, runs_d), repeat=1)
         print("ranx done", flush=True)
+        breakdown = dict_breakdown(qrels_d, runs_d)
+        pytrec_cpu = min(timeit.repeat(lambda: pytrec_dicts(qrels_d, runs_d), number=1, repeat=3,
+                                       timer=time.thread_time))
 
         # correctness in the same run: per-topic values equal pytrec_eval's (trec_eval9 profile)
         from rankwise.metrics import evaluate_runs
@@ -288,6 +330,15 @@ def main(argv=None) -> int:
         f"Goal rankwise >= 5x pytrec_eval: from files {pf / rows['rankwise, files (plain)']:.1f}x "
         f"({'met' if pf / rows['rankwise, files (plain)'] >= 5 else 'NOT met'}), from dicts "
         f"{pd_ / rows['rankwise, dicts']:.1f}x ({'met' if pd_ / rows['rankwise, dicts'] >= 5 else 'NOT met'}).",
+        "",
+        "Where the dict path's time goes (CPU seconds of one thread, best of 3, the 17 runs one after "
+        "the other; the in-process figures above are wall times with the runs on "
+        f"{min(n_runs, os.cpu_count() or 1)} threads):",
+        "",
+        "| part | CPU s |",
+        "|---|---:|",
+        *[f"| {k} | {v:.3f} |" for k, v in breakdown.items()],
+        f"| pytrec_eval, dicts (for comparison) | {pytrec_cpu:.3f} |",
         "",
         "| command line, 17 runs | seconds (wall) |",
         "|---|---:|",
