@@ -300,12 +300,14 @@ def main(argv=None) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
 
     pf, pd_ = rows["pytrec_eval, files (plain)"], rows["pytrec_eval, dicts"]
+    from rankwise.metrics import GROUPS
+
+    n_values = len(GROUPS["all_trec"])
     lines = [
         "## TREC runs end to end (bench_trec.py)",
         "",
         f"{n_runs} runs x {n_topics} topics x 1,000 documents, qrels with {n_judg:.0f} graded judgments per topic; "
-        f"every trec_eval `all_trec` measure (rankwise: {len(__import__('rankwise.metrics', fromlist=['GROUPS']).GROUPS['all_trec'])} "
-        f"values per topic; pytrec_eval: {len(pytrec_measures())} measures, {len(next(iter(ref.values())))} values). "
+        f"every trec_eval `all_trec` measure (rankwise: {n_values} values and `relstring` per topic; pytrec_eval: {len(pytrec_measures())} measures, {len(next(iter(ref.values())))} values). "
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared; load average {os.getloadavg()[0]:.1f} at the "
         f"end of the run), Python {platform.python_version()}. "
         "In-process times: best of 3 after a warm-up (numba cache warm).",

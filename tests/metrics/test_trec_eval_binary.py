@@ -133,7 +133,8 @@ def test_zero_where_trec_eval_gives_nan_is_explicit():
 
 def test_relstring_spellings_and_errors():
     assert relstring_length("relstring") == 10
-    assert relstring_length("relstring_20") == relstring_length("relstring.20") == relstring_length("relstring@20") == 20
+    assert relstring_length("relstring_20") == relstring_length("relstring.20") == 20
+    assert relstring_length("relstring@20") == 20
     assert relstring_length("map") is None and relstring_length("relstringx") is None
     with pytest.raises(InputError, match="integer >= 1"):
         relstring_length("relstring_0")

@@ -305,7 +305,8 @@ class Qrels:
         if not unique:
             row, collision = TK.first_duplicate(offsets, docs.h, docs.buf, docs.s, docs.e)
             if row >= 0 or collision:
-                _check_unique("qrels", path, offsets, names, docs, lines, "document {d!r} of query {q!r} is judged twice")
+                _check_unique("qrels", path, offsets, names, docs, lines,
+                              "document {d!r} of query {q!r} is judged twice")
         return cls(names, offsets, docs, np.ascontiguousarray(rel, dtype=np.int64), path=path, lines=lines)
 
     @classmethod

@@ -46,8 +46,9 @@ def _group(names_and_cuts):
     return out
 
 
-#: trec_eval's measure groups, in trec_eval's print order (``runid`` is printed by the trec_eval
-#: output format; ``relstring`` is a string per topic, see :func:`relstring_length`)
+#: trec_eval's measure groups, in trec_eval's print order: the numeric measures (``runid`` is
+#: printed by the trec_eval output format; ``relstring``, a string per topic, joins ``all_trec``
+#: in :func:`evaluate_runs` and its output, see ``STRING_MEASURES``)
 GROUPS = {
     "official": _group([("num_q", None), ("num_ret", None), ("num_rel", None), ("num_rel_ret", None), ("map", None),
                         ("gm_map", None), ("Rprec", None), ("bpref", None), ("recip_rank", None),
@@ -55,7 +56,7 @@ GROUPS = {
     "all_trec": _group([
         ("num_q", None), ("num_ret", None), ("num_rel", None), ("num_rel_ret", None), ("map", None), ("gm_map", None),
         ("Rprec", None), ("bpref", None), ("recip_rank", None), ("iprec_at_recall", RECALL_LEVELS), ("P", P_CUTS),
-        ("relstring", None), ("recall", P_CUTS), ("infAP", None), ("gm_bpref", None), ("Rprec_mult", RPREC_MULT), ("utility", None),
+        ("recall", P_CUTS), ("infAP", None), ("gm_bpref", None), ("Rprec_mult", RPREC_MULT), ("utility", None),
         ("11pt_avg", None), ("binG", None), ("G", None), ("ndcg", None), ("ndcg_rel", None), ("Rndcg", None),
         ("ndcg_cut", P_CUTS), ("map_cut", P_CUTS), ("relative_P", P_CUTS), ("success", SUCCESS_CUTS),
         ("set_P", None), ("set_relative_P", None), ("set_recall", None), ("set_map", None), ("set_F", None),
@@ -75,13 +76,24 @@ def _spec_list(metrics) -> list:
     return list(metrics)
 
 
-def expand_groups(metrics) -> list:
+#: string measures of a group: (group, the measure they follow in print order, their names)
+STRING_MEASURES = {"all_trec": ("P_1000", ["relstring"])}
+
+
+def expand_groups(metrics, *, strings=False) -> list:
     """Replace trec_eval group names (``all_trec``, ``official``, ``set``) by their measures
-    (``runid``, the run's tag, is no measure: it is left out)."""
+    (``runid``, the run's tag, is no measure: it is left out). With ``strings``, the groups
+    include their string measures (``relstring`` in ``all_trec``), which only
+    :func:`evaluate_runs` computes."""
     out = []
     for m in _spec_list(metrics):
         if isinstance(m, str) and m.strip() in GROUPS:
-            out.extend(GROUPS[m.strip()])
+            names = list(GROUPS[m.strip()])
+            if strings and m.strip() in STRING_MEASURES:
+                after, extra = STRING_MEASURES[m.strip()]
+                pos = names.index(after) + 1
+                names[pos:pos] = extra
+            out.extend(names)
         elif not (isinstance(m, str) and m.strip() == "runid"):
             out.append(m)
     return out
@@ -411,7 +423,7 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
     """
     from rankwise.metrics.registry import get_metric
 
-    specs = expand_groups(metrics)
+    specs = expand_groups(metrics, strings=True)
     if not specs:
         raise InputError("metrics must name at least one measure, e.g. ['map', 'P@10'] or 'all_trec'")
     keys = [_key(m) for m in specs]
@@ -468,9 +480,9 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
         d = run.docs
         table_, rs, rs_n = TK.eval_run(
             run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, t_off, table, q.rel,
-            q.docs.buf, q.docs.s, q.docs.e, lv_off, lv_grade, lv_count, *pq.ideal, limit, bool(judged_only), relevance_level,
-            plan.icuts, plan.icut_off, plan.fcuts, plan.fcut_off, float(rbp_p), 1.0, _UTILITY, float(n_docs_in_coll),
-            profile == "trec_eval9", rs_len)
+            q.docs.buf, q.docs.s, q.docs.e, lv_off, lv_grade, lv_count, *pq.ideal, limit, bool(judged_only),
+            relevance_level, plan.icuts, plan.icut_off, plan.fcuts, plan.fcut_off, float(rbp_p), 1.0, _UTILITY,
+            float(n_docs_in_coll), profile == "trec_eval9", rs_len)
         matrix = plan.matrix(table_)
         # trec_eval sums the topics one by one in the order of their ids (as strings): so do we,
         # so that a summary printed with 4 decimals rounds the same way
@@ -576,7 +588,7 @@ def format_trec_eval(results: dict, metrics, *, per_query=False, run_names=None,
     """
     from rankwise.metrics.registry import get_metric
 
-    specs = expand_groups(metrics)
+    specs = expand_groups(metrics, strings=True)
     show_runid = prints_runid(metrics)
     lines = []
     many = len(results) > 1 if run_names is None else run_names
