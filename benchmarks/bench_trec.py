@@ -20,7 +20,8 @@ In-process timings are the best of 3 after one warm-up call (numba kernels compi
 cached); the CLI and the cold figures run in fresh processes: "cache warm" means numba's
 on-disk cache is filled, "cache cold" that it was emptied first (compilation included).
 Correctness is checked in the same run: the rankwise CLI's trec_eval output equals the binary's
-on one run, line for line, and rankwise's per-topic values equal pytrec_eval's.
+on two runs, line for line (``relstring`` included), and rankwise's per-topic values equal
+pytrec_eval's.
 
 Usage: python benchmarks/bench_trec.py [--quick]
 Writes benchmarks/results/bench_trec.md.
@@ -36,6 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import timeit
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -114,6 +117,43 @@ def rankwise_files(qrels, runs):
 def rankwise_dicts(qrels_d, runs_d):
     from rankwise.metrics import evaluate_runs
     return evaluate_runs(qrels_d, runs_d, "all_trec")
+
+
+def dict_breakdown(qrels_d, runs_d, repeat=3):
+    """Where the dict path's time goes: CPU seconds of one thread (best of ``repeat``), the
+    runs evaluated one after the other."""
+    import numba
+
+    from rankwise.data.trec import Run
+    from rankwise.metrics import evaluate_runs
+    from rankwise.metrics.trec import PreparedQrels
+
+    def cpu(fn):
+        best = float("inf")
+        for _ in range(repeat):
+            t0 = time.thread_time()
+            fn()
+            best = min(best, time.thread_time() - t0)
+        return best
+
+    pq = PreparedQrels(qrels_d)
+    objs = {n: Run.from_dict(r, name=n) for n, r in runs_d.items()}
+    saved = numba.config.NUMBA_NUM_THREADS
+    numba.config.NUMBA_NUM_THREADS = 1  # evaluate_runs: one worker
+    try:
+        out = {
+            "qrels prepared (PreparedQrels)": cpu(lambda: PreparedQrels(qrels_d)),
+            "run dicts -> Run (Python: id join, score fromiter)": cpu(
+                lambda: [("\n".join(chain.from_iterable(r.values())).encode(),
+                          np.fromiter(chain.from_iterable(d.values() for d in r.values()), np.float64))
+                         for r in runs_d.values()]),
+            "run dicts -> Run (all, hashing included)": cpu(lambda: [Run.from_dict(r) for r in runs_d.values()]),
+            "Runs evaluated (join, rank, 98 measures, result frames)": cpu(lambda: evaluate_runs(pq, objs, "all_trec")),
+            "evaluate_runs(dicts), one thread, end to end": cpu(lambda: evaluate_runs(qrels_d, runs_d, "all_trec")),
+        }
+    finally:
+        numba.config.NUMBA_NUM_THREADS = saved
+    return out
 
 
 def pytrec_measures():
@@ -197,6 +237,9 @@ def main(argv=None) -> int:
         rows["ranx, files (plain), 16 measures"] = best_of(lambda: ranx_files(qrels, plain), repeat=1)
         rows["ranx, dicts, 16 measures"] = best_of(lambda: ranx_dicts(qrels_d, runs_d), repeat=1)
         print("ranx done", flush=True)
+        breakdown = dict_breakdown(qrels_d, runs_d)
+        pytrec_cpu = min(timeit.repeat(lambda: pytrec_dicts(qrels_d, runs_d), number=1, repeat=3,
+                                       timer=time.thread_time))
 
         # correctness in the same run: per-topic values equal pytrec_eval's (trec_eval9 profile)
         from rankwise.metrics import evaluate_runs
@@ -235,16 +278,17 @@ def main(argv=None) -> int:
                                    capture_output=True)
                 bt.append(time.perf_counter() - t0)
             bin_time = min(bt)
-            ref_out = subprocess.run([str(binary), "-q", "-m", "all_trec", str(qrels), str(plain[0])],
-                                     capture_output=True, text=True).stdout.splitlines()
-            ref_out = [line for line in ref_out if not line.startswith("relstring")]
-            mine = subprocess.run([sys.executable, "-m", "rankwise", "evaluate", "--qrels", str(qrels), "-q",
-                                   "--format", "trec_eval", str(plain[0])], env=env, capture_output=True,
-                                  text=True).stdout.splitlines()
-            key = (lambda line: tuple(line.split("\t")[:2]))
-            a = {key(x): x for x in ref_out}
-            b = {key(x): x for x in mine}
-            same_lines = (sum(a[k] == b.get(k) for k in a), len(a), len(b))
+            same_lines = [0, 0, 0, 0]  # identical lines, binary's lines, rankwise's lines, runs compared
+            for p in (plain[0], plain[1]):  # one run with many tied scores, one with few
+                ref_out = subprocess.run([str(binary), "-q", "-m", "all_trec", str(qrels), str(p)],
+                                         capture_output=True, text=True).stdout.splitlines()
+                mine = subprocess.run([sys.executable, "-m", "rankwise", "evaluate", "--qrels", str(qrels), "-q",
+                                       "--format", "trec_eval", str(p)], env=env, capture_output=True,
+                                      text=True).stdout.splitlines()
+                same_lines[0] += sum(x == y for x, y in zip(ref_out, mine))
+                same_lines[1] += len(ref_out)
+                same_lines[2] += len(mine)
+                same_lines[3] += 1
         # cold and warm first calls in fresh processes
         code = (f"from rankwise.metrics import evaluate_runs; import glob; "
                 f"evaluate_runs({str(qrels)!r}, sorted(glob.glob({str(scratch / 'data' / 'run*.txt')!r})), 'all_trec')")
@@ -256,12 +300,14 @@ def main(argv=None) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
 
     pf, pd_ = rows["pytrec_eval, files (plain)"], rows["pytrec_eval, dicts"]
+    from rankwise.metrics import GROUPS
+
+    n_values = len(GROUPS["all_trec"])
     lines = [
         "## TREC runs end to end (bench_trec.py)",
         "",
         f"{n_runs} runs x {n_topics} topics x 1,000 documents, qrels with {n_judg:.0f} graded judgments per topic; "
-        f"every trec_eval `all_trec` measure (rankwise: {len(__import__('rankwise.metrics', fromlist=['GROUPS']).GROUPS['all_trec'])} "
-        f"values per topic; pytrec_eval: {len(pytrec_measures())} measures, {len(next(iter(ref.values())))} values). "
+        f"every trec_eval `all_trec` measure (rankwise: {n_values} values and `relstring` per topic; pytrec_eval: {len(pytrec_measures())} measures, {len(next(iter(ref.values())))} values). "
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared; load average {os.getloadavg()[0]:.1f} at the "
         f"end of the run), Python {platform.python_version()}. "
         "In-process times: best of 3 after a warm-up (numba cache warm).",
@@ -287,6 +333,15 @@ def main(argv=None) -> int:
         f"({'met' if pf / rows['rankwise, files (plain)'] >= 5 else 'NOT met'}), from dicts "
         f"{pd_ / rows['rankwise, dicts']:.1f}x ({'met' if pd_ / rows['rankwise, dicts'] >= 5 else 'NOT met'}).",
         "",
+        "Where the dict path's time goes (CPU seconds of one thread, best of 3, the 17 runs one after "
+        "the other; the in-process figures above are wall times with the runs on "
+        f"{min(n_runs, os.cpu_count() or 1)} threads):",
+        "",
+        "| part | CPU s |",
+        "|---|---:|",
+        *[f"| {k} | {v:.3f} |" for k, v in breakdown.items()],
+        f"| pytrec_eval, dicts (for comparison) | {pytrec_cpu:.3f} |",
+        "",
         "| command line, 17 runs | seconds (wall) |",
         "|---|---:|",
         f"| `rankwise evaluate --qrels Q --format trec_eval RUN x{n_runs}` (one process, numba cache warm) | {cli:.2f} |",
@@ -295,9 +350,9 @@ def main(argv=None) -> int:
         lines.append(f"| `trec_eval -m all_trec Q RUN`, {n_runs} processes (trec_eval 10 binary) | {bin_time:.2f} |")
         lines += ["", f"Goal CLI <= trec_eval binary: {cli:.2f} s vs {bin_time:.2f} s "
                       f"({'met' if cli <= bin_time else 'NOT met'}).",
-                  f"Same output: {same_lines[0]} of {same_lines[1]} `trec_eval -q -m all_trec` lines of one run "
-                  f"identical in rankwise's `--format trec_eval -q` output ({same_lines[2]} lines; `relstring` "
-                  "left out)."]
+                  f"Same output: {same_lines[0]} of {same_lines[1]} `trec_eval -q -m all_trec` lines of "
+                  f"{same_lines[3]} runs identical, position by position, in rankwise's `--format trec_eval -q` "
+                  f"output ({same_lines[2]} lines; `relstring` included)."]
     else:
         lines += ["", f"trec_eval binary comparison skipped: {why}."]
     lines += [

@@ -259,12 +259,11 @@ def _evaluate_runs(run_paths, qrels, metrics, profile, conventions, complete=Fal
     ``complete`` every qrels query, a query the run lacks scoring as an empty ranking (trec_eval
     ``-c``). What is left out is said on stderr; no query in common is an error.
     """
-    from rankwise.data.trec import Run
     from rankwise.metrics import evaluate_runs
     from rankwise.metrics.trec import PreparedQrels
 
     names = names or [os.path.basename(str(p)) for p in run_paths]
-    runs = {n: Run.read(p, name=n) for n, p in zip(names, run_paths)}
+    runs = {n: p for n, p in zip(names, run_paths)}  # read by evaluate_runs, on its threads
     pq = qrels if isinstance(qrels, PreparedQrels) else PreparedQrels(qrels)
     results = evaluate_runs(pq, runs, metrics=metrics, profile=profile, complete=complete,
                             **(trec_options or {}), **conventions)

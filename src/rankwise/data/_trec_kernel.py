@@ -190,32 +190,31 @@ def segments(qh):
 
 @nb.njit(cache=True, nogil=True)
 def split_hash(buf):
-    """Spans of the ``\\n``-separated items of ``buf`` (a join of ids) and their hashes, in one pass."""
-    s, e = split_lines(buf)
-    h = np.empty(s.shape[0], dtype=np.uint64)
-    for r in range(s.shape[0]):
-        h[r] = _hash(buf, s[r], e[r])
-    return s, e, h
-
-
-@nb.njit(cache=True, nogil=True)
-def split_lines(buf):
-    """Spans of the ``\\n``-separated items of ``buf`` (a join of ids)."""
+    """Spans of the ``\\n``-separated items of ``buf`` (a join of ids) and their hashes: a count
+    of the separators, then one pass that hashes each item's bytes up to its separator."""
     n = 1
     for i in range(buf.shape[0]):
         if buf[i] == 10:
             n += 1
     s = np.empty(n, dtype=np.int64)
     e = np.empty(n, dtype=np.int64)
+    h = np.empty(n, dtype=np.uint64)
     k = 0
     s[0] = 0
+    x = _FNV_OFFSET
     for i in range(buf.shape[0]):
-        if buf[i] == 10:
+        c = buf[i]
+        if c == 10:
             e[k] = i
+            h[k] = x
             k += 1
             s[k] = i + 1
+            x = _FNV_OFFSET
+        else:
+            x = (x ^ np.uint64(c)) * _FNV_PRIME
     e[k] = buf.shape[0]
-    return s, e
+    h[k] = x
+    return s, e, h
 
 
 @nb.njit(cache=True, inline="always")
@@ -253,83 +252,6 @@ def sort_by_hash(offsets, h, buf, s, e):
                     return order, 1, max(r0, r1)
                 return order, 2, r1
     return order, 0, 0
-
-
-@nb.njit(cache=True)
-def _merge_sort_desc(idx, buf, s, e):
-    """Sort row indices by id bytes, descending (larger docno first, as trec_eval)."""
-    n = idx.shape[0]
-    tmp = np.empty(n, dtype=np.int64)
-    width = 1
-    src = idx
-    dst = tmp
-    swapped = False
-    while width < n:
-        lo = 0
-        while lo < n:
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            i = lo
-            j = mid
-            k = lo
-            while i < mid and j < hi:
-                if _cmp(buf, s[src[j]], e[src[j]], buf, s[src[i]], e[src[i]]) > 0:
-                    dst[k] = src[j]
-                    j += 1
-                else:
-                    dst[k] = src[i]
-                    i += 1
-                k += 1
-            while i < mid:
-                dst[k] = src[i]
-                i += 1
-                k += 1
-            while j < hi:
-                dst[k] = src[j]
-                j += 1
-                k += 1
-            lo = hi
-        src, dst = dst, src
-        swapped = not swapped
-        width *= 2
-    if swapped:
-        idx[:] = src
-
-
-@nb.njit(cache=True, nogil=True)
-def rank_rows(offsets, scores, rel, buf, s, e, max_docs, judged_only, out_off):
-    """trec_eval's ranking of every run query: score descending, then docno descending.
-
-    Writes the relevance of the ranked rows, cut at ``max_docs`` per query (``-M``) and, with
-    ``judged_only`` (``-J``), without the rows that are not judged; ``out_off`` receives the
-    query offsets of the output. Returns the ranked relevance values.
-    """
-    nq = offsets.shape[0] - 1
-    out = np.empty(scores.shape[0], dtype=np.int64)
-    w = 0
-    out_off[0] = 0
-    for g in range(nq):
-        a = offsets[g]
-        b = offsets[g + 1]
-        o = np.argsort(-scores[a:b], kind="mergesort") + a
-        i = 0
-        m = b - a
-        while i < m:
-            j = i + 1
-            while j < m and scores[o[j]] == scores[o[i]]:
-                j += 1
-            if j - i > 1:
-                _merge_sort_desc(o[i:j], buf, s, e)
-            i = j
-        lim = m if m < max_docs else max_docs
-        for t in range(lim):
-            v = rel[o[t]]
-            if judged_only and v < 0:
-                continue
-            out[w] = v
-            w += 1
-        out_off[g + 1] = w
-    return out[:w]
 
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)

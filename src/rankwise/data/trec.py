@@ -273,7 +273,7 @@ class Qrels:
     offsets : numpy.ndarray
         int64, ``n_queries + 1``: query ``i`` holds rows ``offsets[i]:offsets[i+1]``.
     rel : numpy.ndarray
-        int64 grade per row (rows of a query sorted by document hash).
+        int64 grade per row (rows of a query in the order read).
     """
 
     def __init__(self, qids, offsets, docs: _Ids, rel, *, path=None, lines=None):
@@ -293,16 +293,21 @@ class Qrels:
         return cls._build(qids, docs, rel, path=path, lines=lines)
 
     @classmethod
-    def _build(cls, qid_ids, docs, rel, *, path=None, lines=None, names=None, offsets=None):
+    def _build(cls, qid_ids, docs, rel, *, path=None, lines=None, names=None, offsets=None, unique=False):
+        from rankwise.data import _trec_kernel as TK
+
         if names is None:
             names, offsets, order = _group(qid_ids)
             if order is not None:
                 docs, rel = docs.take(order), rel[order]
                 lines = None if lines is None else lines[order]
-        order = _check_unique("qrels", path, offsets, names, docs, lines,
+        # a document judged twice in a topic is an error (``unique``: the str keys of one dict cannot repeat)
+        if not unique:
+            row, collision = TK.first_duplicate(offsets, docs.h, docs.buf, docs.s, docs.e)
+            if row >= 0 or collision:
+                _check_unique("qrels", path, offsets, names, docs, lines,
                               "document {d!r} of query {q!r} is judged twice")
-        return cls(names, offsets, docs.take(order), np.ascontiguousarray(rel[order], dtype=np.int64),
-                   path=path, lines=None if lines is None else lines[order])
+        return cls(names, offsets, docs, np.ascontiguousarray(rel, dtype=np.int64), path=path, lines=lines)
 
     @classmethod
     def from_dict(cls, qrels) -> "Qrels":
@@ -321,7 +326,7 @@ class Qrels:
         if not np.all(np.isfinite(rel)) or np.any(rel != np.round(rel)) or np.any(np.abs(rel) > 1e6):
             raise InputError("qrels grades must be integers with |rel| <= 1,000,000")
         offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-        return cls._build(None, docs, rel.astype(np.int64), names=names, offsets=offsets)
+        return cls._build(None, docs, rel.astype(np.int64), names=names, offsets=offsets, unique=docs.all_str)
 
     @classmethod
     def from_pandas(cls, frame, *, qid="qid", docno="docno", rel="rel") -> "Qrels":

@@ -23,6 +23,7 @@ import numpy as np
 from rankwise.data.trec import grade_levels
 from rankwise.errors import InputError
 from rankwise.metrics import _trec_kernel as TK
+from rankwise.metrics.evaluate import EvaluationResult
 
 #: trec_eval's default cutoffs per family
 P_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -45,8 +46,9 @@ def _group(names_and_cuts):
     return out
 
 
-#: trec_eval's measure groups, in trec_eval's print order (``runid`` and ``relstring`` are not
-#: numbers and are left out; ``runid`` is printed by the trec_eval output format)
+#: trec_eval's measure groups, in trec_eval's print order: the numeric measures (``runid`` is
+#: printed by the trec_eval output format; ``relstring``, a string per topic, joins ``all_trec``
+#: in :func:`evaluate_runs` and its output, see ``STRING_MEASURES``)
 GROUPS = {
     "official": _group([("num_q", None), ("num_ret", None), ("num_rel", None), ("num_rel_ret", None), ("map", None),
                         ("gm_map", None), ("Rprec", None), ("bpref", None), ("recip_rank", None),
@@ -68,17 +70,70 @@ SUMMED = {"num_q", "num_ret", "num_rel", "num_rel_ret", "num_nonrel_judged_ret"}
 GEOMETRIC = {"gm_map", "gm_bpref"}
 
 
-def expand_groups(metrics) -> list:
-    """Replace trec_eval group names (``all_trec``, ``official``, ``set``) by their measures."""
+def _spec_list(metrics) -> list:
     if isinstance(metrics, str):
-        metrics = [m.strip() for m in metrics.split(",")] if "," in metrics else [metrics]
+        return [m.strip() for m in metrics.split(",")] if "," in metrics else [metrics]
+    return list(metrics)
+
+
+#: string measures of a group: (group, the measure they follow in print order, their names)
+STRING_MEASURES = {"all_trec": ("P_1000", ["relstring"])}
+
+
+def expand_groups(metrics, *, strings=False) -> list:
+    """Replace trec_eval group names (``all_trec``, ``official``, ``set``) by their measures
+    (``runid``, the run's tag, is no measure: it is left out). With ``strings``, the groups
+    include their string measures (``relstring`` in ``all_trec``), which only
+    :func:`evaluate_runs` computes."""
     out = []
-    for m in metrics:
+    for m in _spec_list(metrics):
         if isinstance(m, str) and m.strip() in GROUPS:
-            out.extend(GROUPS[m.strip()])
-        else:
+            names = list(GROUPS[m.strip()])
+            if strings and m.strip() in STRING_MEASURES:
+                after, extra = STRING_MEASURES[m.strip()]
+                pos = names.index(after) + 1
+                names[pos:pos] = extra
+            out.extend(names)
+        elif not (isinstance(m, str) and m.strip() == "runid"):
             out.append(m)
     return out
+
+
+def prints_runid(metrics) -> bool:
+    """trec_eval prints the ``runid`` line when it is asked for, alone or in a group."""
+    return any(isinstance(m, str) and (m.strip() in GROUPS or m.strip() == "runid") for m in _spec_list(metrics))
+
+
+#: trec_eval's default length of ``relstring`` (m_relstring.c)
+RELSTRING_LEN = 10
+
+
+def relstring_length(spec):
+    """The length N of a ``relstring`` spec (``"relstring"`` = 10, ``"relstring_20"``,
+    ``"relstring.20"``, ``"relstring@20"``), or None when ``spec`` is another measure.
+
+    trec_eval's ``relstring`` is a string, not a number: one character per document of the
+    first N ranked, ``0``-``9`` its grade, ``>`` a grade above 9, ``-`` a document absent from
+    the qrels, ``.`` one judged -1 (in the pool, not judged). It has no summary value.
+    """
+    if not isinstance(spec, str):
+        return None
+    text = spec.strip()
+    if text.lower() == "relstring":
+        return RELSTRING_LEN
+    head, tail = text[:9], text[10:]
+    if head.lower() != "relstring" or len(text) < 11 or text[9] not in "_.@":
+        return None
+    if not (tail.isascii() and tail.isdigit() and int(tail) >= 1):
+        raise InputError(f"the length in {spec!r} must be an integer >= 1, as in 'relstring_10'")
+    return int(tail)
+
+
+def _key(spec) -> str:
+    """The result key of a measure spec: the string as given (stripped)."""
+    from rankwise.metrics.registry import get_metric
+
+    return spec.strip() if isinstance(spec, str) else get_metric(spec).spec
 
 
 # ---------------------------------------------------------------------------- the kernel call
@@ -106,6 +161,21 @@ class _Plan:
         self.icut_off = np.concatenate(([0], np.cumsum([len(f) for f in fam_i]))).astype(np.int64)
         self.fcuts = np.array([c for f in fam_f for c in f], dtype=np.float64)
         self.fcut_off = np.concatenate(([0], np.cumsum([len(f) for f in fam_f]))).astype(np.int64)
+
+    def matrix(self, table):
+        """The requested measures' columns of a kernel table, as one (topics x measures) array."""
+        if not hasattr(self, "_take"):
+            n_i = len(self.icuts)
+            take = []
+            for kind, fam, pos in self.where:
+                if kind == "s":
+                    take.append(fam)
+                elif kind == "i":
+                    take.append(TK.N_SCALAR + self.icut_off[fam] + pos)
+                else:
+                    take.append(TK.N_SCALAR + n_i + self.fcut_off[fam] + pos)
+            self._take = np.array(take, dtype=np.int64)
+        return table[:, self._take]
 
     def columns(self, table):
         n_i = len(self.icuts)
@@ -208,12 +278,16 @@ def _as_runs(runs) -> dict:
 
 
 class PreparedQrels:
-    """A :class:`~rankwise.data.Qrels` made ready for many runs: judged grades counted per topic."""
+    """A :class:`~rankwise.data.Qrels` made ready for many runs: judged grades counted per topic,
+    and a hash table of each topic's judgments (built once, shared by every run)."""
 
     def __init__(self, qrels):
+        from rankwise.data import _trec_kernel as DK
+
         self.qrels = _as_qrels(qrels)
         self.levels = self.qrels.levels()
-        self._table = None
+        self.table = DK.join_table(self.qrels.offsets, self.qrels.docs.h)
+        self.ideal = TK.ideal_lists(*self.levels)
 
     def join(self, run):
         """Relevance of each run row (``NONPOOL`` when not in the qrels) and the qrels topic of
@@ -221,14 +295,34 @@ class PreparedQrels:
         from rankwise.data import _trec_kernel as DK
 
         q = self.qrels
-        qmap = np.array([q.index(x) for x in run.qids], dtype=np.int64)
-        run.hash_order()  # no document twice in a topic
-        if self._table is None:  # built once, shared by every run (threads read it only)
-            self._table = DK.join_table(q.offsets, q.docs.h)
-        t_off, table = self._table
+        qmap = self.topic_map(run)
+        t_off, table = self.table
         rel = DK.join(run.offsets, run.docs.h, run.docs.buf, run.docs.s, run.docs.e, qmap, q.offsets, t_off, table,
                       q.rel, q.docs.buf, q.docs.s, q.docs.e, TK.NONPOOL, TK.UNJUDGED)
         return rel, qmap
+
+    def topic_map(self, run):
+        """The qrels topic of each run query (-1 when the qrels lack it); checks the run."""
+        index = self.qrels._index
+        qmap = np.fromiter((index.get(x, -1) for x in run.qids), dtype=np.int64, count=len(run.qids))
+        run.hash_order()  # no document twice in a topic
+        return qmap
+
+
+class RunEvaluation(EvaluationResult):
+    """:class:`~rankwise.metrics.EvaluationResult` of one run, with trec_eval's string measures.
+
+    Attributes
+    ----------
+    strings : dict
+        Measure key -> pandas Series of ``str`` per topic (same index as ``per_query``) for the
+        measures whose value is a string (``relstring``); they have no summary value and no
+        column in ``per_query`` (which stays numeric).
+    """
+
+    def __init__(self, mean, per_query, conventions, strings=None):
+        super().__init__(mean, per_query, conventions)
+        self.strings = {} if strings is None else strings
 
 
 def _topics(pq, run, qmap, complete):
@@ -240,35 +334,34 @@ def _topics(pq, run, qmap, complete):
     return topics, run_of[topics]
 
 
-def _rank(run, rel, conv):
-    from rankwise.data import _trec_kernel as DK
-
-    scores = run.scores
-    if conv.get("profile") == "trec_eval9":
-        scores = scores.astype(np.float32).astype(np.float64)  # trec_eval <= 9 keeps scores as float
-    max_docs = conv.get("max_docs")
-    max_docs = np.iinfo(np.int64).max if max_docs is None else int(max_docs)
-    off = np.empty(run.n_queries + 1, dtype=np.int64)
-    ranked = DK.rank_rows(run.offsets, scores, rel, run.docs.buf, run.docs.s, run.docs.e, max_docs,
-                          bool(conv.get("judged_only")), off)
-    return ranked, off
-
-
-def _gather(off, values, which):
-    """Concatenate segments ``which`` (-1: empty) of a segmented array; returns (offsets, values)."""
-    which = np.asarray(which, dtype=np.int64)
-    ok = which >= 0
-    starts = np.where(ok, off[np.maximum(which, 0)], 0)
-    sizes = np.where(ok, off[np.maximum(which, 0) + 1] - starts, 0)
-    new_off = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    idx = np.repeat(starts - new_off[:-1], sizes) + np.arange(new_off[-1])
-    return new_off, values[idx]
-
-
 def _check_int(value, name, low):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < low:
         raise InputError(f"{name} must be an integer >= {low}; got {value!r}")
     return int(value)
+
+
+def _nan_cells(metrics, keys, table, present, profile, judged_only):
+    """``{key: row mask}`` of the cells where trec_eval prints ``nan`` and rankwise holds 0.
+
+    trec_eval divides 0 by 0 in one place: the precision of an empty ranking that seeds
+    ``iprec_at_recall`` at the levels whose number of relevant documents rounds to 0 (always
+    level 0.0), and so ``11pt_avg``. A ranking is empty after ``-J`` when none of its documents
+    is judged, for a run topic without documents, and for every topic the run lacks under
+    ``-c -J`` (trec_eval scores such a topic as a ranking of one unjudged document, which
+    ``-J`` removes)."""
+    empty = (present & (table[:, TK.C_NUM_RET] == 0)) | (~present & judged_only)
+    out = {}
+    if not empty.any():
+        return out
+    num_rel = table[:, TK.C_NUM_REL]
+    for key, m in zip(keys, metrics):
+        if m.trec_base == "11pt_avg":
+            out[key] = empty
+        elif m.trec_base == "iprec_at_recall":
+            x = float(m.param)
+            cut = np.floor(x * num_rel + 0.9) if profile == "trec_eval9" else np.floor(x * num_rel + 0.5)
+            out[key] = empty & (cut == 0)
+    return {k: v for k, v in out.items() if v.any()}
 
 
 def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec_eval", *, complete=False,
@@ -328,17 +421,19 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
     ``m_*.c`` files. Voorhees, E. M. and Harman, D. K. *TREC: Experiment and Evaluation in
     Information Retrieval*, MIT Press, 2005.
     """
-    from rankwise.metrics.evaluate import EvaluationResult
     from rankwise.metrics.registry import get_metric
 
-    specs = expand_groups(metrics)
+    specs = expand_groups(metrics, strings=True)
     if not specs:
         raise InputError("metrics must name at least one measure, e.g. ['map', 'P@10'] or 'all_trec'")
-    resolved = [get_metric(m) for m in specs]
-    keys = [m.strip() if isinstance(m, str) else get_metric(m).spec for m in specs]
+    keys = [_key(m) for m in specs]
     if len(set(keys)) != len(keys):
         dup = next(k for k in keys if keys.count(k) > 1)
         raise InputError(f"metrics name {dup!r} twice; give each measure once")
+    rs_lens = {k: relstring_length(m) for k, m in zip(keys, specs) if relstring_length(m) is not None}
+    num_specs = [m for k, m in zip(keys, specs) if k not in rs_lens]
+    num_keys = [k for k in keys if k not in rs_lens]
+    resolved = [get_metric(m) for m in num_specs]
     relevance_level = _check_int(relevance_level, "relevance_level", -10**6)
     if max_docs is not None:
         max_docs = _check_int(max_docs, "max_docs", 1)
@@ -353,12 +448,23 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
     # the trec_eval kernel computes the trec_eval profiles' measures; anything else (other
     # profiles, or a measure trec_eval lacks such as err@10 or auc) goes through the array metrics
     trec_mode = profile in TREC_PROFILES and all(m.trec is not None for m in resolved) and not conventions
+    if rs_lens and not trec_mode:
+        raise InputError(f"{next(iter(rs_lens))!r} (trec_eval's relstring) is computed under the trec_eval "
+                         "profiles only, with trec_eval's measures")
     if trec_mode:
         plan = _Plan(resolved)
+        q = pq.qrels
+        t_off, table = pq.table
+        lv_off, lv_grade, lv_count = pq.levels
+        rs_len = max(rs_lens.values(), default=0)
+        limit = np.iinfo(np.int64).max if max_docs is None else max_docs
+        nan_note = ("trec_eval prints nan (0/0: the precision of an empty ranking in iprec_at_recall and "
+                    "11pt_avg) for these {measure: [topics]}; rankwise holds 0 there")
+
     def one(item):
         name, src = item
         run = _load_run(src, name=name)
-        rel, qmap = pq.join(run)
+        qmap = pq.topic_map(run)
         topics, run_of = _topics(pq, run, qmap, complete)
         if len(topics) == 0:
             raise InputError(f"run {name}: the run and the qrels have no query id in common (run: {run.n_queries} "
@@ -366,36 +472,52 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
         notes = dict(conv, topics=len(topics), run_topics_without_judgments=int((qmap < 0).sum()),
                      qrels_topics_missing_from_run=int((run_of < 0).sum()) if complete else
                      pq.qrels.n_queries - len(topics))
-        index = pd.Index([pq.qrels.qids[t] for t in topics], name="qid")
+        qids = [pq.qrels.qids[t] for t in topics.tolist()]
+        index = pd.Index(qids, name="qid")
         if not trec_mode:
-            return _evaluate_arrays(pq, run, rel, topics, run_of, specs, profile, conventions, notes, index)
-        ranked, roff = _rank(run, rel, conv)
-        off, rels = _gather(roff, ranked, run_of)
-        lv_off, lv_grade = _gather(pq.levels[0], pq.levels[1], topics)
-        _, lv_count = _gather(pq.levels[0], pq.levels[2], topics)
-        table = kernel_table(plan, off, rels, run_of >= 0, (lv_off, lv_grade, lv_count),
-                             relevance_level=relevance_level, rbp_p=rbp_p, n_docs_in_coll=n_docs_in_coll,
-                             v9=profile == "trec_eval9")
-        matrix = np.column_stack(plan.columns(table))
+            rel, _ = pq.join(run)
+            return _evaluate_arrays(pq, run, rel, topics, run_of, num_specs, profile, conventions, notes, index)
+        d = run.docs
+        table_, rs, rs_n = TK.eval_run(
+            run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, t_off, table, q.rel,
+            q.docs.buf, q.docs.s, q.docs.e, lv_off, lv_grade, lv_count, *pq.ideal, limit, bool(judged_only),
+            relevance_level, plan.icuts, plan.icut_off, plan.fcuts, plan.fcut_off, float(rbp_p), 1.0, _UTILITY,
+            float(n_docs_in_coll), profile == "trec_eval9", rs_len)
+        matrix = plan.matrix(table_)
         # trec_eval sums the topics one by one in the order of their ids (as strings): so do we,
         # so that a summary printed with 4 decimals rounds the same way
-        order = np.argsort(np.array(index, dtype=str), kind="stable")
+        order = sorted(range(len(qids)), key=qids.__getitem__)
         totals = np.cumsum(matrix[order], axis=0)[-1]
+        n = len(matrix)
         means = {}
-        for c, (key, m) in enumerate(zip(keys, resolved)):
+        for c, (key, m) in enumerate(zip(num_keys, resolved)):
             base = m.trec_base
             if base in GEOMETRIC:
-                means[key] = float(np.exp(totals[c] / len(matrix)))
+                means[key] = float(np.exp(totals[c] / n))
                 matrix[:, c] = np.exp(matrix[:, c])
             elif base in SUMMED:
                 means[key] = float(totals[c])
             else:
-                means[key] = float(totals[c]) / len(matrix)
-        frame = pd.DataFrame(matrix, index=index, columns=keys)
-        return EvaluationResult(means, frame, dict(notes, runid=run.tag or name))
+                means[key] = float(totals[c]) / n
+        frame = pd.DataFrame(matrix, index=index, columns=num_keys, copy=False)
+        nan_cells = _nan_cells(resolved, num_keys, table_, run_of >= 0, profile, bool(judged_only))
+        notes["runid"] = run.tag or name
+        notes["zero_where_trec_eval_nan"] = {k: [qids[i] for i in np.flatnonzero(v).tolist()]
+                                             for k, v in nan_cells.items()}
+        if nan_cells:
+            notes["zero_where_trec_eval_nan_note"] = nan_note
+        strings = {}
+        if rs_lens:
+            codes = rs.tobytes()
+            w = rs.shape[1]
+            for key, length in rs_lens.items():
+                strings[key] = pd.Series([codes[i * w:i * w + min(length, int(k))].decode("ascii")
+                                          for i, k in enumerate(rs_n.tolist())], index=index, dtype=object)
+        return RunEvaluation(means, frame, notes, strings)
 
     items = list(run_objs.items())
-    # runs are independent and the kernels release the GIL: a few threads over the runs
+    # runs are independent and the kernels release the GIL: a few threads over the runs (one
+    # thread's Python work, such as walking a run's dicts, overlaps another's compiled kernel)
     workers = min(len(items), max(1, int(numba.config.NUMBA_NUM_THREADS)), os.cpu_count() or 1)
     if workers > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -403,6 +525,9 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
     else:
         results = [one(item) for item in items]
     return {name: res for (name, _), res in zip(items, results)}
+
+
+_UTILITY = np.array([1.0, -1.0, 0.0, 0.0])
 
 
 def _evaluate_arrays(pq, run, rel, topics, run_of, specs, profile, conventions, notes, index):
@@ -446,45 +571,70 @@ def _trec_name(key, metric) -> str:
     return metric.trec_spec if metric.trec is not None else key
 
 
+def _nan_text(value) -> str:
+    """trec_eval's ``%6.4f`` of its 0/0 (x86's default NaN has the sign bit set: ``-nan``)."""
+    return f"{'-nan':>6}"
+
+
 def format_trec_eval(results: dict, metrics, *, per_query=False, run_names=None, file=None) -> str:
     """trec_eval's text output (``measure<TAB>topic<TAB>value``; ``all`` for the summary).
 
     With several runs, every line starts with the run's name and a tab. Values print as
-    trec_eval prints them: ``%6.4f``, or integers for the counts; topics in ``-q`` output are
-    sorted as trec_eval sorts them (by id, as strings).
+    trec_eval prints them: ``%6.4f``, integers for the counts, ``relstring`` quoted (``-q``
+    only), ``-nan`` where trec_eval divides 0 by 0 (the cells listed in the result's
+    ``conventions["zero_where_trec_eval_nan"]``, which hold 0), and the ``runid`` line when
+    ``metrics`` asks for it (``"runid"`` or a group); topics in ``-q`` output are sorted as
+    trec_eval sorts them (by id, as strings).
     """
     from rankwise.metrics.registry import get_metric
 
-    specs = expand_groups(metrics)
+    specs = expand_groups(metrics, strings=True)
+    show_runid = prints_runid(metrics)
     lines = []
     many = len(results) > 1 if run_names is None else run_names
+    width = 22
+    cols = []  # (key, label, base, relstring length or None)
+    for spec in specs:
+        key = _key(spec)
+        length = relstring_length(spec)
+        if length is not None:
+            cols.append((key, "relstring" if length == RELSTRING_LEN else f"relstring_{length}", None, length))
+        else:
+            m = get_metric(spec)
+            cols.append((key, _trec_name(key, m), m.trec_base, None))
     for name, res in results.items():
         prefix = f"{name}\t" if many else ""
-        keys = list(res.mean)
-        ms = [get_metric(k) for k in specs]
-        names = [_trec_name(k, m) for k, m in zip(keys, ms)]
-        width = 22
+        nan_at = res.conventions.get("zero_where_trec_eval_nan") or {}
+        strings = getattr(res, "strings", {})
 
-        def fmt(label, topic, value, base):
+        def fmt(label, topic, value, base, nan=False):
+            if nan:
+                return f"{prefix}{label:<{width}}\t{topic}\t{_nan_text(value)}"
             if base in SUMMED:
                 return f"{prefix}{label:<{width}}\t{topic}\t{int(round(value))}"
             return f"{prefix}{label:<{width}}\t{topic}\t{value:6.4f}"
 
         if per_query:
             frame = res.per_query
-            order = sorted(range(len(frame.index)), key=lambda i: str(frame.index[i]))
+            topics = [str(t) for t in frame.index]
+            order = sorted(range(len(topics)), key=topics.__getitem__)
+            values = {key: frame[key].to_numpy() for key, _, _, length in cols if length is None}
+            nan_sets = {key: set(v) for key, v in nan_at.items()}
             for i in order:
-                topic = frame.index[i]
-                for key, label, m in zip(keys, names, ms):
-                    base = m.trec_base
+                topic = topics[i]
+                for key, label, base, length in cols:
+                    if length is not None:
+                        lines.append(f"{prefix}{label:<{width}}\t{topic}\t'{strings[key].iloc[i]}'")
+                        continue
                     if base in GEOMETRIC or base == "num_q":
                         continue  # trec_eval prints these in the summary only
-                    lines.append(fmt(label, topic, float(frame[key].iloc[i]), base))
+                    lines.append(fmt(label, topic, float(values[key][i]), base, topic in nan_sets.get(key, ())))
         runid = res.conventions.get("runid")
-        if runid is not None:
+        if runid is not None and show_runid:
             lines.append(f"{prefix}{'runid':<{width}}\tall\t{runid}")
-        for key, label, m in zip(keys, names, ms):
-            lines.append(fmt(label, "all", res.mean[key], m.trec_base))
+        for key, label, base, length in cols:
+            if length is None:  # relstring has no summary line
+                lines.append(fmt(label, "all", res.mean[key], base, key in nan_at))
     text = "\n".join(lines) + "\n"
     if file is not None:
         file.write(text)
@@ -509,4 +659,5 @@ def describe_conventions(profile, conv: dict) -> str:
     return f"profile {profile}: " + ", ".join(f"{k}={v}" for k, v in shown.items())
 
 
-__all__ = ["evaluate_runs", "format_trec_eval", "expand_groups", "GROUPS", "PreparedQrels", "describe_conventions"]
+__all__ = ["evaluate_runs", "format_trec_eval", "expand_groups", "GROUPS", "PreparedQrels", "RunEvaluation",
+           "describe_conventions", "relstring_length"]

@@ -1,0 +1,143 @@
+"""trec_eval's string measure ``relstring`` and its 0/0 cells (``nan``), against the trec_eval 10
+binary itself and a brute-force reference.
+
+The binary is built from its C sources (``../shared/tools/trec_eval-10.0-src``, or
+``$TREC_EVAL_SRC``) into a temporary folder once per session; the tests that need it skip with
+a message where the sources or a C compiler are absent. The reference for ``relstring`` sorts
+each topic in plain Python (score descending, then docno descending) and writes trec_eval's
+characters (m_relstring.c).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rankwise.cli.main import main
+from rankwise.errors import InputError
+from rankwise.metrics import evaluate_runs, format_trec_eval
+from rankwise.metrics.trec import relstring_length
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def trec_eval_binary(tmp_path_factory) -> Path:
+    src = Path(os.environ.get("TREC_EVAL_SRC", REPO.parent / "shared" / "tools" / "trec_eval-10.0-src"))
+    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not (src / "Makefile").exists():
+        pytest.skip(f"trec_eval 10 sources absent: expected {src} (or set TREC_EVAL_SRC)")
+    if cc is None or shutil.which("make") is None:
+        pytest.skip("no C compiler or make found: the trec_eval binary cannot be built")
+    work = tmp_path_factory.mktemp("trec_eval") / "src"
+    shutil.copytree(src, work)
+    done = subprocess.run(["make", "-s", f"CC={cc}"], cwd=work, capture_output=True, text=True)
+    if done.returncode != 0 or not (work / "trec_eval").exists():
+        pytest.skip(f"building trec_eval failed: {done.stderr.strip()[:200]}")
+    return work / "trec_eval"
+
+
+def _collection(seed=3):
+    """Qrels and one run with every case relstring and the 0/0 cells have: ties, -1 judgments,
+    a grade above 9, a topic without relevant documents, a topic whose retrieved documents are
+    all unjudged (empty under -J), a run topic without judgments."""
+    rng = np.random.default_rng(seed)
+    qrels, run = {}, {}
+    for t in range(8):
+        q = str(10 + t)
+        docs = [f"d{t}x{i:02d}" for i in range(30)]
+        grades = rng.choice([-1, 0, 0, 1, 2, 3, 12], size=20)
+        if t == 2:
+            grades[:] = 0  # no relevant document
+        qrels[q] = {d: int(g) for d, g in zip(docs[:20], grades)}
+        pool = docs[20:] if t == 5 else docs  # topic 15: nothing retrieved is judged
+        ret = rng.choice(pool, size=min(len(pool), int(rng.integers(6, 25))), replace=False)
+        run[q] = {d: float(np.round(rng.normal(), 1)) for d in ret}  # rounding: ties
+    run["99"] = {"z1": 1.0}
+    return qrels, run
+
+
+def _write(tmp_path, qrels, run):
+    qp, rp = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qp.write_text("".join(f"{q} 0 {d} {r}\n" for q, docs in qrels.items() for d, r in docs.items()))
+    rp.write_text("".join(f"{q} Q0 {d} {k} {s!r} tag\n" for q, docs in run.items()
+                          for k, (d, s) in enumerate(docs.items(), start=1)))
+    return qp, rp
+
+
+def _reference_relstring(qrels, docs, length, max_docs=None, judged_only=False):
+    """m_relstring.c on a ranking sorted in plain Python."""
+    ranked = sorted(docs, reverse=True)  # docno descending, then (stable) score descending
+    ranked = sorted(ranked, key=lambda d: -docs[d])[:max_docs]
+    rels = [qrels.get(d, "nonpool") for d in ranked]
+    if judged_only:
+        rels = [r for r in rels if r != "nonpool" and r >= 0]
+    chars = {"nonpool": "-"}
+    return "".join(chars.get(r) or (">" if r > 9 else str(r) if r >= 0 else ".") for r in rels[:length])
+
+
+@pytest.mark.parametrize("options", [[], ["-J"], ["-c"], ["-c", "-J"], ["-M", "4"], ["-l", "2"]],
+                         ids=["default", "J", "c", "cJ", "M4", "l2"])
+def test_trec_eval_format_equals_the_binary_line_for_line(tmp_path, capsys, trec_eval_binary, options):
+    qrels, run = _collection()
+    if "-c" in options:
+        qrels["50"] = {"a": 1, "b": 0}  # a judged topic the run lacks (trec_eval 10 needs -c for it)
+    qp, rp = _write(tmp_path, qrels, run)
+    want = subprocess.run([str(trec_eval_binary), "-q", *options, "-m", "all_trec", str(qp), str(rp)],
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+    assert main(["evaluate", "--qrels", str(qp), "-q", *options, "--format", "trec_eval", str(rp)]) == 0
+    got = capsys.readouterr().out.splitlines()
+    assert got == want
+    assert any(line.startswith("relstring") for line in got)
+    if "-J" in options:  # topic 15 is empty under -J: trec_eval's 0/0
+        assert any(line.endswith("\t15\t  -nan") for line in want)
+
+
+def test_relstring_lengths_and_python_api_against_a_reference(tmp_path, trec_eval_binary):
+    qrels, run = _collection(seed=4)
+    qp, rp = _write(tmp_path, qrels, run)
+    for opts, kw in [([], {}), (["-M", "3"], {"max_docs": 3}), (["-J"], {"judged_only": True})]:
+        res = evaluate_runs(qrels, {"r": run}, ["relstring", "relstring_25", "map"], **kw)["r"]
+        assert list(res.per_query.columns) == ["map"] and "relstring" not in res.mean  # a string, no summary
+        for q in res.per_query.index:
+            for key, n in (("relstring", 10), ("relstring_25", 25)):
+                assert res.strings[key][q] == _reference_relstring(qrels[q], run[q], n, kw.get("max_docs"),
+                                                                   kw.get("judged_only", False)), (opts, key, q)
+        want = subprocess.run([str(trec_eval_binary), "-q", *opts, "-m", "relstring.25", str(qp), str(rp)],
+                              capture_output=True, text=True, check=True).stdout
+        assert format_trec_eval({"r": res}, ["relstring_25"], per_query=True) == want
+
+
+def test_zero_where_trec_eval_gives_nan_is_explicit():
+    qrels = {"1": {"a": 1, "b": 0, "c": 2}, "2": {"a": 0}, "3": {"x": 1}}
+    run = {"1": {"a": 1.0, "z": 2.0}, "2": {"zz": 1.0}, "3": {}}  # topic 3: an empty ranking
+    res = evaluate_runs(qrels, {"r": run}, ["iprec_at_recall_0.00", "iprec_at_recall_0.50", "11pt_avg", "P_5"],
+                        judged_only=True)["r"]
+    nan_at = res.conventions["zero_where_trec_eval_nan"]
+    # under -J topic 2 has nothing left (R = 0: every level rounds to 0 documents); topic 3 had
+    # nothing (R = 1: level 0.5 needs lround(0.5) = 1 document, so only level 0.0 is 0/0)
+    assert nan_at == {"iprec_at_recall_0.00": ["2", "3"], "iprec_at_recall_0.50": ["2"], "11pt_avg": ["2", "3"]}
+    assert res.per_query.loc[["2", "3"], "iprec_at_recall_0.00"].tolist() == [0.0, 0.0]
+    assert not res.per_query.isna().any().any() and "rankwise holds 0" in res.conventions[
+        "zero_where_trec_eval_nan_note"]
+    text = format_trec_eval({"r": res}, ["iprec_at_recall_0.00", "P_5"], per_query=True).splitlines()
+    assert "iprec_at_recall_0.00  \t2\t  -nan" in text and "iprec_at_recall_0.00  \tall\t  -nan" in text
+    assert "P_5                   \tall\t0.0667" in text
+    plain = evaluate_runs(qrels, {"r": {"1": run["1"]}}, ["11pt_avg"])["r"]
+    assert plain.conventions["zero_where_trec_eval_nan"] == {}
+
+
+def test_relstring_spellings_and_errors():
+    assert relstring_length("relstring") == 10
+    assert relstring_length("relstring_20") == relstring_length("relstring.20") == 20
+    assert relstring_length("relstring@20") == 20
+    assert relstring_length("map") is None and relstring_length("relstringx") is None
+    with pytest.raises(InputError, match="integer >= 1"):
+        relstring_length("relstring_0")
+    qrels, run = {"1": {"a": 1}}, {"1": {"a": 1.0}}
+    with pytest.raises(InputError, match="relstring"):
+        evaluate_runs(qrels, {"r": run}, ["relstring"], profile="ranx")
