@@ -31,6 +31,14 @@ def test_simulate_fit_propensities_train(tmp_path, capsys):
     from rankwise.models import load
 
     assert np.isfinite(load(model).predict(data.X)).all()
+    full = tmp_path / "full.csv"
+    assert main(["clicks", "simulate", "--data", str(letor), "--out", str(full), "--sessions", "200",
+                 "--production-fraction", "0.2", "--top-k", "all"]) == 0
+    import pandas as pd
+
+    assert pd.read_csv(full)["rank"].max() == np.diff(data.query_offsets).max()  # the whole list
+    assert main(["clicks", "simulate", "--data", str(letor), "--out", str(full), "--top-k", "ten"]) == 2
+    assert "--top-k must be a positive integer or 'all'" in capsys.readouterr().err
 
 
 def test_errors(tmp_path, capsys):

@@ -117,3 +117,25 @@ def test_simulation_protocol_pbm():
     assert ds_ips.n_queries == len(np.unique(log.queries))
     cas = simulate_clicks_protocol(ds, n_sessions=2000, click_model="cascade", top_k=8, random_state=0)
     assert cas.propensity is None and cas.log.n_sessions == 2000
+
+
+def test_simulation_protocol_display_depth():
+    # top_k=None: every session shows the whole ranked list (Joachims et al. 2017), so every document is
+    # shown and the propensities run to the longest list
+    ds = make_synthetic(30, n_features=6, list_length=(5, 14), seed=1)
+    sim = simulate_clicks_protocol(ds, n_sessions=3000, eta=2.0, top_k=None, production_fraction=0.1, random_state=0)
+    lengths = np.diff(ds.query_offsets)
+    assert sim.top_k is None and sim.log.max_rank == lengths.max()
+    np.testing.assert_allclose(sim.propensity, (1.0 / np.arange(1, lengths.max() + 1)) ** 2)
+    np.testing.assert_array_equal(np.sort(np.unique(sim.log.docs.astype(int))), np.arange(len(ds.labels)))
+    assert click_dataset(sim.log, sim.features).X.shape[0] == len(ds.labels)
+    # a session's page is its query's full list in production order
+    sizes = np.diff(sim.log.session_offsets)
+    qid_of_session = np.asarray(sim.log.queries)[sim.log.query]
+    length_of = dict(zip(np.asarray(ds.query_ids), lengths))
+    assert all(sizes[i] == length_of[qid_of_session[i]] for i in range(50))
+    top = simulate_clicks_protocol(ds, n_sessions=3000, eta=2.0, top_k=4, production_fraction=0.1, random_state=0)
+    assert top.log.max_rank == 4 and len(np.unique(top.log.docs)) < len(ds.labels)
+    for bad in (0, 2.5, True, "all"):
+        with pytest.raises(InputError, match="top_k"):
+            simulate_clicks_protocol(ds, n_sessions=10, top_k=bad)

@@ -45,7 +45,8 @@ def add_clicks_parser(sub) -> None:
     s.add_argument("--sessions", type=int, default=100_000)
     s.add_argument("--eta", type=float, default=1.0, help="position bias severity: θ_k = (1/k)^eta")
     s.add_argument("--click-model", default="pbm", choices=("pbm", "cascade"))
-    s.add_argument("--top-k", type=int, default=10)
+    s.add_argument("--top-k", default="10",
+                   help="display depth: documents per result page, or 'all' for the whole ranked list")
     s.add_argument("--production-fraction", type=float, default=0.01)
     s.add_argument("--seed", type=int, default=0)
 
@@ -148,6 +149,14 @@ def run_clicks(args) -> int:
             print(f"{k:4d}  {v:.4f}")
         return 0
     if cmd == "simulate":
+        def _top_k(v):
+            if str(v).lower() == "all":
+                return None
+            try:
+                return int(v)
+            except ValueError:
+                raise InputError(f"--top-k must be a positive integer or 'all'; got {v!r}") from None
+
         from pathlib import Path
 
         from rankwise.clicks import simulate_clicks_protocol
@@ -157,7 +166,7 @@ def run_clicks(args) -> int:
             raise InputError(f"--out must end in .csv or .parquet; got {args.out}")
         data = _load_features(args.data)
         sim = simulate_clicks_protocol(data, n_sessions=args.sessions, eta=args.eta, click_model=args.click_model,
-                                       top_k=args.top_k, production_fraction=args.production_fraction,
+                                       top_k=_top_k(args.top_k), production_fraction=args.production_fraction,
                                        random_state=args.seed)
         frame = sim.log.to_frame()
         frame.to_csv(out, index=False) if out.suffix == ".csv" else frame.to_parquet(out)

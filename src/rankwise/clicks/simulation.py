@@ -4,7 +4,8 @@ From graded LETOR data (Joachims et al. 2017, §6; Ai et al. 2018, §5.1; Wang e
 
 1. a *production ranker* is trained on the true labels of a small share of the training queries
    (``production_fraction``, 1% in Ai et al.);
-2. it ranks every training query; the top ``top_k`` documents form the result page;
+2. it ranks every training query; the result page shows the top ``top_k`` documents, or the whole
+   ranked list with ``top_k=None`` (the *display depth*, see below);
 3. ``n_sessions`` sessions draw a training query uniformly and clicks on its page from
 
    - ``click_model="pbm"``: :math:`P(C = 1) = \theta_k \, \rho(y)`, :math:`\theta_k = (1/k)^\eta`;
@@ -19,6 +20,15 @@ From graded LETOR data (Joachims et al. 2017, §6; Ai et al. 2018, §5.1; Wang e
 
 :func:`simulate_clicks_protocol` does steps 1-3 and returns the log with everything needed for
 step 4.
+
+Display depth. Joachims, Swaminathan & Schnabel (WSDM 2017) show the user the production ranker's
+whole ranked list, examined with :math:`\theta_k = (1/k)^\eta` down to its last rank: every
+document has a non-zero propensity, the condition under which IPS is unbiased (``top_k=None``).
+A result page of the top k only (``top_k=10``, as in the DLA experiments of Ai et al. 2018 and in
+real logs) adds *item-selection bias*: documents below rank k are never shown, their propensity
+is zero and no propensity correction recovers them (Oosterhuis & de Rijke, SIGIR 2020, need a
+stochastic logging policy for that). A ranker debiased by IPS on top-k clicks is therefore compared
+with a ranker on the true labels of *all* documents at a disadvantage that IPS cannot remove.
 """
 from __future__ import annotations
 
@@ -58,11 +68,11 @@ class ClickSimulation:
     relevance: np.ndarray
     production: object
     production_queries: np.ndarray
-    top_k: int
+    top_k: int | None
 
 
 def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1.0, click_model: str = "pbm",
-                             eps_plus: float = 1.0, eps_minus: float = 0.1, top_k: int = 10,
+                             eps_plus: float = 1.0, eps_minus: float = 0.1, top_k: int | None = 10,
                              production_fraction: float = 0.01, production=None, random_state=0) -> ClickSimulation:
     """Steps 1-3 of the protocol (module docstring) on the training part of a LETOR data set.
 
@@ -76,8 +86,9 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
     click_model : {"pbm", "cascade"}
     eps_plus, eps_minus : float
         Click noise on the most relevant and on irrelevant documents.
-    top_k : int
-        Documents per result page.
+    top_k : int or None
+        Display depth: documents per result page, or ``None`` for the whole ranked list
+        (module docstring). Propensities are given for ranks 1..(longest page).
     production_fraction : float
         Share of the training queries the production ranker is trained on (at least 2 queries).
     production : ranker, optional
@@ -98,7 +109,9 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
         raise InputError(f"production_fraction must be in (0, 1]; got {production_fraction}")
     if not (0 <= eps_minus <= eps_plus <= 1):
         raise InputError(f"need 0 <= eps_minus <= eps_plus <= 1; got {eps_minus}, {eps_plus}")
-    if int(n_sessions) < 1 or int(top_k) < 1:
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer))):
+        raise InputError(f"top_k must be a positive integer or None (the whole list); got {top_k!r}")
+    if int(n_sessions) < 1 or (top_k is not None and int(top_k) < 1):
         raise InputError("n_sessions and top_k must be positive")
     if eta < 0:
         raise InputError(f"eta must be >= 0; got {eta}")
@@ -131,7 +144,8 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
     within = np.arange(s_off[-1]) - np.repeat(s_off[:-1], s_sizes)
     rows = page_rows[np.repeat(page_off[sess_q], s_sizes) + within]
     rank = within + 1
-    theta = (1.0 / np.arange(1, top_k + 1)) ** float(eta)
+    depth = int(sizes.max())
+    theta = (1.0 / np.arange(1, depth + 1)) ** float(eta)
     u = rng.random(len(rows))
     if click_model == "pbm":
         clicked = (u < theta[rank - 1] * rho[rows]).astype(np.uint8)
@@ -149,4 +163,5 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
     log = ClickLog(s_off, qc, qv, dc, dv, clicked)
     features = RankingDataset(train.X, train.labels, train.query_offsets, train.query_ids,
                               doc_ids=np.arange(len(train.labels)).astype(str), feature_names=train.feature_names)
-    return ClickSimulation(log, features, theta if click_model == "pbm" else None, rho, production, qids[prod_q], int(top_k))
+    return ClickSimulation(log, features, theta if click_model == "pbm" else None, rho, production, qids[prod_q],
+                            None if top_k is None else int(top_k))
