@@ -466,7 +466,8 @@ def _pair_query(s, y, w, v, scheme, phi, sigma, scale, trunc, norm, mu, exp2, wa
     top = n if trunc <= 0 else min(trunc, n)
     value = 0.0
     sum_lambda = 0.0
-    if phi == PHI_LOGISTIC and scheme != W_OP and sigma * (ss[0] - ss[n - 1]) <= _FAST_SPREAD:
+    # the fast loops see only pairs of different labels: not W_OP, nor NDCG-Loss1 (every ordered pair)
+    if phi == PHI_LOGISTIC and scheme != W_OP and scheme != W_LL_NDCG1 and sigma * (ss[0] - ss[n - 1]) <= _FAST_SPREAD:
         value, sum_lambda = _logistic_pairs(scheme, ss, ys, ws, gain, inv_d, delta, inv_idcg, mu, sigma, scale, top,
                                             norm and not all_equal, want_value, gs, hs)
         top = 0
