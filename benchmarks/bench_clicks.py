@@ -12,18 +12,24 @@ package), so no peer runs: correctness rests on the tests against brute-force en
 Also: examination propensities from this real log by intervention harvesting (different rankings of
 the same query) next to PBM's γ.
 
-Part 2 — the simulation protocol (``simulate_clicks_protocol``): production LinearRanker on 1% of the
-training queries, top 10, 1,000,000 PBM sessions with θ_k = (1/k)^η, η ∈ {1, 2}, click noise ε⁺ = 1,
+Part 2 — the simulation protocol (``simulate_clicks_protocol``) at two display depths: the whole ranked
+list (``top_k=None``, the setting of Joachims et al. 2017 in which IPS is unbiased) and a top-10 page
+(``top_k=10``: documents below rank 10 are never shown, item-selection bias). Production LinearRanker on
+1% of the training queries, 1,000,000 PBM sessions with θ_k = (1/k)^η, η ∈ {1, 2}, click noise ε⁺ = 1,
 ε⁻ = 0.1. Propensities by regression-EM (``regression_em_log``, no intervention), compared with the
-true θ_k/θ_1 at every rank. Rankers with the same loss (``op_pairwise``, affine in the labels so its
-IPS risk is unbiased) and hyper-parameters, for GBDT (LightGBM backend) and neural (MLP):
-*full* = trained on the true labels of all training documents; *debiased* = on the IPS labels with the
-regression-EM propensities (``fit_debiased``); *raw* = on the raw click-through rates. Test NDCG@10 on
-the true labels (rankwise conventions: exp2 gain, ties averaged, queries without relevant documents 0),
-per query pooled over the folds, paired randomisation test (``rankwise.report``) debiased vs raw.
+true θ_k/θ_1 at every rank, next to the same M-step with the true relevance (what the clicks alone
+allow). Rankers with the same loss (``op_pairwise``, affine in the labels so its IPS risk is unbiased)
+and hyper-parameters, for GBDT (LightGBM backend) and neural (MLP): *full* = trained on the true labels
+of all training documents; *debiased* = on the IPS labels with the regression-EM propensities clipped
+at θ ≥ 0.01 (``fit_debiased``; the clip fixed in advance); *IPS true θ* = on the IPS labels with the
+true propensities, unclipped; *raw* = on the raw click-through rates. Test NDCG@10 on the true labels
+(rankwise conventions: exp2 gain, ties averaged, queries without relevant documents 0), per query
+pooled over the folds, paired randomisation test (``rankwise.report``) debiased vs raw.
 MSLR-like: ``make_synthetic`` (136 features, 5 grades), 600 training / 300 test queries, lists of 20-60.
+Each part can run alone (``--display``, ``--only-simulation``, ``--joint``): the others keep their
+previous section in the results file.
 
-Usage: python benchmarks/bench_clicks.py [--quick] [--folds 1 2 3 4 5] [--data DIR]
+Usage: python benchmarks/bench_clicks.py [--quick] [--folds 1 2 3 4 5] [--data DIR] [--display 10 full]
 Writes benchmarks/results/bench_clicks.md.
 """
 from __future__ import annotations

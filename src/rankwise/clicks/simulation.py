@@ -21,14 +21,15 @@ From graded LETOR data (Joachims et al. 2017, §6; Ai et al. 2018, §5.1; Wang e
 :func:`simulate_clicks_protocol` does steps 1-3 and returns the log with everything needed for
 step 4.
 
-Display depth. Joachims, Swaminathan & Schnabel (WSDM 2017) show the user the production ranker's
-whole ranked list, examined with :math:`\theta_k = (1/k)^\eta` down to its last rank: every
-document has a non-zero propensity, the condition under which IPS is unbiased (``top_k=None``).
-A result page of the top k only (``top_k=10``, as in the DLA experiments of Ai et al. 2018 and in
-real logs) adds *item-selection bias*: documents below rank k are never shown, their propensity
-is zero and no propensity correction recovers them (Oosterhuis & de Rijke, SIGIR 2020, need a
-stochastic logging policy for that). A ranker debiased by IPS on top-k clicks is therefore compared
-with a ranker on the true labels of *all* documents at a disadvantage that IPS cannot remove.
+Display depth. The IPS estimator of Joachims, Swaminathan & Schnabel (WSDM 2017) is unbiased when
+every document of the ranking has a non-zero examination propensity; ``top_k=None`` shows the
+production ranker's whole list, examined with :math:`\theta_k = (1/k)^\eta` down to its last rank,
+which meets that condition. A result page of the top k only (``top_k=10``, like a real search page)
+adds *item-selection bias*: documents below rank k are never shown, their propensity is zero and no
+propensity correction recovers them: existing counterfactual LTR is unbiased only if users are
+shown all relevant items (Oosterhuis & de Rijke, SIGIR 2020, who need a stochastic logging policy
+for top-k). A ranker debiased by IPS on top-k clicks is therefore compared with a ranker on the true
+labels of *all* documents at a disadvantage that IPS cannot remove.
 """
 from __future__ import annotations
 
