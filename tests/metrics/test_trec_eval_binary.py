@@ -97,6 +97,25 @@ def test_trec_eval_format_equals_the_binary_line_for_line(tmp_path, capsys, trec
         assert any(line.endswith("\t15\t  -nan") for line in want)
 
 
+def test_a_run_in_rank_order_with_tied_scores_equals_the_binary(tmp_path, capsys, trec_eval_binary):
+    # run files are usually written in rank order: the ranking then checks the order and sorts
+    # only the groups of tied scores by docno (here left in a shuffled order)
+    qrels, run = _collection(seed=5)
+    rng = np.random.default_rng(0)
+    for q, docs in run.items():
+        items = list(docs.items())
+        rng.shuffle(items)
+        run[q] = dict(sorted(items, key=lambda kv: -kv[1]))  # stable: ties stay shuffled
+    qp, rp = _write(tmp_path, qrels, run)
+    want = subprocess.run([str(trec_eval_binary), "-q", "-m", "all_trec", str(qp), str(rp)],
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+    assert main(["evaluate", "--qrels", str(qp), "-q", "--format", "trec_eval", str(rp)]) == 0
+    assert capsys.readouterr().out.splitlines() == want
+    res = evaluate_runs(qrels, {"r": run}, ["relstring_30"])["r"]
+    for q in res.per_query.index:
+        assert res.strings["relstring_30"][q] == _reference_relstring(qrels[q], run[q], 30)
+
+
 def test_relstring_lengths_and_python_api_against_a_reference(tmp_path, trec_eval_binary):
     qrels, run = _collection(seed=4)
     qp, rp = _write(tmp_path, qrels, run)

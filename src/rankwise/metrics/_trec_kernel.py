@@ -384,22 +384,58 @@ def _topic_row(rels, a, n, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcut
         row[c] = 0.0
     row[C_NUM_Q] = 1.0
     row[C_NUM_REL] = num_rel
-    # ---- one pass: prefix counts, AP, DCG, reciprocal rank, judged counts
+    # ---- one pass over the ranking: prefix counts, AP, DCG, reciprocal rank, judged counts,
+    # bpref / infAP (m_bpref.c, m_infap.c), binG (m_binG.c), rbp / rbp_resid (m_rbp.c,
+    # m_rbp_resid.c: gains = grades, scaled to [0, 1]); each sum in trec_eval's order
     rr = 0.0
     nonpool = 0
     unjudged = 0
+    nonrel_sf = 0
+    rel_sf = 0
+    bpref = 0.0
+    infap = 0.0
+    bing = 0.0
+    k = 0
+    scale = float(max_grade) if max_grade > 1 else 1.0
+    rbp = 0.0
+    sr = 0.0
+    cur = 1.0
+    unj = 0
     for i in range(n):
         v = rels[a + i]
         r = 1.0 if v >= rl else 0.0
         cum[i + 1] = cum[i] + r
         apc[i + 1] = apc[i] + (cum[i + 1] / (i + 1.0) if r > 0 else 0.0)
         dcg[i + 1] = dcg[i] + (v / lg[i] if v > 0 else 0.0)
-        if r > 0 and rr == 0.0:
-            rr = 1.0 / (i + 1.0)
+        if r > 0:
+            if rr == 0.0:
+                rr = 1.0 / (i + 1.0)
+            k += 1
+            bing += 1.0 / lg[1 + i - k]
+        if v > 0:
+            rbp += (v / scale) * cur
+        if v < 0:
+            unj += 1
+            sr += cur
+        cur *= rbp_p
         if v == NONPOOL:
             nonpool += 1
         elif v == UNJUDGED:
             unjudged += 1
+        elif v < rl:
+            nonrel_sf += 1
+        else:
+            rel_sf += 1
+            if nonrel_sf > 0:
+                bpref += 1.0 - min(nonrel_sf, num_rel) / min(num_nonrel, num_rel)
+            else:
+                bpref += 1.0
+            if i == 0:
+                infap += 1.0
+            else:
+                fj = float(i)
+                infap += 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * ((rel_sf - 1 + nonrel_sf + unjudged) / fj) * \
+                    ((rel_sf - 1 + INFAP_EPSILON) / (rel_sf - 1 + nonrel_sf + 2 * INFAP_EPSILON))
     nrr = cum[n]
     row[C_NUM_RET] = n
     row[C_NUM_REL_RET] = nrr
@@ -410,39 +446,16 @@ def _topic_row(rels, a, n, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcut
     row[C_GM_MAP] = np.log(max(ap, MIN_GEO_MEAN))
     look = min(n, num_rel)
     row[C_RPREC] = cum[look] / num_rel if look > 0 else 0.0
-    # ---- bpref, gm_bpref, infAP (m_bpref.c, m_gm_bpref.c, m_infap.c)
-    nonrel_sf = 0
-    rel_sf = 0
-    unj_sf = 0
-    bpref = 0.0
-    infap = 0.0
-    for j in range(n):
-        v = rels[a + j]
-        if v == NONPOOL:
-            continue
-        if v == UNJUDGED:
-            unj_sf += 1
-            continue
-        if v < rl:
-            nonrel_sf += 1
-        else:
-            rel_sf += 1
-            if nonrel_sf > 0:
-                bpref += 1.0 - min(nonrel_sf, num_rel) / min(num_nonrel, num_rel)
-            else:
-                bpref += 1.0
-            if j == 0:
-                infap += 1.0
-            else:
-                fj = float(j)
-                infap += 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * ((rel_sf - 1 + nonrel_sf + unj_sf) / fj) * \
-                    ((rel_sf - 1 + INFAP_EPSILON) / (rel_sf - 1 + nonrel_sf + 2 * INFAP_EPSILON))
     if num_rel > 0:
         bpref /= num_rel
         infap /= num_rel
     row[C_BPREF] = bpref
     row[C_GM_BPREF] = np.log(max(bpref, MIN_GEO_MEAN))
     row[C_INFAP] = infap
+    row[C_BING] = bing / num_rel if k > 0 else 0.0
+    row[C_RBP] = (1.0 - rbp_p) * rbp
+    if unj > 0:
+        row[C_RBP_RESID] = cur + (1.0 - rbp_p) * sr
     # ---- set measures, utility (m_set_*.c, m_utility.c)
     if n > 0:
         row[C_SET_P] = nrr / n
@@ -457,37 +470,12 @@ def _topic_row(rels, a, n, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcut
         row[C_SET_F] = (set_f_beta + 1.0) * P * R / (set_f_beta * P + R)
     row[C_UTILITY] = util[0] * nrr + util[1] * (n - nrr) + util[2] * (num_rel - nrr) + \
         util[3] * (n_docs_coll + nrr - n - num_rel)
-    # ---- binG (m_binG.c)
-    s = 0.0
-    k = 0
-    for i in range(n):
-        if rels[a + i] >= rl:
-            k += 1
-            s += 1.0 / lg[1 + i - k]
-    row[C_BING] = s / num_rel if k > 0 else 0.0
     # ---- the ideal list (``ideal_lists``): grades > 0 descending, and its DCG prefix (m_ndcg.c)
     n_pos = igr.shape[0]
     ideal_total = icum[n_pos]
     row[C_NDCG] = dcg[n] / ideal_total if ideal_total > 0 else 0.0
     # ---- ndcg_rel, Rndcg, G (m_ndcg_rel.c, m_Rndcg.c, m_G.c), walking ranking and ideal together
     _graded_walks(rels, a, n, igr, n_pos, num_rel, row, lg)
-    # ---- rbp, rbp_resid (m_rbp.c, m_rbp_resid.c): gains = grades, scaled to [0, 1]
-    scale = float(max_grade) if max_grade > 1 else 1.0
-    s = 0.0
-    sr = 0.0
-    cur = 1.0
-    unj = 0
-    for i in range(n):
-        v = rels[a + i]
-        if v > 0:
-            s += (v / scale) * cur
-        if v < 0:
-            unj += 1
-            sr += cur
-        cur *= rbp_p
-    row[C_RBP] = (1.0 - rbp_p) * s
-    if unj > 0:
-        row[C_RBP_RESID] = cur + (1.0 - rbp_p) * sr
     # ---- integer-cutoff families
     for fam in range(icut_off.shape[0] - 1):
         for c in range(icut_off[fam], icut_off[fam + 1]):

@@ -385,7 +385,8 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
     metrics : str or sequence of str
         Measure specs resolved by :func:`rankwise.metrics.get_metric`, in rankwise's spelling
         (``"P@5"``, ``"ndcg@10"``, ``"map"``) or trec_eval's (``"P_5"``, ``"ndcg_cut_10"``,
-        ``"iprec_at_recall_0.10"``), and trec_eval's groups ``"all_trec"``, ``"official"``, ``"set"``.
+        ``"iprec_at_recall_0.10"``), trec_eval's groups ``"all_trec"``, ``"official"``, ``"set"``,
+        and ``"relstring"`` / ``"relstring_N"`` (a string per topic, in ``.strings``).
     profile : str
         ``"trec_eval"`` (default: trec_eval 10, scores compared as doubles), ``"trec_eval9"``
         (scores compared as float32, as trec_eval <= 9 and pytrec_eval) or any array profile
@@ -410,10 +411,14 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
     Returns
     -------
     dict
-        Run name -> :class:`~rankwise.metrics.EvaluationResult`. ``.mean`` holds trec_eval's
-        summary: the mean over topics, except ``num_*`` (sums) and ``gm_map`` / ``gm_bpref``
-        (geometric means of the per-topic values floored at 1e-5); ``.per_query`` one row per
-        topic (qrels order); ``.conventions`` the conventions in force.
+        Run name -> :class:`RunEvaluation` (an :class:`~rankwise.metrics.EvaluationResult`).
+        ``.mean`` holds trec_eval's summary: the mean over topics, except ``num_*`` (sums) and
+        ``gm_map`` / ``gm_bpref`` (geometric means of the per-topic values floored at 1e-5);
+        ``.per_query`` one numeric row per topic (qrels order); ``.strings`` the string
+        measures (``relstring``: a Series per key); ``.conventions`` the conventions in force,
+        with ``runid`` and ``zero_where_trec_eval_nan``: ``{measure: [topics]}`` where
+        trec_eval divides 0 by 0 and prints ``nan`` and rankwise holds 0 (the precision of an
+        empty ranking in ``iprec_at_recall`` / ``11pt_avg``; empty when there is none).
 
     References
     ----------
