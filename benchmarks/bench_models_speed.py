@@ -365,11 +365,13 @@ def main(argv=None) -> int:
         lines.append(f"| {name} | {ours['units']} | {d_ours:,.0f} | {bare_s} | {ratio} | {_docs_per_s(ours):,.0f} | "
                      f"{ours['seconds']:.1f} | {_mb(ours['peak_kb']):.0f} | "
                      f"{_mb(ours['peak_kb'] - ours['rss_before_kb']):.0f} | {bare_peak} |")
-    lines += ["", "Not run: LinearRanker lambdaloss with L-BFGS — when this was written its full-batch objective "
-              "padded chunks of 256 queries to the longest list of the chunk (up to 1,191 here), so the O(n²) pair "
-              "tensors would need several GB; the minibatch solvers are the practical path for O(n²) losses at this "
-              "scale. The lambdaloss rows' peak memory comes mostly from the per-epoch training-objective pass, "
-              "which scores 256 queries per batch (the bare loop has no such pass).", "",
+    lines += ["", "Not run: LinearRanker lambdaloss with L-BFGS (left out when its full-batch objective padded "
+              "chunks of 256 queries to the longest list, up to 1,191 here, and the O(n²) pair tensors needed "
+              "several GB; not re-tried since). On CPU the rankwise models train their loss through the compiled "
+              "engine (`rankwise.losses.compiled`: O(n) memory, no padding), while the bare loop runs the torch "
+              "definition of the same loss on padded batches: hence rankwise faster than the bare loop for the "
+              "O(n²) lambdaloss, and slower for listnet, where the bare loop's per-batch work is a few tensor "
+              "ops.", "",
               f"Run: `python benchmarks/bench_models_speed.py{' --quick' if args.quick else ''}` took "
               f"{total / 60:.1f} min wall, {total_cpu / 60:.1f} min CPU (this process and its workers), on "
               f"{platform.node()} ({os.cpu_count()} cores, shared with other jobs: load average "
