@@ -370,8 +370,7 @@ def main(argv=None) -> int:
               "several GB; not re-tried since). On CPU the rankwise models train their loss through the compiled "
               "engine (`rankwise.losses.compiled`: O(n) memory, no padding), while the bare loop runs the torch "
               "definition of the same loss on padded batches: hence rankwise faster than the bare loop for the "
-              "O(n²) lambdaloss, and slower for listnet, where the bare loop's per-batch work is a few tensor "
-              "ops.", "",
+              "O(n²) lambdaloss (the listnet rows' gap to the bare loop was not analysed in this run).", "",
               f"Run: `python benchmarks/bench_models_speed.py{' --quick' if args.quick else ''}` took "
               f"{total / 60:.1f} min wall, {total_cpu / 60:.1f} min CPU (this process and its workers), on "
               f"{platform.node()} ({os.cpu_count()} cores, shared with other jobs: load average "
