@@ -10,9 +10,13 @@ Sections, each on the path a user runs:
 2. ``GBDTRanker(loss="native:lambdarank")`` with ``eval_set`` and early stopping vs
    ``lightgbm.LGBMRanker`` doing the same (CPU time of the whole fit).
 3. Quality with equal budgets (``n_estimators=300, learning_rate=0.1, early_stopping_rounds=30`` on the
-   validation queries; queries split 60/20/20) on the synthetic set, and on MQ2008 (five folds,
-   train/vali/test): test NDCG@10 of every objective, with the paired randomisation test against
-   native lambdarank on the per-query test NDCG@10.
+   validation queries; queries split 60/20/20) on the 1,500- and 6,000-query synthetic sets, and on
+   MQ2008 (five folds, train/vali/test): test NDCG@10 of every objective, with the paired
+   randomisation test against native lambdarank on the per-query test NDCG@10 (``--sections 3``).
+   3s (``--sections s``, not in the default run): the sweep of LambdaMART's options and of the
+   LambdaLoss weightings with the same budget, selected on the *validation* queries only (the
+   defaults of ``lambdarank`` and ``lambdaloss`` come from it, docs/losses.md). 3d (``--sections d``):
+   the share of the gradient on each query's current top 10, per objective.
 4. ``NeuralRanker`` MLP (128, 64) with ``lambdaloss`` vs ``listnet``: CPU time per epoch and the peak
    RSS of a process that only trains it (1,500-query set).
 5. One ``grad_hess`` call against the number of rows (MSLR-like list lengths): CPU time and the
@@ -22,7 +26,7 @@ Sections, each on the path a user runs:
 CPU time is ``time.process_time`` (all threads of the process). The machine is a shared 2-core
 box with other jobs running: absolute times are noisy, the ratios of the same run less so.
 
-Usage: python benchmarks/bench_training.py [--quick]
+Usage: python benchmarks/bench_training.py [--quick] [--sections 12345sd]
 Writes benchmarks/results/bench_training.md.
 """
 from __future__ import annotations
@@ -58,9 +62,11 @@ OBJECTIVES = [
 # validation queries are added by --extra (see docs/losses.md, "Defaults chosen by measurement")
 QUALITY = [
     ("native:lambdarank", None),
-    ("lambdarank", None),
+    ("lambdarank", None),  # validation-selected defaults (truncation_level=50, norm=True)
     ("ranknet", {"pair_weights": "delta_ndcg"}),
-    ("lambdaloss", None),
+    ("lambdaloss", None),  # validation-selected defaults (NDCG-Loss2++, mu=5)
+    ("lambdarank", {"truncation_level": 30, "norm": True}),  # LightGBM's defaults
+    ("lambdaloss", {"weighting": "ndcg2"}),  # NDCG-Loss2, the default before the sweep
     ("listnet", None),
     ("listmle", None),
     ("pointwise_squared", None),
