@@ -448,7 +448,10 @@ def main(argv=None):
                   f"Machine: {platform.machine()}, {os.cpu_count()} CPUs **shared with other jobs while this ran** "
                   f"(load average {os.getloadavg()[0]:.1f} at the start); CPU time = `time.process_time` of the "
                   "process (all its threads), so other jobs slow the wall clock but not these figures, except "
-                  "through shared caches. Every ratio comes from this one run.", ""], args.out)
+                  "through shared caches. Every ratio comes from this one run."
+                  + (" These tables were assembled (`--merge`) from the per-query dumps (`--dump`) of separate "
+                     "processes of this script, 1 thread each, that ran at the same time; the load average is that "
+                     "of the assembly." if args.merge else ""), ""], args.out)
 
     def section1():
         lines = ["### 1. CPU per boosting round ÷ LightGBM's native lambdarank", "",
