@@ -332,6 +332,23 @@ def top_share(tr, variants, rounds=50, k=10):
     return out, float(top.mean())
 
 
+def goal_lines(goals):
+    """Issue 14's quality goals per set: the best rankwise objective and the ``lambdaloss`` variant
+    selected on validation against native lambdarank (test NDCG@10; the rows of the tables above)."""
+    rows = ["### 3e. Quality goals (issue 14): rankwise ≥ native lambdarank on test NDCG@10", "",
+            "| set | best rankwise objective (highest test NDCG@10 among the rows above) | Δ vs native | "
+            "`lambdaloss`, the variant selected on validation | Δ vs native |",
+            "|---|---|---:|---|---:|"]
+    for title, per_q, named in goals:
+        base = per_q["native:lambdarank"].mean()
+        ours = {n: per_q[k].mean() - base for n, k in named.items() if k != "native:lambdarank"}
+        best = max(ours, key=ours.get)
+        bl = next((n for n in ours if n.startswith("lambdaloss") and "validation-selected" in n), None)
+        rows.append(f"| {title} | {best} | {ours[best]:+.4f} | {bl or '—'} | "
+                    + (f"{ours[bl]:+.4f} |" if bl else "— |"))
+    return rows + [""]
+
+
 # --------------------------------------------------------------------------- 4. neural, child
 
 
@@ -498,7 +515,7 @@ def main(argv=None):
         if args.extra:
             q_objs = list(q_objs) + [(lo, pa or None) for lo, pa in json.loads(args.extra)]
         if args.merge:
-            notes = json.loads(args.notes) if args.notes else {}
+            notes, goals = (json.loads(args.notes) if args.notes else {}), []
             for key, title in quality_sets(sizes, 1 if args.quick else 5):
                 per_q, rnds, cpu = merge_quality(sorted(Path(args.merge).parent.glob(
                     Path(args.merge).name + f"*_{key}.json")))
@@ -519,6 +536,9 @@ def main(argv=None):
                     rep.add(title + quality_table({n: per_q[named[n]] for n in order},
                                                   {n: rnds[named[n]] for n in order},
                                                   {n: cpu[named[n]] for n in order}) + [""])
+                    goals.append(("MQ2008 (5 folds)" if key == "mq" else f"{int(key[3:]):,}-query synthetic",
+                                  per_q, named))
+            rep.add(goal_lines(goals))
             return
         for n, (key, title) in enumerate(quality_sets(sizes, 1 if args.quick else 5)):
             if "slm"[n] not in args.quality_sets:
