@@ -10,9 +10,13 @@ Sections, each on the path a user runs:
 2. ``GBDTRanker(loss="native:lambdarank")`` with ``eval_set`` and early stopping vs
    ``lightgbm.LGBMRanker`` doing the same (CPU time of the whole fit).
 3. Quality with equal budgets (``n_estimators=300, learning_rate=0.1, early_stopping_rounds=30`` on the
-   validation queries; queries split 60/20/20) on the synthetic set, and on MQ2008 (five folds,
-   train/vali/test): test NDCG@10 of every objective, with the paired randomisation test against
-   native lambdarank on the per-query test NDCG@10.
+   validation queries; queries split 60/20/20) on the 1,500- and 6,000-query synthetic sets, and on
+   MQ2008 (five folds, train/vali/test): test NDCG@10 of every objective, with the paired
+   randomisation test against native lambdarank on the per-query test NDCG@10 (``--sections 3``).
+   3s (``--sections s``, not in the default run): the sweep of LambdaMART's options and of the
+   LambdaLoss weightings with the same budget, selected on the *validation* queries only (the
+   defaults of ``lambdarank`` and ``lambdaloss`` come from it, docs/losses.md). 3d (``--sections d``):
+   the share of the gradient on each query's current top 10, per objective.
 4. ``NeuralRanker`` MLP (128, 64) with ``lambdaloss`` vs ``listnet``: CPU time per epoch and the peak
    RSS of a process that only trains it (1,500-query set).
 5. One ``grad_hess`` call against the number of rows (MSLR-like list lengths): CPU time and the
@@ -22,8 +26,9 @@ Sections, each on the path a user runs:
 CPU time is ``time.process_time`` (all threads of the process). The machine is a shared 2-core
 box with other jobs running: absolute times are noisy, the ratios of the same run less so.
 
-Usage: python benchmarks/bench_training.py [--quick] [--sections 1245] [--out FILE]
-Writes benchmarks/results/bench_training.md.
+Usage: python benchmarks/bench_training.py [--quick] [--sections 1245|3|s|d] [--out FILE]
+Writes benchmarks/results/bench_training.md (sections 1, 2, 4, 5) and
+benchmarks/results/bench_training_quality.md (sections 3, s, d).
 """
 from __future__ import annotations
 
@@ -47,13 +52,16 @@ import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "bench_training.md"
+QOUT = HERE / "results" / "bench_training_quality.md"
 
 # objective -> loss_params; the ΔNDCG/LambdaLoss pair objectives first
 OBJECTIVES = [
     ("native:lambdarank", None),
-    ("lambdarank", None),  # = ranknet(pair_weights="delta_ndcg", truncation_level=30, norm=True)
+    ("lambdarank", None),  # = ranknet(pair_weights="delta_ndcg", truncation_level=50, norm=True)
+    ("lambdarank", {"truncation_level": 30}),  # LightGBM's own truncation (the default until the sweep)
     ("ranknet", {"pair_weights": "delta_ndcg"}),
-    ("lambdaloss", None),
+    ("lambdaloss", None),  # NDCG-Loss2++ (mu=5), every pair, no norm: the validation-selected default
+    ("lambdaloss", {"weighting": "ndcg2"}),  # NDCG-Loss2: the default until the sweep
     ("lambdaloss", {"weighting": "ndcg2pp", "mu": 1.0, "truncation_level": 30, "norm": True}),
     ("listnet", None),
     ("listmle", None),
@@ -63,9 +71,11 @@ OBJECTIVES = [
 # validation queries are added by --extra (see docs/losses.md, "Defaults chosen by measurement")
 QUALITY = [
     ("native:lambdarank", None),
-    ("lambdarank", None),
+    ("lambdarank", None),  # validation-selected defaults (truncation_level=50, norm=True)
     ("ranknet", {"pair_weights": "delta_ndcg"}),
-    ("lambdaloss", None),
+    ("lambdaloss", None),  # validation-selected defaults (NDCG-Loss2++, mu=5)
+    ("lambdarank", {"truncation_level": 30, "norm": True}),  # LightGBM's defaults
+    ("lambdaloss", {"weighting": "ndcg2"}),  # NDCG-Loss2, the default before the sweep
     ("listnet", None),
     ("listmle", None),
     ("pointwise_squared", None),
@@ -278,7 +288,9 @@ def quality_sets(sizes, n_folds):
     budget = ("Equal budgets: `n_estimators=300, learning_rate=0.1, early_stopping_rounds=30` on the validation "
               "queries, 1 thread; p: paired randomisation test (5,000 sign flips) against native lambdarank on "
               "the per-query test NDCG@10. Objectives marked *validation-selected* are the variants the sweep "
-              "(section 3s) chose on the validation queries only.")
+              "(section 3s, on the validation queries of the 1,500-query set and MQ2008 only) chose; the "
+              "6,000-query set took no part in any choice. CPU s: the whole fit (processes ran side by side "
+              "on a shared machine: indicative only).")
     out = [(f"syn{nq}", [f"### 3{'ab'[k]}. Quality, {nq:,}-query synthetic set (seed 1, queries split 60/20/20), "
                          "test NDCG@10", "", budget, ""]) for k, nq in enumerate(sizes)]
     out.append(("mq", [f"### 3c. Quality, MQ2008 ({n_folds} folds, every test query once), test NDCG@10", "",
@@ -314,12 +326,54 @@ def sweep_table(runs, sets, ref):
             + " | ".join(f"best rounds {t}" for _, t in sets) + " | " + " | ".join(f"test {t}" for _, t in sets)
             + " |", "|---|" + "---:|" * (3 * len(sets) + 2)]
     for k in sorted(names, key=lambda k: -mean[k]):
-        mark = " **(selected)**" if k == best else (" (default)" if k == ref else "")
+        mark = " **(selected)**" if k == best else (" (default before the sweep)" if k == ref else "")
         rows.append(f"| {k}{mark} | " + " | ".join(f"{np.mean(runs[s][k]['val']):.4f}" for s, _ in sets)
                     + f" | {mean[k]:.4f} | {mean[k] - mean.get(ref, np.nan):+.4f} | "
                     + " | ".join(", ".join(map(str, runs[s][k]["rounds"])) for s, _ in sets) + " | "
                     + " | ".join(f"{np.mean(runs[s][k]['test']):.4f}" for s, _ in sets) + " |")
+    missing = [k for s, _ in sets for k in runs[s] if k not in names]
+    if missing:
+        rows += ["", "Run on one set only (the CPU budget of the shared machine ran out first), left out of the "
+                 "selection: " + "; ".join(f"`{k}`" for k in dict.fromkeys(missing)) + "."]
     return rows, best
+
+
+def top_share(tr, variants, rounds=50, k=10):
+    """Share of the gradient's absolute mass on the documents of the current top ``k`` of each
+    training query, for each (loss, params), at the scores of a native lambdarank model after
+    ``rounds`` rounds (the same scores for every variant)."""
+    from rankwise.losses import grad_hess
+    from rankwise.models import GBDTRanker
+
+    m = GBDTRanker("native:lambdarank", n_estimators=rounds, learning_rate=0.1, random_state=0, n_jobs=1,
+                   verbose=False).fit(tr[0], tr[1], qid=tr[2])
+    s = m.predict(tr[0])
+    off = np.concatenate(([0], np.cumsum(np.bincount(tr[2]))))
+    top = np.zeros(len(s), dtype=bool)
+    for a, b in zip(off[:-1], off[1:]):
+        top[a + np.argsort(-s[a:b], kind="stable")[:k]] = True
+    out = {}
+    for loss, params in variants:
+        g, _ = grad_hess(loss, s, tr[1], off, n_jobs=1, **(params or {}))
+        out[label(loss, params)] = float(np.abs(g[top]).sum() / np.abs(g).sum())
+    return out, float(top.mean())
+
+
+def goal_lines(goals):
+    """Issue 14's quality goals per set: the best rankwise objective and the ``lambdaloss`` variant
+    selected on validation against native lambdarank (test NDCG@10; the rows of the tables above)."""
+    rows = ["### 3e. Quality goals (issue 14): rankwise ≥ native lambdarank on test NDCG@10", "",
+            "| set | best rankwise objective (highest test NDCG@10 among the rows above) | Δ vs native | "
+            "`lambdaloss`, the variant selected on validation | Δ vs native |",
+            "|---|---|---:|---|---:|"]
+    for title, per_q, named in goals:
+        base = per_q["native:lambdarank"].mean()
+        ours = {n: per_q[k].mean() - base for n, k in named.items() if k != "native:lambdarank"}
+        best = max(ours, key=ours.get)
+        bl = next((n for n in ours if n.startswith("lambdaloss") and "validation-selected" in n), None)
+        rows.append(f"| {title} | {best} | {ours[best]:+.4f} | {bl or '—'} | "
+                    + (f"{ours[bl]:+.4f} |" if bl else "— |"))
+    return rows + [""]
 
 
 # --------------------------------------------------------------------------- 4. neural, child
@@ -417,7 +471,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sets (smoke run)")
     ap.add_argument("--data", default=os.environ.get("RANKWISE_DATA", str(HERE.parent.parent / "shared" / "data")))
-    ap.add_argument("--sections", default="12345", help="which sections to run (default all)")
+    ap.add_argument("--sections", default="1245", help="which sections to run (default 1245; 3 = quality, s = its "
+                    "validation sweep, d = where the gradient lies: hours of CPU, run on their own)")
     ap.add_argument("--quality", default="", help="indices into QUALITY (e.g. 01) to run in section 3 (default all)")
     ap.add_argument("--quality-sets", default="slm",
                     help="section 3 data: s = small synthetic, l = large synthetic, m = MQ2008 (default all)")
@@ -428,22 +483,36 @@ def main(argv=None):
                     "in table order")
     ap.add_argument("--sweep", default="lr,ll", help="section s: the grids of SWEEP to run (default lr,ll)")
     ap.add_argument("--merge", default="", help="section 3: only write the tables of the dumps PREFIX*_<set>.json")
-    ap.add_argument("--out", default=str(OUT), help="results file (default benchmarks/results/bench_training.md)")
+    ap.add_argument("--out", default=None, help="results file (default benchmarks/results/bench_training.md, and "
+                    "bench_training_quality.md for sections 3, s, d)")
     args = ap.parse_args(argv)
+    if set(args.sections) & set("1245") and set(args.sections) & set("3sd"):
+        ap.error("run sections 1, 2, 4, 5 and the quality sections 3, s, d separately (two results files)")
+    if args.out is None:
+        args.out = str(QOUT if set(args.sections) <= set("3sd") else OUT)
     from rankwise.data.synthetic import make_synthetic
 
     t_start = time.time()
     sizes = (300, 600) if args.quick else (1500, 6000)
     rounds, warm = (6, 2) if args.quick else (14, 4)
-    rep = Report(["## Training on the compiled engine (`benchmarks/bench_training.py`)", "",
+    quality_only = set(args.sections) <= set("3sd")
+    title = ("## Training quality: every objective against native lambdarank, equal budgets "
+             f"(`benchmarks/bench_training.py --sections {args.sections}`)" if quality_only
+             else "## Training on the compiled engine (`benchmarks/bench_training.py`)")
+    rep = Report([title, "",
                   f"Machine: {platform.machine()}, {os.cpu_count()} CPUs **shared with other jobs while this ran** "
                   f"(load average {os.getloadavg()[0]:.1f} at the start); CPU time = `time.process_time` of the "
                   "process (all its threads), so other jobs slow the wall clock but not these figures, except "
-                  "through shared caches. Every ratio comes from this one run. OpenMP threads wait passively "
-                  f"(`OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}`, LightGBM's for both sides): with "
-                  "libgomp's default spin-then-sleep, a thread waiting for one that other jobs preempted spins, "
-                  "and on this loaded machine that spinning dominated the 2-thread CPU times (a trial run at "
-                  "load 7.5: `pointwise_squared`, whose objective costs 1 ms, at 2.5× native).", ""], args.out)
+                  "through shared caches. Every ratio comes from this one run."
+                  + ("" if quality_only else
+                     " OpenMP threads wait passively "
+                     f"(`OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}`, LightGBM's for both sides): with "
+                     "libgomp's default spin-then-sleep, a thread waiting for one that other jobs preempted spins, "
+                     "and on this loaded machine that spinning dominated the 2-thread CPU times (a trial run at "
+                     "load 7.5: `pointwise_squared`, whose objective costs 1 ms, at 2.5× native).")
+                  + (" These tables were assembled (`--merge`) from the per-query dumps (`--dump`) of separate "
+                     "processes of this script, 1 thread each, that ran at the same time; the load average is that "
+                     "of the assembly." if args.merge else ""), ""], args.out)
 
     def section1():
         lines = ["### 1. CPU per boosting round ÷ LightGBM's native lambdarank", "",
@@ -498,7 +567,7 @@ def main(argv=None):
         if args.extra:
             q_objs = list(q_objs) + [(lo, pa or None) for lo, pa in json.loads(args.extra)]
         if args.merge:
-            notes = json.loads(args.notes) if args.notes else {}
+            notes, goals = (json.loads(args.notes) if args.notes else {}), []
             for key, title in quality_sets(sizes, 1 if args.quick else 5):
                 per_q, rnds, cpu = merge_quality(sorted(Path(args.merge).parent.glob(
                     Path(args.merge).name + f"*_{key}.json")))
@@ -519,6 +588,9 @@ def main(argv=None):
                     rep.add(title + quality_table({n: per_q[named[n]] for n in order},
                                                   {n: rnds[named[n]] for n in order},
                                                   {n: cpu[named[n]] for n in order}) + [""])
+                    goals.append(("MQ2008 (5 folds)" if key == "mq" else f"{int(key[3:]):,}-query synthetic",
+                                  per_q, named))
+            rep.add(goal_lines(goals))
             return
         for n, (key, title) in enumerate(quality_sets(sizes, 1 if args.quick else 5)):
             if "slm"[n] not in args.quality_sets:
@@ -574,11 +646,24 @@ def main(argv=None):
             ref = label(*SWEEP_DEFAULT[grid])
             rows, best = sweep_table(runs, sets, ref)
             rep.add([f"### 3s-{grid}. Sweep of `{SWEEP_DEFAULT[grid][0]}`'s options, selected on validation NDCG@10", "",
-                     "Budget of section 3; the *validation* columns decide (rule: highest mean over the sets of the "
-                     "validation NDCG@10, at the early-stopping round; a tie keeps the default). The test columns "
-                     "are shown, not used.", ""] + rows + ["", f"Selected: `{best}`.", ""])
+                     "Budget of section 3; the *validation* columns decide (rule: the selected variant has the highest "
+                     "mean over the sets of the validation NDCG@10, at the early-stopping round; it becomes the "
+                     "default when it also beats the default before the sweep on each set). The test columns are "
+                     "shown, not used.", ""] + rows + ["", f"Selected: `{best}`.", ""])
 
-    for n, fn in (("1", section1), ("2", section2), ("3", section3), ("s", section3s), ("4", section4),
+    def section3d():
+        tr = split_queries(make_synthetic(sizes[0], n_features=136, seed=1))[0]
+        variants = [("lambdarank", {"truncation_level": 30, "norm": True}), ("ranknet", {"pair_weights": "delta_ndcg"}),
+                    ("lambdaloss", {"weighting": "ndcg2"}), ("lambdaloss", {"weighting": "ndcg2", "truncation_level": 30}),
+                    ("lambdaloss", {"weighting": "ndcg2pp", "mu": 5.0})]
+        share, frac = top_share(tr, variants)
+        rep.add(["### 3d. Where the gradient lies: share of |gradient| on each query's current top 10", "",
+                 f"{sizes[0]:,}-query synthetic set, training queries, at the scores of native lambdarank after 50 "
+                 f"rounds (the same scores for every objective); the top 10 hold {frac:.1%} of the documents.", "",
+                 "| objective | share of Σ|g| on the top 10 |", "|---|---:|"]
+                + [f"| {k} | {v:.1%} |" for k, v in share.items()] + [""])
+
+    for n, fn in (("1", section1), ("2", section2), ("3", section3), ("s", section3s), ("d", section3d), ("4", section4),
                   ("5", section5)):
         if n in args.sections:
             rep.guard(f"section {n}", fn)

@@ -49,6 +49,7 @@ VARIANTS = [(name, BASE_HYPER.get(name, {})) for name in REGISTRY] + [
     ("smooth_dcg1", {"sigma": 2.0}),
     ("lambdaloss", {"sigma": 2.0}),
     ("lambdaloss", {"weighting": "ndcg1"}),
+    ("lambdaloss", {"weighting": "ndcg2", "truncation_level": 5}),
     ("lambdaloss", {"weighting": "ndcg1", "truncation_level": 3}),
     ("lambdaloss", {"weighting": "ndcg2pp", "mu": 5.0, "truncation_level": 4}),
     ("lambdaloss", {"weighting": "lambdarank", "gain": "linear"}),

@@ -186,7 +186,7 @@ def smooth_dcg1(s, y, w, sigma=1.0, gain="exp2"):
     return -sum(w[i] * g[i] * math.exp(s[i] / sigma) / z for i in range(len(s)))
 
 
-def lambdaloss(s, y, w, sigma=1.0, weighting="ndcg2", mu=10.0, truncation_level=None, gain="exp2"):
+def lambdaloss(s, y, w, sigma=1.0, weighting="ndcg2pp", mu=5.0, truncation_level=None, gain="exp2"):
     """Wang et al. CIKM 2018, straight from the definitions: Σ W_ij log2(1 + e^{-σ(s_i - s_j)})
     over the pairs y_i > y_j (NDCG-Loss1: every ordered pair i != j), G = gain / maxDCG@T,
     D = log2(1 + rank), δ(k) = |1/D(k) - 1/D(k + 1)|; with T only pairs with an item in the top T."""
@@ -241,7 +241,7 @@ REFERENCE = {name: fn for name, fn in globals().items()
              if callable(fn) and not name.startswith("_") and name not in ("annotations",)}
 
 
-def lambdarank(s, y, w, sigma=1.0, truncation_level=30, norm=True, gain="exp2"):
+def lambdarank(s, y, w, sigma=1.0, truncation_level=50, norm=True, gain="exp2"):
     """LightGBM's lambdarank as a loss (rank_objective.hpp, read as a formula): pairs y_i > y_j with
     min(r_i, r_j) <= T, ΔNDCG over max DCG@T, divided by 0.01 + |s_i - s_j| unless all scores are
     equal, the list scaled by log2(1 + S)/S with S the sum of 2|lambda_ij|."""

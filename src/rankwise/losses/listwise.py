@@ -214,8 +214,8 @@ def approx_ndcg_loss(scores, labels, *, where=None, weights=None, reduction="mea
 LAMBDALOSS_WEIGHTS = ("ndcg2", "ndcg1", "ndcg2pp", "lambdarank", "arp1", "arp2")
 
 
-def lambdaloss_loss(scores, labels, *, where=None, weights=None, reduction="mean", sigma=1.0, weighting="ndcg2",
-                    mu=10.0, truncation_level=None, norm=False, gain="exp2"):
+def lambdaloss_loss(scores, labels, *, where=None, weights=None, reduction="mean", sigma=1.0, weighting="ndcg2pp",
+                    mu=5.0, truncation_level=None, norm=False, gain="exp2"):
     r"""The LambdaLoss framework: a pairwise logistic loss whose pair weights make it a bound of a
     ranking metric.
 
@@ -224,14 +224,15 @@ def lambdaloss_loss(scores, labels, *, where=None, weights=None, reduction="mean
     ``weighting`` (pairs y_i > y_j unless said otherwise; G = gain / maxDCG, D_i = log2(1 + r_i),
     r the current ranks by score, ties broken by input order, all held constant in the step):
 
-    - ``"ndcg2"`` (NDCG-Loss2, default): W = δ_ij |G_i - G_j| with
+    - ``"ndcg2"`` (NDCG-Loss2): W = δ_ij |G_i - G_j| with
       δ_ij = |1/D(|r_i - r_j|) - 1/D(|r_i - r_j| + 1)|, D(k) = log2(1 + k);
     - ``"ndcg1"`` (NDCG-Loss1): W = G_i / D_i on *every* ordered pair i ≠ j, whatever the labels
       (the rank of i counts every item scored above it; a list counts when it has two items
       and a positive max DCG);
     - ``"lambdarank"``: W = |G_i - G_j| |1/D_i - 1/D_j| (LambdaRank's ΔNDCG as a member of the
       framework);
-    - ``"ndcg2pp"`` (NDCG-Loss2++): μ δ_ij |G_i - G_j| + |G_i - G_j| |1/D_i - 1/D_j|;
+    - ``"ndcg2pp"`` (NDCG-Loss2++, default, μ = 5): μ δ_ij |G_i - G_j| + |G_i - G_j| |1/D_i - 1/D_j|
+      (NDCG-Loss2's rank-distance weight plus LambdaRank's position-aware one);
     - ``"arp1"`` (ARP-Loss1): every ordered pair i ≠ j, W = y_i (labels must be non-negative);
     - ``"arp2"`` (ARP-Loss2): W = y_i - y_j.
 
@@ -242,6 +243,11 @@ def lambdaloss_loss(scores, labels, *, where=None, weights=None, reduction="mean
     weightings), gives 0 (ARP-Loss1: a list of fewer than two items). Piecewise smooth: the
     weights jump where two scores cross. With GBDT the Hessian is the paper's: the second
     derivative of the logistic with the weights fixed, Σ_j W_ij σ² p_ij (1 - p_ij) / ln 2.
+
+    The defaults (NDCG-Loss2++, μ = 5, every pair, no normalisation) were chosen on validation
+    queries (docs/losses.md, "Defaults chosen by measurement"): NDCG-Loss2 alone weights a pair by
+    the distance of its ranks wherever it sits, so on long lists most of its gradient lies below
+    the top positions that NDCG@k measures.
 
     References
     ----------
@@ -292,7 +298,7 @@ def _lambdaloss_weights(b, weighting, mu, k, gain):
     return W.detach(), valid
 
 
-def _lambdaloss_hyper(sigma=1.0, weighting="ndcg2", mu=10.0, truncation_level=None, norm=False, gain="exp2", **_):
+def _lambdaloss_hyper(sigma=1.0, weighting="ndcg2pp", mu=5.0, truncation_level=None, norm=False, gain="exp2", **_):
     name = "lambdaloss"
     return (check_positive(sigma, "sigma", name), check_choice(weighting, "weighting", LAMBDALOSS_WEIGHTS, name),
             check_positive(mu, "mu", name, allow_zero=True), check_truncation(truncation_level, name),
@@ -529,7 +535,7 @@ SPECS = [
              "constants for labels in [0, y_max] (default 4), independent of m", hessian="abs_grad",
              kernel=_smooth_dcg1_kernel),
     LossSpec("lambdaloss", lambdaloss_loss, "listwise", False, None, None, None,
-             {"sigma": 1.0}, "Wang et al. CIKM 2018 (NDCG-Loss2)",
+             {"sigma": 1.0}, "Wang et al. CIKM 2018 (NDCG-Loss2++, mu=5)",
              "rank-dependent weights jump where scores cross", smooth_at_ties=False,
              valid_when=("ordered_pair", "positive_gain"), pair_form=_lambdaloss_pairs, quadratic=lambda h: True,
              kernel=_lambdaloss_kernel, step_weights=lambda h: bool(h.get("norm", False))),

@@ -194,7 +194,7 @@ def _ranknet_pairs(b, *, sigma=1.0, pair_weights="none", truncation_level=None, 
     return lambdarank_options(b, W, phi, T, check_flag(norm, "norm", name)), phi, valid
 
 
-def _lambdarank_pairs(b, *, sigma=1.0, truncation_level=30, norm=True, gain="exp2", **_):
+def _lambdarank_pairs(b, *, sigma=1.0, truncation_level=50, norm=True, gain="exp2", **_):
     return _ranknet_pairs(b, sigma=sigma, pair_weights="delta_ndcg", truncation_level=truncation_level, norm=norm,
                           gain=gain, name="lambdarank")
 
@@ -475,7 +475,7 @@ def ranknet_loss(scores, labels, *, where=None, weights=None, reduction="mean", 
     return reduce(_dense(b, W, phi), valid, b, reduction, loss=name)
 
 
-def lambdarank_loss(scores, labels, *, where=None, weights=None, reduction="mean", sigma=1.0, truncation_level=30,
+def lambdarank_loss(scores, labels, *, where=None, weights=None, reduction="mean", sigma=1.0, truncation_level=50,
                     norm=True, gain="exp2"):
     r"""LambdaMART's objective as LightGBM computes it (``objective="lambdarank"``): RankNet with
     ΔNDCG pair weights, truncated and normalised.
@@ -488,8 +488,10 @@ def lambdarank_loss(scores, labels, *, where=None, weights=None, reduction="mean
     total |lambda| (Σ 2|∂ℓ_ij/∂s_i| before F) and every weight held constant in the step (the
     division by 0.01 + |s_i - s_j| is skipped when all scores of the list are equal; ``norm=False``
     drops it and F). Equals :func:`ranknet_loss` with ``pair_weights="delta_ndcg"`` and the same
-    options; registered on its own so that the LambdaMART defaults (LightGBM's: T = 30, norm on,
-    σ = 1) are one name. Not convex (the weights depend on the ranking).
+    options; registered on its own so that the LambdaMART defaults are one name: norm on, σ = 1 and
+    T = 50, chosen on validation queries (docs/losses.md, "Defaults chosen by measurement";
+    LightGBM's own default is T = 30, ``truncation_level=30`` reproduces it). Not convex (the
+    weights depend on the ranking).
 
     References
     ----------
@@ -706,13 +708,13 @@ SPECS = [
              kernel=_pair_kernel("ranknet", _engine.PHI_LOGISTIC, logistic=True),
              step_weights=lambda h: bool(h.get("norm", False))),
     LossSpec("lambdarank", lambdarank_loss, "pairwise", False, False, None, None,
-             {"sigma": 1.0, "truncation_level": 30, "norm": True, "gain": "exp2"},
+             {"sigma": 1.0, "truncation_level": 50, "norm": True, "gain": "exp2"},
              "Burges 2010 (MSR-TR-2010-82); LightGBM's lambdarank (Ke et al. NeurIPS 2017)",
              "ranknet with ΔNDCG weights, LightGBM's truncation and normalisation; O(n T) on the engine",
              smooth_at_ties=False, valid_when=("ordered_pair",), pair_form=_lambdarank_pairs,
              quadratic=lambda h: True,
              kernel=_pair_kernel("lambdarank", _engine.PHI_LOGISTIC, logistic=True,
-                                 defaults={"pair_weights": "delta_ndcg", "truncation_level": 30, "norm": True}),
+                                 defaults={"pair_weights": "delta_ndcg", "truncation_level": 50, "norm": True}),
              step_weights=lambda h: bool(h.get("norm", True))),
     LossSpec("rankboost", rankboost_loss, "pairwise", True, False, None, None,
              {"pair_weights": "none", "method": "auto"}, "Freund et al. JMLR 2003",
