@@ -84,9 +84,11 @@ class GBDTRanker(BaseRanker):
     ----------
     loss : str
         A name in ``rankwise.losses.REGISTRY`` or ``"native:<objective>"``. Default
-        ``"lambdarank"``: LambdaMART's objective (ΔNDCG-weighted RankNet with LightGBM's truncation
-        at 30 and normalisation) on the compiled engine, chosen by measurement against the other
-        rankwise objectives and LightGBM's own lambdarank (BENCHMARKS.md, section Training).
+        ``"lambdarank"``: LambdaMART's objective (ΔNDCG-weighted RankNet with LightGBM's
+        normalisation, truncated at the top 50: both chosen on validation queries, docs/losses.md)
+        on the compiled engine, chosen by measurement against the other rankwise objectives and
+        LightGBM's own lambdarank (BENCHMARKS.md, section Training). ``lambdaloss`` (NDCG-Loss2++)
+        scored as well on validation at about twice the CPU per round (every pair).
     loss_params : dict, optional
         Loss hyperparameters (native objectives: extra library parameters).
     backend : {"lightgbm", "xgboost"}
