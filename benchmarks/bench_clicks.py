@@ -13,7 +13,7 @@ Also: examination propensities from this real log by intervention harvesting (di
 the same query) next to PBM's γ.
 
 Part 2 — the simulation protocol (``simulate_clicks_protocol``) at two display depths: the whole ranked
-list (``top_k=None``, the setting of Joachims et al. 2017 in which IPS is unbiased) and a top-10 page
+list (``top_k=None``: every document has a non-zero propensity, so IPS is unbiased) and a top-10 page
 (``top_k=10``: documents below rank 10 are never shown, item-selection bias). Production LinearRanker on
 1% of the training queries, 1,000,000 PBM sessions with θ_k = (1/k)^η, η ∈ {1, 2}, click noise ε⁺ = 1,
 ε⁻ = 0.1. Propensities by regression-EM (``regression_em_log``, no intervention), compared with the
@@ -133,7 +133,7 @@ def depth_label(depth):
 
 
 def section_mark(depth):
-    return ("### Simulation protocol, full ranked list (Joachims et al. 2017): propensities and debiased rankers"
+    return ("### Simulation protocol, full ranked list (every document shown, IPS unbiased): propensities and debiased rankers"
             if depth is None else
             f"### Simulation protocol, top-{depth} page (item-selection bias): propensities and debiased rankers")
 
