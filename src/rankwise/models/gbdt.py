@@ -88,7 +88,7 @@ class GBDTRanker(BaseRanker):
         normalisation, truncated at the top 50: both chosen on validation queries, docs/losses.md)
         on the compiled engine, chosen by measurement against the other rankwise objectives and
         LightGBM's own lambdarank (BENCHMARKS.md, section Training). ``lambdaloss`` (NDCG-Loss2++)
-        scored as well on validation at about twice the CPU per round (every pair).
+        scored as well on validation, at a little more CPU per round (every pair, not the top 50).
     loss_params : dict, optional
         Loss hyperparameters (native objectives: extra library parameters).
     backend : {"lightgbm", "xgboost"}
