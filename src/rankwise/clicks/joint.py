@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from rankwise._validation import Interval, check_params, warn_user
 from rankwise.clicks.log import ClickLog
 from rankwise.errors import InputError, NotFittedError
 
@@ -195,25 +196,43 @@ class DLA:
     ----------
     hidden : tuple of int
         Hidden layers of the ranking MLP.
-    epochs, batch_pages, lr : Adam over minibatches of pages.
-    propensity_lr : float
+    max_iter, batch_pages, learning_rate : Adam over minibatches of pages (``max_iter`` epochs).
+    propensity_learning_rate : float
         Learning rate of the propensity logits (one per rank: a few parameters that see every page,
         so they take a larger step than the network).
     random_state : int
+
+    The former names ``epochs``, ``lr`` and ``propensity_lr`` (before the models' one name per
+    hyper-parameter) still work for one release, with a DeprecationWarning.
 
     Attributes
     ----------
     propensity_ : θ_k/θ_1 from the propensity model (softmax of its logits, relative to rank 1).
     """
 
-    def __init__(self, *, hidden=(64, 32), epochs: int = 30, batch_pages: int = 32, lr: float = 1e-3,
-                 propensity_lr: float = 0.05, random_state=0):
+    _deprecated_params = {"epochs": "max_iter", "lr": "learning_rate", "propensity_lr": "propensity_learning_rate"}
+    _parameter_constraints = {
+        "max_iter": [Interval("int", 1)],
+        "batch_pages": [Interval("int", 1)],
+        "learning_rate": [Interval("real", 0, closed="neither")],
+        "propensity_learning_rate": [Interval("real", 0, closed="neither")],
+    }
+
+    def __init__(self, *, hidden=(64, 32), max_iter: int = 30, batch_pages: int = 32, learning_rate: float = 1e-3,
+                 propensity_learning_rate: float = 0.05, random_state=0, **deprecated):
         self.hidden = hidden
-        self.propensity_lr = propensity_lr
-        self.epochs = epochs
+        self.propensity_learning_rate = propensity_learning_rate
+        self.max_iter = max_iter
         self.batch_pages = batch_pages
-        self.lr = lr
+        self.learning_rate = learning_rate
         self.random_state = random_state
+        for name, value in deprecated.items():
+            new = self._deprecated_params.get(name)
+            if new is None:
+                raise TypeError(f"DLA.__init__() got an unexpected keyword argument {name!r}")
+            warn_user(f"DLA: the parameter {name!r} is deprecated and will be removed in the next release; "
+                      f"use {new!r}", DeprecationWarning)
+            setattr(self, new, value)
 
     def fit(self, log: ClickLog, features):
         import torch
@@ -221,6 +240,8 @@ class DLA:
 
         if not isinstance(log, ClickLog):
             raise InputError(f"log must be a ClickLog; got {type(log).__name__}")
+        check_params("DLA", vars(self), self._parameter_constraints)
+        n_epochs, bp = int(self.max_iter), int(self.batch_pages)
         p_off, X, position, clicks, n_sess, _, _ = pages(log, features)
         if log.max_rank < 2:
             raise InputError("DLA needs pages of at least two results")
@@ -237,8 +258,8 @@ class DLA:
         net = nn.Sequential(*layers).double()
         R = log.max_rank
         g_logit = nn.Parameter(torch.zeros(R, dtype=torch.float64))
-        opt = torch.optim.Adam([{"params": list(net.parameters()), "lr": float(self.lr)},
-                                {"params": [g_logit], "lr": float(self.propensity_lr)}])
+        opt = torch.optim.Adam([{"params": list(net.parameters()), "lr": float(self.learning_rate)},
+                                {"params": [g_logit], "lr": float(self.propensity_learning_rate)}])
         # padded pages
         n_pages = len(p_off) - 1
         L = int(np.diff(p_off).max())
@@ -250,8 +271,7 @@ class DLA:
         C = torch.tensor(np.where(mask_np, clicks[np.maximum(idx, 0)], 0.0) / n_sess[:, None])
         mask = torch.tensor(mask_np)
         idx_t = torch.tensor(np.maximum(idx, 0))
-        bp = int(self.batch_pages)
-        for _ in range(int(self.epochs)):
+        for _ in range(n_epochs):
             perm = rng.permutation(n_pages)
             for start in range(0, n_pages, bp):
                 sel = torch.as_tensor(perm[start:start + bp])
