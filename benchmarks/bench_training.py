@@ -380,7 +380,7 @@ def goal_lines(goals):
 
 
 NEURAL_CHILD = r"""
-import resource, sys, time, numpy as np
+import sys, time
 sys.path.insert(0, {here!r})
 from bench_training import split_queries
 from rankwise.data.synthetic import make_synthetic
@@ -390,11 +390,8 @@ m = NeuralRanker(loss={loss!r}, hidden=(128, 64), max_iter={epochs}, random_stat
 t = time.process_time()
 m.fit(tr[0], tr[1], qid=tr[2])
 cpu = time.process_time() - t
-# VmHWM: this process's own peak (ru_maxrss keeps the parent's resident size across fork and exec,
-# so a child of a large parent would report the parent's size)
-hwm = [ln for ln in open("/proc/self/status") if ln.startswith("VmHWM:")]
-peak = int(hwm[0].split()[1]) / 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(cpu / {epochs}, peak, len(tr[1]))
+from bench_io import _status_mb  # VmHWM: this process's own peak (ru_maxrss keeps a parent's size)
+print(cpu / {epochs}, _status_mb("VmHWM"), len(tr[1]))
 """
 
 
