@@ -140,6 +140,22 @@ def check_params(owner: str, params: dict, constraints: dict) -> None:
             raise InputError(f"{owner}: {name} must be {what}; got {v!r}")
 
 
+def set_deprecated(obj, name: str, value, renames: dict) -> None:
+    """Set a constructor argument given under a deprecated ``name`` on ``obj``, with a DeprecationWarning.
+
+    ``renames``: old name -> new name, or (new name, function old value -> new value). A name not
+    in it is the TypeError Python raises for an unknown keyword argument.
+    """
+    owner = type(obj).__name__
+    if name not in renames:
+        raise TypeError(f"{owner}.__init__() got an unexpected keyword argument {name!r}")
+    new = renames[name]
+    new, convert = (new, None) if isinstance(new, str) else new
+    warn_user(f"{owner}: the parameter {name!r} is deprecated and will be removed in the next "
+              f"release; use {new!r}" + (" (alpha = 1/C)" if name == "C" else ""), DeprecationWarning)
+    setattr(obj, new, value if convert is None else convert(value))
+
+
 def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
     """An integer >= ``minimum`` (for arguments of methods; constructor parameters use check_params)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from rankwise._validation import Interval, check_params, warn_user
+from rankwise._validation import Interval, check_params, set_deprecated
 from rankwise.clicks.log import ClickLog
 from rankwise.errors import InputError, NotFittedError
 
@@ -227,12 +227,7 @@ class DLA:
         self.learning_rate = learning_rate
         self.random_state = random_state
         for name, value in deprecated.items():
-            new = self._deprecated_params.get(name)
-            if new is None:
-                raise TypeError(f"DLA.__init__() got an unexpected keyword argument {name!r}")
-            warn_user(f"DLA: the parameter {name!r} is deprecated and will be removed in the next release; "
-                      f"use {new!r}", DeprecationWarning)
-            setattr(self, new, value)
+            set_deprecated(self, name, value, self._deprecated_params)
 
     def fit(self, log: ClickLog, features):
         import torch

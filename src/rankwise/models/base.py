@@ -49,7 +49,7 @@ import sys
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from rankwise._validation import check_features, check_params, feature_names_of, warn_user
+from rankwise._validation import check_features, check_params, feature_names_of, set_deprecated, warn_user
 from rankwise.data.ranking_input import RankingInput, check_ranking_input
 from rankwise.errors import InputError, NotFittedError
 from rankwise.models import persistence
@@ -129,13 +129,7 @@ class BaseRanker(BaseEstimator):
             self._set_deprecated(name, value)
 
     def _set_deprecated(self, name, value) -> None:
-        if name not in self._deprecated_params:
-            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument {name!r}")
-        new = self._deprecated_params[name]
-        new, convert = (new, None) if isinstance(new, str) else new
-        warn_user(f"{type(self).__name__}: the parameter {name!r} is deprecated and will be removed in the next "
-                  f"release; use {new!r}" + (" (alpha = 1/C)" if name == "C" else ""), DeprecationWarning)
-        setattr(self, new, value if convert is None else convert(value))
+        set_deprecated(self, name, value, self._deprecated_params)
 
     def set_params(self, **params):
         for name in [n for n in params if n in self._deprecated_params]:
