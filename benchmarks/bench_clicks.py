@@ -128,6 +128,17 @@ def ndcg10(model, ds):
 CLIP = 0.01  # propensity clipping of every IPS ranker, fixed before any run: weights at most 100
 
 
+def click_goals(model, full, raw):
+    """The issue's goals for a ranker trained on clicks, from per-query test NDCG@10: its ratio to
+    the ranker on the true labels, the paired randomisation test against the raw-click ranker, and
+    whether ratio >= 0.95 and it beats raw with p < 0.05."""
+    from rankwise.report.significance import paired_randomization_test
+
+    ratio = model.mean() / full.mean()
+    p = paired_randomization_test(model, raw)
+    return ratio, p, bool(ratio >= 0.95 and model.mean() > raw.mean() and p < 0.05)
+
+
 def depth_label(depth):
     return "full list" if depth is None else f"top-{depth} page"
 
@@ -172,7 +183,6 @@ def simulate_one(name, train, test, etas, kinds, n_sessions, quick, seed, acc, p
 
 def simulation(ddir, folds, quick, lines, depth):
     from rankwise.data import make_synthetic, read_svmlight
-    from rankwise.report.significance import paired_randomization_test
 
     etas = (1.0, 2.0)
     kinds = ("GBDT", "neural")
@@ -228,9 +238,7 @@ def simulation(ddir, folds, quick, lines, depth):
               "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (name, eta, kind), a in acc.items():
         full, deb, ora, raw = (np.concatenate(a[k]) for k in ("full", "debiased", "oracle", "raw"))
-        ratio = deb.mean() / full.mean()
-        p = paired_randomization_test(deb, raw)
-        ok = ratio >= 0.95 and deb.mean() > raw.mean() and p < 0.05
+        ratio, p, ok = click_goals(deb, full, raw)
         lines.append(f"| {name} | {eta:g} | {kind} | {fmt(full.mean())} | {fmt(deb.mean())} | {fmt(ora.mean())} | "
                      f"{fmt(raw.mean())} | {ratio:.3f} | {ora.mean() / full.mean():.3f} | {p:.4f} | "
                      f"{'yes' if ok else 'no'} |")
@@ -245,7 +253,6 @@ def joint(ddir, folds, quick, lines):
     part 2), against the same full-information rankers and the raw-click rankers of part 2's settings."""
     from rankwise.clicks import DLA, UnbiasedLambdaMART, click_dataset, simulate_clicks_protocol
     from rankwise.data import make_synthetic, read_svmlight
-    from rankwise.report.significance import paired_randomization_test
 
     n_sessions = 100_000 if quick else 1_000_000
     sets = []
@@ -279,9 +286,7 @@ def joint(ddir, folds, quick, lines):
               "|---|---|---|---|---|---|---|---|---|"]
     for (name, eta, kind), a in acc.items():
         fu, jo, ra = (np.concatenate(a[k]) for k in ("full", "joint", "raw"))
-        ratio = jo.mean() / fu.mean()
-        p = paired_randomization_test(jo, ra)
-        ok = ratio >= 0.95 and jo.mean() > ra.mean() and p < 0.05
+        ratio, p, ok = click_goals(jo, fu, ra)
         lines.append(f"| {name} | {eta:g} | {'GBDT (Unbiased LambdaMART)' if kind == 'GBDT' else 'neural (DLA)'} | "
                      f"{fmt(fu.mean())} | {fmt(jo.mean())} | {fmt(ra.mean())} | {ratio:.3f} | {p:.4f} | "
                      f"{'yes' if ok else 'no'} |")
