@@ -199,7 +199,9 @@ def _pair_weight_row(scheme, p, start, ys, ws, gain, inv_d, pos, delta, inv_idcg
     """``wrow[q]``, q >= start: the weight of the pair (p, q) before phi (0 for equal labels), one
     branch-free loop per scheme (the scheme is hoisted out of the loop over q). ``inv_d``: each
     item's discount, ``pos``: its position in the ranking (``delta`` is indexed by the distance;
-    ``by_position``: the items are in ranking order, the distance is q - p)."""
+    ``by_position``: the items are in ranking order, the distance is q - p). Only the schemes whose
+    pairs have different labels come here: ``W_OP`` and NDCG-Loss1 (every ordered pair) take the
+    general loop of ``_pair_query``."""
     n = np.uint64(len(ys))
     p = np.uint64(p)  # unsigned indices: no negative-index wraparound, so LLVM vectorises the loops
     start = np.uint64(start)
@@ -219,12 +221,6 @@ def _pair_weight_row(scheme, p, start, ys, ws, gain, inv_d, pos, delta, inv_idcg
         if scheme == W_NDCG or scheme == W_LL_LAMBDARANK:
             for q in range(start, n):
                 wrow[q] = c * ws[q] * (abs(gp - gain[q]) * abs(dp - inv_d[q]))
-        elif scheme == W_LL_NDCG1:
-            gdp = gp * dp
-            for q in range(start, n):
-                yq = ys[q]
-                hi = gdp if yp > yq else gain[q] * inv_d[q]
-                wrow[q] = c * ws[q] * (hi if yp != yq else 0.0)
         elif scheme == W_LL_NDCG2 and by_position:
             for q in range(start, n):
                 wrow[q] = c * ws[q] * (delta[q - p] * abs(gp - gain[q]))
