@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 
 _LAZY = {
-    "ClickLog": "log", "read_click_log": "log",
+    "ClickLog": "log", "ClickCounts": "log", "read_click_log": "log",
     "ClickModel": "models", "GCTR": "models", "RCTR": "models", "DCTR": "models", "PBM": "models",
     "CM": "models", "UBM": "models", "DCM": "models", "CCM": "models", "DBN": "models", "SDBN": "models",
     "CLICK_MODELS": "models", "simulate_clicks": "models",

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankwise.clicks.log import ClickLog
+from rankwise.clicks.log import ClickCounts, ClickLog
 from rankwise.errors import InputError
 
 __all__ = ["ips_weights", "click_dataset", "fit_debiased"]
@@ -78,7 +78,7 @@ def _feature_rows(log: ClickLog, features):
     return rows
 
 
-def click_dataset(log: ClickLog, features, *, propensity=None, clip: float | None = None):
+def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, clip: float | None = None, candidates: bool = False):
     r"""The training set of the shown (query, doc) pairs, labelled from the clicks.
 
     Labels: :math:`\hat r_{qd} = \frac{1}{n_q} \sum_s c_d^{(s)} / \theta_{k_d^{(s)}}` (IPS, see the
@@ -87,37 +87,78 @@ def click_dataset(log: ClickLog, features, *, propensity=None, clip: float | Non
 
     Parameters
     ----------
-    log : ClickLog
+    log : ClickLog or ClickCounts
+        Sessions, or their aggregate (:meth:`ClickLog.counts`): the labels depend on the counts only.
     features : RankingDataset
         Features of the documents: the log's documents are its ``doc_ids`` within each query, or
         its row numbers when it has none.
     propensity : array (R,), optional
     clip : float, optional
         Propensity clipping (θ replaced by max(θ, clip)).
+    candidates : bool, default False
+        Also add every document of ``features`` under a logged query that the log never shows
+        (the unshown candidates), with label 0 — Joachims et al. (2017) rank each clicked document
+        against *all* candidates of its query. With ``False`` only shown documents are rows.
 
     Returns
     -------
     RankingDataset
-        One row per shown (query, doc), queries in the log's order, ``doc_ids`` as in the log.
+        One row per shown (query, doc) — and with ``candidates=True`` per unshown candidate of a
+        logged query, after the shown ones — queries in the log's order, ``doc_ids`` as in the log
+        (or, for unshown candidates, their ``doc_ids`` in ``features``, their row numbers when it has
+        none).
+
+    Notes
+    -----
+    A document that is never shown has propensity 0 and no unbiased relevance estimate: label 0 is
+    biased for a relevant one (*item-selection bias*, Oosterhuis & de Rijke, SIGIR 2020). For a
+    pairwise template :math:`\sum_{i \ne j} v_i \varphi(s_i - s_j)` (``op_pairwise``) the unshown
+    candidates only enter as the lower document j of a pair, so the IPS risk over shown ∪ unshown
+    misses only the pairs where an unshown *relevant* document should be on top; without them it
+    also misses every pair (shown relevant i, unshown j), which the test ranking needs (the ranker
+    scores all documents). The trade: more of the full-information pairs for a bias against
+    relevant unshown documents (a good logging ranker leaves few of them).
     """
     from rankwise.data import RankingDataset
 
-    if not isinstance(log, ClickLog):
-        raise InputError(f"log must be a ClickLog; got {type(log).__name__}")
+    if isinstance(log, ClickLog):
+        log = log.counts()
+    if not isinstance(log, ClickCounts):
+        raise InputError(f"log must be a ClickLog or ClickCounts; got {type(log).__name__}")
+    if not isinstance(candidates, (bool, np.bool_)):
+        raise InputError(f"candidates must be True or False; got {candidates!r}")
     rows = _feature_rows(log, features)
-    w = np.ones(len(log.doc)) if propensity is None else ips_weights(log.ranks, propensity, clip=clip)
-    num = np.bincount(log.pair, weights=log.clicked * w, minlength=log.n_pairs)
-    n_q = np.bincount(log.query, minlength=log.n_queries)
-    label = num / n_q[log.pair_query]
-    order = np.argsort(log.pair_query, kind="stable")
-    X = features.X[rows[order]]
+    w = np.ones(len(log.rank)) if propensity is None else ips_weights(log.rank, propensity, clip=clip)
+    num = np.bincount(log.pair, weights=log.clicks * w, minlength=log.n_pairs)
+    label = num / log.sessions[log.pair_query]
     q, d = log.pair_keys()
-    return RankingDataset.from_arrays(X, label[order], np.asarray(q)[order], doc_ids=np.asarray(d)[order].astype(str))
+    q = np.asarray(q)
+    d = np.asarray(d).astype(str)
+    qpos = log.pair_query
+    if candidates:
+        # unshown rows of features under a logged query: label 0, after the shown rows of the query
+        nrow = len(features.labels)
+        fq = np.repeat(np.asarray(features.query_ids), np.diff(features.query_offsets)).astype(str)
+        code = {k: i for i, k in enumerate(np.asarray(log.queries).astype(str))}
+        fpos = np.array([code.get(k, -1) for k in fq], dtype=np.int64)
+        shown = np.zeros(nrow, dtype=bool)
+        shown[rows] = True
+        extra = np.flatnonzero((fpos >= 0) & ~shown)
+        fd = (np.arange(nrow).astype(str) if features.doc_ids is None
+              else np.asarray(features.doc_ids).astype(str))
+        rows = np.concatenate([rows, extra])
+        label = np.concatenate([label, np.zeros(len(extra))])
+        q = np.concatenate([q, np.asarray(log.queries)[fpos[extra]]])
+        d = np.concatenate([d, fd[extra]])
+        qpos = np.concatenate([qpos, fpos[extra]])
+    order = np.argsort(qpos, kind="stable")
+    return RankingDataset.from_arrays(features.X[rows[order]], label[order], q[order], doc_ids=d[order])
 
 
-def fit_debiased(estimator, log: ClickLog, features, propensity, *, clip: float | None = None, check: bool = True,
-                 **fit_kwargs):
-    """Fit ``estimator`` (any rankwise ranker) on the IPS labels of :func:`click_dataset`.
+def fit_debiased(estimator, log: ClickLog | ClickCounts, features, propensity, *, clip: float | None = None, check: bool = True,
+                 candidates: bool = False, **fit_kwargs):
+    """Fit ``estimator`` (any rankwise ranker) on the IPS labels of :func:`click_dataset`
+    (``candidates=True``: with the unshown candidates of each logged query as label-0 rows, see there).
 
     With ``check=True`` the estimator's loss must enter the labels linearly (checked numerically by
     :func:`rankwise.theory.ips.labels_enter_linearly`), the condition under which the IPS risk is
@@ -136,5 +177,5 @@ def fit_debiased(estimator, log: ClickLog, features, propensity, *, clip: float 
             raise InputError(f"loss {loss!r} is not affine in the labels, so its IPS-weighted risk is biased "
                              "(Joachims et al. 2017 need a linearly decomposable loss); use op_pairwise, "
                              "pairwise_squared, pointwise_squared, pointwise_logistic or bregman, or check=False")
-    data = click_dataset(log, features, propensity=propensity, clip=clip)
+    data = click_dataset(log, features, propensity=propensity, clip=clip, candidates=candidates)
     return estimator.fit(data, **fit_kwargs)

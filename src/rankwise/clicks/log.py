@@ -25,7 +25,7 @@ import numpy as np
 
 from rankwise.errors import InputError, ParseError
 
-__all__ = ["ClickLog", "read_click_log", "FORMATS"]
+__all__ = ["ClickLog", "ClickCounts", "read_click_log", "FORMATS"]
 
 FORMATS = ("yandex_sample", "csv", "parquet")
 
@@ -284,6 +284,111 @@ class ClickLog:
     def __repr__(self) -> str:
         return (f"ClickLog({self.n_sessions} sessions, {self.n_queries} queries, {self.n_pairs} (query, doc) "
                 f"pairs, {int(self.clicked.sum())} clicked rows, max rank {self.max_rank})")
+
+    def counts(self) -> "ClickCounts":
+        """The log aggregated: one row per (query, doc, rank) with its clicks and impressions, and the
+        number of sessions of every query (:class:`ClickCounts`)."""
+        R = max(self.max_rank, 1)
+        key = self.pair * R + (self.ranks - 1)
+        uniq, inv = np.unique(key, return_inverse=True)
+        pair = uniq // R
+        return ClickCounts(self.queries, np.bincount(self.query, minlength=self.n_queries), self.pair_query[pair],
+                           self.docs, self.pair_doc[pair], uniq % R + 1,
+                           np.bincount(inv, weights=self.clicked), np.bincount(inv).astype(np.float64))
+
+
+@dataclass
+class ClickCounts:
+    r"""An aggregated click log: one row per (query, doc, rank) with its clicks and impressions, and
+    the number of sessions of every query.
+
+    What IPS labels and regression-EM need from a log under the position-based model (the clicks
+    of a (query, doc) at a rank are a sum of independent Bernoulli draws), in memory proportional
+    to the (query, doc, rank) triples instead of the sessions: :meth:`ClickLog.counts` aggregates
+    a session log, and :func:`~rankwise.clicks.simulate_clicks_protocol` with ``aggregate=True``
+    draws one directly, so 10⁸ simulated sessions cost what 10⁴ rows do.
+
+    Fields: ``queries`` (query ids, by code), ``sessions`` (sessions of each query code, ≥ 1),
+    and per row ``query`` (code), ``doc`` (a code into ``docs``), ``rank`` (1-based), ``clicks``,
+    ``impressions`` (0 ≤ clicks ≤ impressions; a document shows at most once per session, so its
+    impressions over all ranks are at most its query's sessions). ``pair`` (per row),
+    ``pair_query`` and ``pair_doc`` code the (query, doc) pairs as :class:`ClickLog` does.
+    """
+
+    queries: np.ndarray
+    sessions: np.ndarray
+    query: np.ndarray
+    docs: np.ndarray
+    doc: np.ndarray
+    rank: np.ndarray
+    clicks: np.ndarray
+    impressions: np.ndarray
+
+    def __post_init__(self):
+        self.queries = np.asarray(self.queries)
+        self.docs = np.asarray(self.docs)
+        self.sessions = np.asarray(self.sessions, dtype=np.int64)
+        self.query = np.asarray(self.query, dtype=np.int64)
+        self.doc = np.asarray(self.doc, dtype=np.int64)
+        self.rank = np.asarray(self.rank, dtype=np.int64)
+        self.clicks = np.asarray(self.clicks, dtype=np.float64)
+        self.impressions = np.asarray(self.impressions, dtype=np.float64)
+        n = len(self.query)
+        for name in ("doc", "rank", "clicks", "impressions"):
+            if len(getattr(self, name)) != n:
+                raise InputError(f"ClickCounts: {name} has {len(getattr(self, name))} entries, query {n}")
+        if len(self.sessions) != len(self.queries):
+            raise InputError(f"ClickCounts: sessions has {len(self.sessions)} entries for {len(self.queries)} queries")
+        if np.any(self.sessions < 1):
+            raise InputError("ClickCounts: every query needs at least one session")
+        if n and (self.query.min() < 0 or self.query.max() >= len(self.queries)
+                  or self.doc.min() < 0 or self.doc.max() >= len(self.docs)):
+            raise InputError("ClickCounts: query and doc must be codes into queries and docs")
+        if n and self.rank.min() < 1:
+            raise InputError(f"ClickCounts: ranks are 1-based; got {self.rank.min()}")
+        bad = ~((self.clicks >= 0) & (self.clicks <= self.impressions) & (self.impressions >= 1))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(f"ClickCounts: row {i} has {self.clicks[i]:g} clicks of {self.impressions[i]:g} "
+                             "impressions; need 0 <= clicks <= impressions and impressions >= 1")
+        key = self.query * (int(self.doc.max(initial=0)) + 1) + self.doc
+        codes, uniq = _codes(key)
+        self.pair = codes
+        first = np.zeros(len(uniq), dtype=np.int64)
+        first[codes[::-1]] = np.arange(n - 1, -1, -1)
+        self.pair_query = self.query[first]
+        self.pair_doc = self.doc[first]
+        shown = np.bincount(codes, weights=self.impressions, minlength=len(uniq))
+        over = shown > self.sessions[self.pair_query]
+        if over.any():
+            i = int(np.flatnonzero(over)[0])
+            raise InputError(f"ClickCounts: (query {self.queries[self.pair_query[i]]!r}, doc {self.docs[self.pair_doc[i]]!r}) "
+                             f"has {shown[i]:g} impressions but its query {self.sessions[self.pair_query[i]]} sessions "
+                             "(a document shows at most once per session)")
+
+    @property
+    def n_sessions(self) -> int:
+        return int(self.sessions.sum())
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.queries)
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.pair_query)
+
+    @property
+    def max_rank(self) -> int:
+        return int(self.rank.max(initial=0))
+
+    def pair_keys(self):
+        """Original ``(query id, doc id)`` of every pair code."""
+        return self.queries[self.pair_query], self.docs[self.pair_doc]
+
+    def __repr__(self) -> str:
+        return (f"ClickCounts({self.n_sessions} sessions, {self.n_queries} queries, {self.n_pairs} (query, doc) "
+                f"pairs, {len(self.rank)} (query, doc, rank) rows, {int(self.clicks.sum())} clicks)")
 
 
 # ------------------------------------------------------------------------------------- readers

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankwise.clicks.log import ClickLog
+from rankwise.clicks.log import ClickCounts, ClickLog
 from rankwise.errors import InputError
 
 __all__ = ["simulate_clicks_protocol", "ClickSimulation", "click_noise"]
@@ -57,13 +57,14 @@ def click_noise(labels, *, eps_plus: float = 1.0, eps_minus: float = 0.1, max_gr
 class ClickSimulation:
     """Output of :func:`simulate_clicks_protocol`.
 
-    ``log``: the click log (query ids of the data set; documents = row numbers of ``train``);
+    ``log``: the click log (query ids of the data set; documents = row numbers of ``train``), a
+    :class:`~rankwise.clicks.ClickCounts` with ``aggregate=True``;
     ``features``: ``train`` with those row numbers as ``doc_ids`` (the ``features`` argument of
     :func:`~rankwise.clicks.click_dataset`);
     ``propensity``: the true θ_k (PBM; None for the cascade); ``relevance``: ρ(y) per train row;
     ``production``: the production ranker; ``production_queries``: the queries it was trained on."""
 
-    log: ClickLog
+    log: ClickLog | ClickCounts
     features: object
     propensity: np.ndarray | None
     relevance: np.ndarray
@@ -74,7 +75,8 @@ class ClickSimulation:
 
 def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1.0, click_model: str = "pbm",
                              eps_plus: float = 1.0, eps_minus: float = 0.1, top_k: int | None = 10,
-                             production_fraction: float = 0.01, production=None, random_state=0) -> ClickSimulation:
+                             production_fraction: float = 0.01, production=None, random_state=0,
+                             aggregate: bool = False) -> ClickSimulation:
     """Steps 1-3 of the protocol (module docstring) on the training part of a LETOR data set.
 
     Parameters
@@ -95,6 +97,13 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
     production : ranker, optional
         The production ranker (default: a ``LinearRanker`` with the ListNet loss).
     random_state : int
+    aggregate : bool, default False
+        Draw the aggregated log (:class:`~rankwise.clicks.ClickCounts`) instead of the sessions, PBM
+        only: the sessions of each query are Multinomial(n_sessions, uniform) and, since every
+        session of a query shows the same page and PBM clicks are independent, the clicks of the
+        document at rank k are Binomial(n_q, θ_k ρ) — the distribution of the session log's counts,
+        in memory and time proportional to the documents, not the sessions (10⁸ sessions are cheap).
+        Queries drawn by no session are left out, as in the session log.
 
     Returns
     -------
@@ -116,6 +125,9 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
         raise InputError("n_sessions and top_k must be positive")
     if eta < 0:
         raise InputError(f"eta must be >= 0; got {eta}")
+    if aggregate and click_model != "pbm":
+        raise InputError("aggregate=True needs click_model='pbm' (cascade clicks of a session depend on each other, "
+                         "so per-document counts do not determine the log)")
     rng = np.random.default_rng(random_state)
     nq = train.n_queries
     n_prod = min(nq, max(2, int(round(production_fraction * nq))))
@@ -139,14 +151,30 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
     ymax = float(np.max(train.labels))
     rho = click_noise(train.labels, eps_plus=eps_plus, eps_minus=eps_minus, max_grade=ymax)
     sat = (2.0 ** train.labels - 1) / (2.0 ** ymax - 1) if ymax > 0 else np.zeros(len(train.labels))
+    qids = np.asarray(train.query_ids)
+    features = RankingDataset(train.X, train.labels, train.query_offsets, train.query_ids,
+                              doc_ids=np.arange(len(train.labels)).astype(str), feature_names=train.feature_names)
+    theta = (1.0 / np.arange(1, int(sizes.max()) + 1)) ** float(eta)
+    if aggregate:
+        n_q = rng.multinomial(int(n_sessions), np.full(nq, 1.0 / nq))
+        kept = np.flatnonzero(n_q > 0)
+        code = np.full(nq, -1, dtype=np.int64)
+        code[kept] = np.arange(len(kept))
+        q_page = np.repeat(np.arange(nq), sizes)
+        sel = n_q[q_page] > 0
+        rank_page = (np.arange(len(page_rows)) - np.repeat(page_off[:-1], sizes) + 1)[sel]
+        imp = n_q[q_page][sel]
+        clicks = rng.binomial(imp, theta[rank_page - 1] * rho[page_rows[sel]])
+        counts = ClickCounts(qids[kept], n_q[kept], code[q_page[sel]], page_rows[sel], np.arange(int(sel.sum())),
+                             rank_page, clicks, imp)
+        return ClickSimulation(counts, features, theta, rho, production, qids[prod_q],
+                               None if top_k is None else int(top_k))
     sess_q = rng.integers(0, nq, int(n_sessions))
     s_sizes = sizes[sess_q]
     s_off = np.concatenate([[0], np.cumsum(s_sizes)]).astype(np.int64)
     within = np.arange(s_off[-1]) - np.repeat(s_off[:-1], s_sizes)
     rows = page_rows[np.repeat(page_off[sess_q], s_sizes) + within]
     rank = within + 1
-    depth = int(sizes.max())
-    theta = (1.0 / np.arange(1, depth + 1)) ** float(eta)
     u = rng.random(len(rows))
     if click_model == "pbm":
         clicked = (u < theta[rank - 1] * rho[rows]).astype(np.uint8)
@@ -156,13 +184,10 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
         clicked = np.zeros(len(rows), dtype=np.uint8)
         a = rho[rows]
         K.simulate_cascade(s_off, a, np.ones_like(a), 1.0 - sat[rows], u, rng.random(len(rows)), clicked)
-    qids = np.asarray(train.query_ids)
     from rankwise.clicks.log import _codes
 
     qc, qv = _codes(qids[sess_q])
     dc, dv = _codes(rows)
     log = ClickLog(s_off, qc, qv, dc, dv, clicked)
-    features = RankingDataset(train.X, train.labels, train.query_offsets, train.query_ids,
-                              doc_ids=np.arange(len(train.labels)).astype(str), feature_names=train.feature_names)
     return ClickSimulation(log, features, theta if click_model == "pbm" else None, rho, production, qids[prod_q],
                             None if top_k is None else int(top_k))
