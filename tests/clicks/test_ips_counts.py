@@ -67,8 +67,13 @@ def test_candidates_add_unshown_documents_with_label_zero():
     assert lab[("a", "z")] == 0 and all(lab[k] == pytest.approx(v) for k, v in plain.items())
     np.testing.assert_array_equal(ds.X[ds.doc_ids == "z"], [[4, 5]])
     assert list(ds.query_ids) == ["a", "b"]
-    # the same from counts and without doc_ids (documents = row numbers)
+    # the same from counts
     assert labels_of(click_dataset(log.counts(), feats, propensity=theta, candidates=True)) == lab
+    # features without doc_ids: the log's documents are row numbers, and so are the candidates'
+    rows_log = ClickLog.from_arrays(["a", "a"], [[0, 1], [1, 0]], [[1, 0], [0, 0]])
+    bare = RankingDataset.from_arrays(feats.X[:5], np.zeros(5), ["a", "a", "a", "b", "b"])
+    got = labels_of(click_dataset(rows_log, bare, candidates=True))
+    assert got == {("a", "0"): 0.5, ("a", "1"): 0.0, ("a", "2"): 0.0}
     with pytest.raises(InputError, match="candidates"):
         click_dataset(log, feats, candidates="yes")
 
