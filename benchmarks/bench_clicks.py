@@ -218,7 +218,9 @@ def propensities_only(ddir, folds, quick, lines, displays, settings):
     lines.append(PROP_MARK + "\n")
     lines.append(f"The logs of part 2 (same seed, {n_sessions:,} sessions, η ∈ {{1, 2}}), regression-EM only "
                  "(``regression_em_log(log, features, n_iter=30, **setting)``), every setting on the same logs. "
-                 "Settings: " + "; ".join(f"*{k}* = {v or 'the defaults'}" for k, v in settings.items()) + ".\n")
+                 "Settings: " + "; ".join(f"*{k}* = {v or 'the defaults'}" for k, v in EM_SETTINGS.items())
+                 + ". Each table says the run that made it (``--em-settings`` re-runs some settings and keeps the "
+                 "others' tables).\n")
     rows = {(d, k): [] for d in displays for k in settings}
     for depth in displays:
         for name, tr in simulation_datasets(ddir, folds):
@@ -230,11 +232,34 @@ def propensities_only(ddir, folds, quick, lines, displays, settings):
                     print(f"  {depth_label(depth)} {name} eta={eta} {label}: max rel. error {np.abs(err[:10]).max():.3f}",
                           flush=True)
                 del sim
+    took = time.perf_counter() - t0
+    tables = previous_subsections(PROP_MARK)
     for depth in displays:
         for label in settings:
-            lines.append(f"#### {depth_label(depth)}, {label}\n")
-            lines += propensity_table(rows[depth, label], depth)
-    lines.append(f"Section time {time.perf_counter() - t0:.0f} s.\n")
+            tables[f"#### {depth_label(depth)}, {label}"] = "\n".join(
+                propensity_table(rows[depth, label], depth)
+                + [f"(Run of settings {', '.join(settings)}, displays {', '.join(map(depth_label, displays))}: "
+                   f"{took:.0f} s.)\n"])
+    for depth in (10, None):
+        for label in EM_SETTINGS:
+            key = f"#### {depth_label(depth)}, {label}"
+            if key in tables:
+                lines += [key + "\n", tables[key].strip("\n") + "\n"]
+
+
+def previous_subsections(mark):
+    """The ``#### `` subsections of section ``mark`` in the results file, heading -> text."""
+    if not OUT.exists():
+        return {}
+    text = ("\n" + OUT.read_text()).split("\n" + mark + "\n")
+    if len(text) < 2:
+        return {}
+    body = text[1].split("\n### ")[0]
+    out = {}
+    for chunk in ("\n" + body).split("\n#### ")[1:]:
+        heading, _, rest = chunk.partition("\n")
+        out["#### " + heading.strip()] = rest.strip("\n")
+    return out
 
 
 def simulate_one(name, train, test, etas, kinds, n_sessions, quick, seed, acc, prop_rows, depth):
