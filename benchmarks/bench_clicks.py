@@ -31,9 +31,11 @@ debiased ranker with the unshown candidates as label-0 rows (``candidates=True``
 true labels of the shown documents only (the item-selection ceiling).
 MSLR-like: ``make_synthetic`` (136 features, 5 grades), 600 training / 300 test queries, lists of 20-60.
 Each part can run alone (``--display``, ``--only-simulation``, ``--joint``): the others keep their
-previous section in the results file.
+previous section in the results file. ``--propensities-only`` runs part 2's regression-EM tables alone
+(no rankers), for every setting of ``--em-settings`` on the same logs, in a section of its own.
 
 Usage: python benchmarks/bench_clicks.py [--quick] [--folds 1 2 3 4 5] [--data DIR] [--display 10 full]
+       [--propensities-only [--em-settings default "cross-fit 5" ...]]
 Writes benchmarks/results/bench_clicks.md.
 """
 from __future__ import annotations
@@ -176,22 +178,124 @@ def shown_true_labels(sim, train):
     return RankingDataset.from_arrays(ds.X, train.labels[ds.doc_ids.astype(np.int64)], ds.qid, doc_ids=ds.doc_ids)
 
 
+EM_SETTINGS = {"default": {}, "cross-fit 5": {"cross_fit": 5},
+               "warm start 5 trees/step": {"warm_start": True, "n_estimators": 5}, "per-query offset": {"group": "query"}}
+
+
+def propensity_errors(sim, **em_kwargs):
+    """regression-EM on a simulated log: the result, θ̂_k/θ̂_1 ÷ (θ_k/θ_1) − 1 per rank, the seconds, and the
+    same error of the M-step with the true relevance ρ in place of the regression (what the clicks alone allow)."""
+    from rankwise.clicks import rank_table, regression_em_log
+
+    t = time.perf_counter()
+    em = regression_em_log(sim.log, sim.features, n_iter=30, **em_kwargs)
+    rem_s = time.perf_counter() - t
+    err = em.propensity / sim.propensity - 1
+    pair, rank, clk, imp = rank_table(sim.log)
+    rho = sim.relevance[np.asarray(sim.log.pair_keys()[1]).astype(np.int64)[pair]]
+    R = len(sim.propensity)
+    th = np.bincount(rank - 1, weights=clk, minlength=R) / np.bincount(rank - 1, weights=imp * rho, minlength=R)
+    return em, err, rem_s, th / th[0] / sim.propensity - 1
+
+
+def propensity_table(prop_rows, depth):
+    """The regression-EM error table of one display depth (rows: name, η, error per rank, seconds, true-ρ error)."""
+    lines = ["Propensities by regression-EM: relative error θ̂_k/θ̂_1 ÷ (θ_k/θ_1) − 1 at ranks 2-10 "
+             "(goal: within ±10% at every rank)" + ("; the last column: the worst rank of the whole list" if depth is None
+                                                     else "") + ".\n",
+             "| data | η | " + " | ".join(f"r{r}" for r in range(2, 11)) + " | max abs r2-r10 | within 10% | true-ρ max abs |"
+             + (" max abs, all ranks (rank) |" if depth is None else "") + " time s |",
+             "|---|---|" + "---|" * 9 + "---|---|---|" + ("---|" if depth is None else "") + "---|"]
+    n_ok = 0
+    for name, eta, err, s, err_oracle in prop_rows:
+        e10 = np.abs(err[:10]).max()
+        ok = bool(e10 <= 0.10)
+        n_ok += ok
+        extra = f" {np.abs(err).max():.3f} ({int(np.abs(err).argmax()) + 1}) |" if depth is None else ""
+        lines.append(f"| {name} | {eta:g} | " + " | ".join(f"{e:+.3f}" for e in err[1:10])
+                     + f" | {e10:.3f} | {'yes' if ok else 'no'} | {np.abs(err_oracle[:10]).max():.3f} |{extra} {s:.1f} |")
+    lines.append(f"\nWithin 10% at every rank 2-10: {n_ok} of {len(prop_rows)} runs. *true-ρ max abs*: the M-step "
+                 "θ_k = clicks_k / Σ impressions × ρ at rank k with the true relevance ρ of each shown document instead of "
+                 "the regression's γ (the error the clicks' sampling noise alone leaves); the rest of regression-EM's error "
+                 "comes from the relevance regression (docs/clicks.md, *Why regression-EM misses*).\n")
+    return lines
+
+
+def simulation_datasets(ddir, folds):
+    """(name, training set) of the simulation: the MQ2008 folds (when present), then the MSLR-like data."""
+    from rankwise.data import make_synthetic, read_svmlight
+
+    mq = None if ddir is None else ddir / "MQ2008"
+    if mq is not None and (mq / "Fold1" / "train.txt.gz").exists():
+        for f in folds:
+            yield f"MQ2008 Fold{f}", read_svmlight(mq / f"Fold{f}" / "train.txt.gz")
+    syn = make_synthetic(900, n_features=136, list_length=(20, 60), seed=0)
+    yield "MSLR-like synthetic", syn.take(np.arange(600))
+
+
+PROP_MARK = "### Regression-EM propensities alone (--propensities-only)"
+
+
+def propensities_only(ddir, folds, quick, lines, displays, settings):
+    """Part 2's propensity tables without the rankers: every EM setting of ``settings`` on the same logs."""
+    from rankwise.clicks import simulate_clicks_protocol
+
+    t0 = time.perf_counter()
+    n_sessions = 100_000 if quick else 1_000_000
+    lines.append(PROP_MARK + "\n")
+    lines.append(f"The logs of part 2 (same seed, {n_sessions:,} sessions, η ∈ {{1, 2}}), regression-EM only "
+                 "(``regression_em_log(log, features, n_iter=30, **setting)``), every setting on the same logs. "
+                 "Settings: " + "; ".join(f"*{k}* = {v or 'the defaults'}" for k, v in EM_SETTINGS.items())
+                 + ". Each table says the run that made it (``--em-settings`` re-runs some settings and keeps the "
+                 "others' tables).\n")
+    rows = {(d, k): [] for d in displays for k in settings}
+    for depth in displays:
+        for name, tr in simulation_datasets(ddir, folds):
+            for eta in (1.0, 2.0):
+                sim = simulate_clicks_protocol(tr, n_sessions=n_sessions, eta=eta, top_k=depth, random_state=0)
+                for label, kw in settings.items():
+                    _, err, s, err_oracle = propensity_errors(sim, **kw)
+                    rows[depth, label].append((name, eta, err, s, err_oracle))
+                    print(f"  {depth_label(depth)} {name} eta={eta} {label}: max rel. error {np.abs(err[:10]).max():.3f}",
+                          flush=True)
+                del sim
+    took = time.perf_counter() - t0
+    tables = previous_subsections(PROP_MARK)
+    for depth in displays:
+        for label in settings:
+            tables[f"#### {depth_label(depth)}, {label}"] = "\n".join(
+                propensity_table(rows[depth, label], depth)
+                + [f"(Run of settings {', '.join(settings)}, displays {', '.join(map(depth_label, displays))}: "
+                   f"{took:.0f} s.)\n"])
+    for depth in (10, None):
+        for label in EM_SETTINGS:
+            key = f"#### {depth_label(depth)}, {label}"
+            if key in tables:
+                lines += [key + "\n", tables[key].strip("\n") + "\n"]
+
+
+def previous_subsections(mark):
+    """The ``#### `` subsections of section ``mark`` in the results file, heading -> text."""
+    if not OUT.exists():
+        return {}
+    text = ("\n" + OUT.read_text()).split("\n" + mark + "\n")
+    if len(text) < 2:
+        return {}
+    body = text[1].split("\n### ")[0]
+    out = {}
+    for chunk in ("\n" + body).split("\n#### ")[1:]:
+        heading, _, rest = chunk.partition("\n")
+        out["#### " + heading.strip()] = rest.strip("\n")
+    return out
+
+
 def simulate_one(name, train, test, etas, kinds, n_sessions, quick, seed, acc, prop_rows, depth):
-    from rankwise.clicks import click_dataset, fit_debiased, rank_table, regression_em_log, simulate_clicks_protocol
+    from rankwise.clicks import click_dataset, fit_debiased, simulate_clicks_protocol
 
     full_models = {kind: make_rankers(kind, seed, quick).fit(train) for kind in kinds}
     for eta in etas:
         sim = simulate_clicks_protocol(train, n_sessions=n_sessions, eta=eta, top_k=depth, random_state=seed)
-        t = time.perf_counter()
-        em = regression_em_log(sim.log, sim.features, n_iter=30)
-        rem_s = time.perf_counter() - t
-        err = em.propensity / sim.propensity - 1
-        # the same M-step with the true relevance ρ in place of the regression: what the clicks alone allow
-        pair, rank, clk, imp = rank_table(sim.log)
-        rho = sim.relevance[np.asarray(sim.log.pair_keys()[1]).astype(np.int64)[pair]]
-        R = len(sim.propensity)
-        th = np.bincount(rank - 1, weights=clk, minlength=R) / np.bincount(rank - 1, weights=imp * rho, minlength=R)
-        err_oracle = th / th[0] / sim.propensity - 1
+        em, err, rem_s, err_oracle = propensity_errors(sim)
         prop_rows.append((name, eta, err, rem_s, err_oracle))
         # the same protocol with AGG_SESSIONS sessions, drawn aggregated (ClickCounts): IPS variance 100x smaller
         agg = simulate_clicks_protocol(train, n_sessions=AGG_SESSIONS // (10 if quick else 1), eta=eta, top_k=depth,
@@ -250,24 +354,7 @@ def simulation(ddir, folds, quick, lines, depth):
     tr, te = syn.take(np.arange(600)), syn.take(np.arange(600, 900))
     simulate_one("MSLR-like synthetic", tr, te, etas, kinds, n_sessions, quick, 0, acc, prop_rows, depth)
 
-    lines += ["Propensities by regression-EM: relative error θ̂_k/θ̂_1 ÷ (θ_k/θ_1) − 1 at ranks 2-10 "
-              "(goal: within ±10% at every rank)" + ("; the last column: the worst rank of the whole list" if depth is None
-                                                      else "") + ".\n",
-              "| data | η | " + " | ".join(f"r{r}" for r in range(2, 11)) + " | max abs r2-r10 | within 10% | true-ρ max abs |"
-              + (" max abs, all ranks (rank) |" if depth is None else "") + " time s |",
-              "|---|---|" + "---|" * 9 + "---|---|---|" + ("---|" if depth is None else "") + "---|"]
-    n_ok = 0
-    for name, eta, err, s, err_oracle in prop_rows:
-        e10 = np.abs(err[:10]).max()
-        ok = bool(e10 <= 0.10)
-        n_ok += ok
-        extra = f" {np.abs(err).max():.3f} ({int(np.abs(err).argmax()) + 1}) |" if depth is None else ""
-        lines.append(f"| {name} | {eta:g} | " + " | ".join(f"{e:+.3f}" for e in err[1:10])
-                     + f" | {e10:.3f} | {'yes' if ok else 'no'} | {np.abs(err_oracle[:10]).max():.3f} |{extra} {s:.1f} |")
-    lines.append(f"\nWithin 10% at every rank 2-10: {n_ok} of {len(prop_rows)} runs. *true-ρ max abs*: the M-step "
-                 "θ_k = clicks_k / Σ impressions × ρ at rank k with the true relevance ρ of each shown document instead of "
-                 "the regression's γ (the error the clicks' sampling noise alone leaves); the rest of regression-EM's error "
-                 "comes from the relevance regression (docs/clicks.md, *Why regression-EM misses*).\n")
+    lines += propensity_table(prop_rows, depth)
     lines += [f"Test NDCG@10 (per query, pooled over the folds). *debiased* = IPS labels with the regression-EM "
               f"propensities, *IPS true θ* = with the true propensities (the share of the gap due to the propensity "
               f"estimate) without clipping (the unbiased estimator of Joachims et al. 2017); *debiased* clips θ̂ ≥ {CLIP} "
@@ -380,6 +467,11 @@ def main(argv=None):
                     help="run only the simulation sections of --display and replace them in the results file")
     ap.add_argument("--joint", action="store_true",
                     help="run only part 3 (Unbiased LambdaMART, DLA) and replace its section in the results file")
+    ap.add_argument("--propensities-only", action="store_true",
+                    help="run only the regression-EM propensity tables of --display (no rankers) and replace their "
+                         "section in the results file")
+    ap.add_argument("--em-settings", nargs="+", default=["default"], choices=sorted(EM_SETTINGS),
+                    help="with --propensities-only: the regression-EM settings to tabulate (all on the same logs)")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore")
     import torch
@@ -392,7 +484,12 @@ def main(argv=None):
     head = ["## Learning to rank from clicks (bench_clicks)\n",
             f"python {platform.python_version()}, {platform.machine()}, single thread"
             f"{', --quick' if args.quick else ''}. Produced by `benchmarks/bench_clicks.py`.\n"]
-    if args.joint:
+    if args.propensities_only:
+        lines = []
+        propensities_only(ddir, args.folds, args.quick, lines, displays,
+                          {k: EM_SETTINGS[k] for k in args.em_settings})
+        sections[PROP_MARK] = "\n".join(lines[1:])
+    elif args.joint:
         lines = []
         joint(ddir, args.folds, args.quick, lines)
         lines.append(f"Part 3 time {time.perf_counter() - t0:.0f} s.\n")
@@ -426,7 +523,7 @@ def write_results(head, sections):
         for chunk in ("\n" + text).split("\n### ")[1:]:
             heading, _, body = chunk.partition("\n")
             old["### " + heading.strip()] = body.strip("\n")
-    order = [CLICK_MARK, section_mark(10), section_mark(None), JOINT_MARK]
+    order = [CLICK_MARK, section_mark(10), section_mark(None), PROP_MARK, JOINT_MARK]
     old.pop("### Simulation protocol: propensities and debiased rankers", None)  # the layout before the display depth
     merged = {k: old[k] for k in order if k in old}
     merged.update(sections)

@@ -162,6 +162,19 @@ def per_round(ds, threads, rounds, warm, objectives, every_round=(), repeats=2):
 # ------------------------------------------------------------------------ 2. eval_set overhead
 
 
+def _lgbm_eval(va):
+    """``LGBMRanker.fit``'s validation arguments: ``eval_X``/``eval_y`` from LightGBM 4.7 on (where
+    ``eval_set`` is deprecated), ``eval_set`` before."""
+    import inspect
+
+    import lightgbm as lgb
+
+    group = [np.bincount(va[2])]
+    if "eval_X" in inspect.signature(lgb.LGBMRanker.fit).parameters:
+        return {"eval_X": (va[0],), "eval_y": (va[1],), "eval_group": group}
+    return {"eval_set": [va[:2]], "eval_group": group}
+
+
 def eval_set_overhead(tr, va):
     """Both fits validate on NDCG@10 only and stop after 30 rounds without improvement of it:
     ``GBDTRanker``'s default ``eval_metric="ndcg@10"``, ``LGBMRanker`` with ``eval_at=[10]`` and
@@ -177,8 +190,7 @@ def eval_set_overhead(tr, va):
     GBDTRanker("native:lambdarank", n_estimators=3, random_state=0, n_jobs=1, verbose=False).fit(
         tr[0], tr[1], qid=tr[2], eval_set=va)
     lgb.LGBMRanker(n_estimators=3, n_jobs=1, verbosity=-1).fit(tr[0], tr[1], group=np.bincount(tr[2]),
-                                                              eval_set=[va[:2]], eval_group=[np.bincount(va[2])],
-                                                              eval_at=[10])
+                                                              **_lgbm_eval(va), eval_at=[10])
     t = time.process_time()
     m = GBDTRanker("native:lambdarank", n_estimators=300, learning_rate=0.1, early_stopping_rounds=30,
                    random_state=0, n_jobs=1, verbose=False).fit(tr[0], tr[1], qid=tr[2], eval_set=va)
@@ -188,9 +200,9 @@ def eval_set_overhead(tr, va):
     ref = lgb.LGBMRanker(objective="lambdarank", n_estimators=300, learning_rate=0.1, num_leaves=31,
                          min_child_samples=20, random_state=0, n_jobs=1, deterministic=True, force_row_wise=True,
                          verbosity=-1)
-    ref.fit(tr[0], tr[1], group=np.bincount(tr[2]), eval_set=[va[:2]], eval_group=[np.bincount(va[2])],
-            eval_at=[10], callbacks=[lgb.early_stopping(30, first_metric_only=True, verbose=False),
-                                     lambda env: boosted.append(env.iteration)])
+    ref.fit(tr[0], tr[1], group=np.bincount(tr[2]), **_lgbm_eval(va), eval_at=[10],
+            callbacks=[lgb.early_stopping(30, first_metric_only=True, verbose=False),
+                       lambda env: boosted.append(env.iteration)])
     peer = time.process_time() - t
     return ours, peer, len(m.history_), len(boosted)
 

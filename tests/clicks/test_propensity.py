@@ -105,3 +105,83 @@ def test_errors(rel):
         propensities_randpair(log, pair_rank="nope")
     with pytest.raises(InputError, match="impressions"):
         regression_em(np.zeros((2, 1)), [1, 2], [3, 0], [1, 1])
+
+
+def _tiny_confounded(nq=40, per=4, sessions=60, seed=1):
+    """A fixed ranking per query (ranks 1..per), relevance a function of the features, PBM clicks."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(nq * per, 3))
+    gamma = 1 / (1 + np.exp(-2 * X[:, 0]))
+    rank = np.tile(np.arange(1, per + 1), nq)
+    n = np.full(nq * per, float(sessions))
+    clicks = rng.binomial(sessions, THETA[rank - 1] * gamma).astype(float)
+    query = np.repeat(np.arange(nq), per)
+    return X, rank, clicks, n, query
+
+
+LGB = {"objective": "cross_entropy", "learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 20,
+       "verbosity": -1, "seed": 0, "deterministic": True, "force_row_wise": True, "num_threads": 1}
+
+
+@pytest.mark.parametrize("cross_fit", [0, 4])
+def test_regression_em_first_step_matches_enumeration(cross_fit):
+    """θ after one EM iteration = the enumerated posterior expectation, with the starting relevance
+    refitted here (out of fold with ``cross_fit``: the model of a row never saw its query)."""
+    import lightgbm as lgb
+    from reference.clicks_reference import regression_em_theta_step
+    from rankwise.clicks.propensity import _query_folds
+
+    X, rank, clicks, n, query = _tiny_confounded()
+    th0 = np.array([0.9, 0.6, 0.5, 0.4, 0.3, 0.2])[:rank.max()]
+    res = regression_em(X, rank, clicks, n, n_iter=1, n_estimators=5, theta_init=th0, cross_fit=cross_fit,
+                        query=query if cross_fit else None)
+    target = np.clip(clicks / n / th0[rank - 1], 0, 1)
+    folds = _query_folds(query, len(rank), cross_fit, 0) if cross_fit else np.zeros(len(rank), dtype=int)
+    gamma0 = np.empty(len(rank))
+    for j in np.unique(folds):
+        fit = folds != j if cross_fit else np.ones(len(rank), dtype=bool)
+        if cross_fit:
+            assert not np.intersect1d(query[fit], query[folds == j]).size  # a row's own query is never fitted
+        bst = lgb.train(LGB, lgb.Dataset(X[fit], label=target[fit], weight=n[fit]), num_boost_round=5)
+        gamma0[folds == j] = bst.predict(X[folds == j])
+    expected = regression_em_theta_step(th0, np.clip(gamma0, 1e-6, 1 - 1e-6), rank, clicks, n)
+    np.testing.assert_allclose(res.theta, expected, rtol=1e-9)
+
+
+def test_query_folds_keep_queries_whole():
+    from rankwise.clicks.propensity import _query_folds
+
+    query = np.repeat(np.array(["a", "b", "c", "d", "e", "f", "g"]), [3, 1, 4, 2, 5, 1, 2])
+    folds = _query_folds(query, len(query), 3, 0)
+    for q in np.unique(query):
+        assert len(set(folds[query == q])) == 1
+    assert set(folds) == {0, 1, 2}
+    with pytest.raises(InputError, match="cross_fit must be"):
+        _query_folds(query, len(query), 8, 0)
+    with pytest.raises(InputError, match="cross_fit needs the query"):
+        regression_em(np.zeros((4, 1)), [1, 2, 1, 2], [0, 0, 0, 0], [1, 1, 1, 1], cross_fit=2)
+
+
+def test_cross_fit_cannot_learn_a_query_from_itself():
+    """One query (with a feature no other query has) is clicked far more: the regression fitted on all
+    rows learns it back, the cross-fitted one cannot (its model never saw that query)."""
+    rng = np.random.default_rng(0)
+    nq, per = 20, 6
+    query = np.repeat(np.arange(nq), per)
+    X = np.column_stack([query == 0, rng.normal(size=nq * per)]).astype(float)
+    rank = np.tile(np.arange(1, per + 1), nq)
+    n = np.full(nq * per, 100.0)
+    clicks = np.where(query == 0, 80.0, 5.0) * THETA[rank - 1]
+    clicks = np.round(clicks)
+    kw = dict(n_iter=3, n_estimators=20, min_child_samples=2)
+    own = regression_em(X, rank, clicks, n, **kw).relevance[query == 0].mean()
+    cf = regression_em(X, rank, clicks, n, cross_fit=5, query=query, **kw)
+    assert own > 0.5 and cf.relevance[query == 0].mean() < 0.25
+    assert isinstance(cf.relevance_model, list) and len(cf.relevance_model) == 5
+
+
+def test_warm_start_keeps_boosting_one_model():
+    X, rank, clicks, n, _ = _tiny_confounded()
+    res = regression_em(X, rank, clicks, n, n_iter=4, n_estimators=3, warm_start=True, tol=0.0)
+    assert res.n_iter == 4 and res.relevance_model.num_trees() == 3 * 5  # the start + 4 M-steps
+    np.testing.assert_allclose(np.clip(res.relevance_model.predict(X), 1e-6, 1 - 1e-6), res.relevance, rtol=1e-12)

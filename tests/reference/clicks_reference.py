@@ -239,3 +239,20 @@ def mle_counts(sessions, n_pairs, n_ranks):
     out["sdbn_alpha"] = f(clicks, last_den)
     out["sdbn_sigma"] = f(sat, clicks)
     return out
+
+
+# ------------------------------------------------------------------------------- regression-EM
+def regression_em_theta_step(theta, gamma, rank, clicks, impressions):
+    """One M-step for θ of regression-EM (Wang et al., WSDM 2018) by enumeration: every session of
+    every row is one PBM draw with hidden examination E and relevance R (C = E·R); the new θ_k is the
+    posterior expected number of examinations at rank k over the impressions at rank k."""
+    R = len(theta)
+    num, den = np.zeros(R), np.zeros(R)
+    for k, g, c, n in zip(rank, gamma, clicks, impressions):
+        t = theta[k - 1]
+        joint = {(e, r): _bern(t, e) * _bern(g, r) for e in (0, 1) for r in (0, 1)}
+        p_no_click = sum(p for (e, r), p in joint.items() if e * r == 0)
+        e_no_click = sum(p for (e, r), p in joint.items() if e == 1 and r == 0) / p_no_click
+        num[k - 1] += c * 1.0 + (n - c) * e_no_click
+        den[k - 1] += n
+    return num / den

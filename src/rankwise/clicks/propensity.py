@@ -129,8 +129,9 @@ def pbm_propensities(model) -> np.ndarray:
 @dataclass
 class RegressionEMResult:
     """Output of :func:`regression_em`: ``propensity`` (θ_k/θ_1, k = 1..R), ``theta`` (the
-    unnormalised θ), ``relevance`` (γ = f(x) per input row), the fitted ``relevance_model``,
-    ``n_iter`` and the per-iteration mean log-likelihood ``loglik``."""
+    unnormalised θ), ``relevance`` (γ = f(x) per input row), the fitted ``relevance_model`` (a
+    LightGBM Booster; with ``cross_fit`` the list of the folds' models, the model of fold j fitted on the
+    other folds' queries), ``n_iter`` and the per-iteration mean log-likelihood ``loglik``."""
 
     propensity: np.ndarray
     theta: np.ndarray
@@ -140,10 +141,49 @@ class RegressionEMResult:
     loglik: list
 
 
+class _StagedBooster:
+    """The relevance regression of a warm-started regression-EM: a constant start plus the trees added
+    by every M-step; ``predict(X, raw_score=False)`` like a LightGBM Booster."""
+
+    def __init__(self, base, m):
+        self.base = base
+        self.boosters = []
+        self.raw = np.full(m, base)  # raw score on the training rows
+
+    def add(self, booster, X):
+        self.boosters.append(booster)
+        self.raw = self.raw + booster.predict(X, raw_score=True)
+
+    def num_trees(self):
+        return sum(b.num_trees() for b in self.boosters)
+
+    def predict(self, X, raw_score=False):
+        F = self.base + sum(b.predict(X, raw_score=True) for b in self.boosters)
+        return F if raw_score else 1.0 / (1.0 + np.exp(-F))
+
+
+def _query_folds(query, m, n_folds, random_state):
+    """Fold 0..n_folds-1 of every row, by query (all rows of a query in one fold, queries shuffled)."""
+    import pandas as pd
+
+    if query is None:
+        raise InputError("cross_fit needs the query of every row (query=...; regression_em_log passes it)")
+    q_idx, _ = pd.factorize(np.asarray(query))
+    if len(q_idx) != m:
+        raise InputError(f"query must have one entry per row ({m}); got {len(q_idx)}")
+    n_q = int(q_idx.max()) + 1
+    if not 2 <= n_folds <= n_q:
+        raise InputError(f"cross_fit must be 0 (off) or a number of folds in [2, {n_q}] (the number of queries); "
+                         f"got {n_folds}")
+    perm = np.random.default_rng(random_state).permutation(n_q)
+    return perm[q_idx] % n_folds
+
+
 def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimators: int = 50,
                   learning_rate: float = 0.1, num_leaves: int = 15, min_child_samples: int = 20,
                   tol: float = 1e-5, random_state=0, theta_init=None, group=None,
-                  group_l2: float = 1.0) -> RegressionEMResult:
+                  group_l2: float = 1.0, cross_fit: int = 0, warm_start: bool = False,
+                  query=None) -> RegressionEMResult:
     r"""Regression-EM (Wang et al., WSDM 2018): PBM propensities with relevance as a function of features.
 
     Observations are aggregated rows i = (query, doc, rank k_i) with features x_i, n_i
@@ -165,7 +205,8 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
     clicks, impressions : arrays (n_rows,), 0 <= clicks <= impressions, impressions > 0
     n_iter : int
         EM iterations (stops earlier when θ moves less than ``tol``).
-    n_estimators, learning_rate, num_leaves, min_child_samples : GBDT of the relevance.
+    n_estimators, learning_rate, num_leaves, min_child_samples : GBDT of the relevance
+        (``n_estimators``: trees per M-step).
     theta_init : array (R,), optional
         Starting propensities (default: the click-through rate by rank, scaled to a maximum of 0.9).
     group : array (n_rows,), optional
@@ -173,6 +214,16 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
         offset b_q (ridge penalty ``group_l2``), refitted by Newton steps in each M-step: LETOR
         features are normalised per query, so f(x) alone cannot see that a whole query has no
         relevant document, and that query-level error would be charged to the top ranks' θ.
+    cross_fit : int
+        0 (default): one regression on every row. K >= 2: the queries are split in K folds and the
+        relevance of a row is predicted by the regression fitted on the other K - 1 folds, so f
+        cannot learn a document's own click rate (its rank's examination) back.
+    warm_start : bool
+        False (default): each M-step fits ``n_estimators`` new trees from scratch. True: each
+        M-step adds ``n_estimators`` trees to the previous regression (a generalised EM: every step
+        raises the expected log-likelihood from where the last one ended).
+    query : array (n_rows,), optional
+        Query of each row, for ``cross_fit`` (defaults to ``group``).
 
     Returns
     -------
@@ -182,6 +233,8 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
     ----------
     X. Wang, N. Golbandi, M. Bendersky, D. Metzler, M. Najork. "Position bias estimation for
     unbiased learning to rank in personal search." WSDM 2018, §4.
+    V. Chernozhukov et al. "Double/debiased machine learning for treatment and structural
+    parameters." The Econometrics Journal 21(1), 2018 (cross-fitting).
     """
     import lightgbm as lgb
 
@@ -224,13 +277,36 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
         b = np.zeros(int(g_idx.max()) + 1)
     else:
         g_idx, b = np.zeros(m, dtype=np.int64), np.zeros(1)
+    cross_fit = int(cross_fit)
+    if cross_fit:
+        fold = _query_folds(group if query is None else query, m, cross_fit, random_state)
+        parts = [(fold != j, fold == j) for j in range(cross_fit)]  # (rows fitted, rows predicted)
+    else:
+        every = np.ones(m, dtype=bool)
+        parts = [(every, every)]
+    staged = [None] * len(parts)  # warm start: each part's boosters so far
 
     def fit_relevance(target, b):
         tgt = np.clip(target, 0.0, 1.0)
-        init = None if group is None else b[g_idx]
-        bst = lgb.train(params, lgb.Dataset(X, label=tgt, weight=n, init_score=init),
-                        num_boost_round=int(n_estimators))
-        F = bst.predict(X, raw_score=True)
+        F = np.zeros(m)
+        models = []
+        for j, (fit_rows, pred_rows) in enumerate(parts):
+            if warm_start and staged[j] is None:  # the first warm step starts from the mean target
+                mu = np.clip(np.average(tgt[fit_rows], weights=n[fit_rows]), 1e-6, 1 - 1e-6)
+                staged[j] = _StagedBooster(float(np.log(mu / (1 - mu))), m)
+            init = staged[j].raw[fit_rows] if warm_start else None
+            if group is not None:
+                init = b[g_idx[fit_rows]] if init is None else init + b[g_idx[fit_rows]]
+            bst = lgb.train(params, lgb.Dataset(X[fit_rows], label=tgt[fit_rows], weight=n[fit_rows],
+                                                init_score=init), num_boost_round=int(n_estimators))
+            if warm_start:
+                staged[j].add(bst, X)
+                bst = staged[j]
+                Fj = bst.raw
+            else:
+                Fj = bst.predict(X, raw_score=True)
+            F[pred_rows] = Fj[pred_rows]
+            models.append(bst)
         if group is not None:
             for _ in range(5):  # Newton steps on the per-query offsets, f held fixed
                 p = 1.0 / (1.0 + np.exp(-(F + b[g_idx])))
@@ -238,7 +314,7 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
                 hess = np.bincount(g_idx, weights=n * p * (1 - p), minlength=len(b)) + group_l2
                 b = b + grad / hess
         gam = 1.0 / (1.0 + np.exp(-(F + b[g_idx])))
-        return bst, b, np.clip(gam, 1e-6, 1 - 1e-6)
+        return (models[0] if len(models) == 1 else models), b, np.clip(gam, 1e-6, 1 - 1e-6)
 
     # relevance start: the click-through rate corrected by the starting propensities
     booster, b, gamma = fit_relevance(c / n / theta[k], b)
@@ -383,4 +459,6 @@ def regression_em_log(log: ClickLog, features, **kwargs) -> RegressionEMResult:
         X = X.toarray()
     if kwargs.get("group") == "query":
         kwargs["group"] = log.pair_query[pair]
+    if kwargs.get("cross_fit") and kwargs.get("query") is None:
+        kwargs["query"] = log.pair_query[pair]
     return regression_em(X, rank, clk, imp, **kwargs)
