@@ -175,7 +175,7 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _same(b1, s1, e1, b2, s2, e2):
     """The byte spans are equal (branch-free over the bytes: the candidates compared are
     almost always equal ids, whose hashes matched)."""
@@ -188,13 +188,13 @@ def _same(b1, s1, e1, b2, s2, e2):
     return diff == 0
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _docno_after(buf, s1, e1, s2, e2):
     """Docno ``buf[s1:e1]`` sorts after ``buf[s2:e2]`` (strcmp), so ranks first among ties."""
     return DK._cmp(buf, s1, e1, buf, s2, e2) > 0
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _before(i, j, key, buf, s, e):
     """Row ``i`` ranks before row ``j`` (trec_eval: score descending, then docno descending)."""
     if key[i] != key[j]:
