@@ -176,19 +176,6 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _same(b1, s1, e1, b2, s2, e2):
-    """The byte spans are equal (branch-free over the bytes: the candidates compared are
-    almost always equal ids, whose hashes matched)."""
-    n = e1 - s1
-    if e2 - s2 != n:
-        return False
-    diff = 0
-    for t in range(n):
-        diff |= b1[s1 + t] ^ b2[s2 + t]
-    return diff == 0
-
-
-@njit(cache=True, error_model="numpy", inline="always")
 def _docno_after(buf, s1, e1, s2, e2):
     """Docno ``buf[s1:e1]`` sorts after ``buf[s2:e2]`` (strcmp), so ranks first among ties."""
     return DK._cmp(buf, s1, e1, buf, s2, e2) > 0
@@ -284,7 +271,7 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
 
     For output row ``i``: qrels topic ``topics[i]``, run query ``run_of[i]`` (-1: absent, -c).
     Each run document is joined to its topic's judgments by a probe of the qrels' hash table
-    (``data._trec_kernel.join_table``; a match is confirmed byte by byte), the topic is ranked
+    (``data._trec_kernel.join_table`` and ``_probe``; a match is confirmed on the bytes), the topic is ranked
     as trec_eval ranks it (score descending, docno descending; ``v9``: scores as float32),
     cut at ``max_docs`` (-M), stripped of unjudged documents with ``judged_only`` (-J), and
     measured by ``_topic_row``. Returns the measure table, trec_eval's ``relstring`` of the first
@@ -322,24 +309,14 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
         n = r_off[g + 1] - a
         # join: each document's grade (NONPOOL: not in the qrels; UNJUDGED: a negative grade)
         base = t_off[t]
-        mask = np.uint64(t_off[t + 1] - base - 1)
+        size = t_off[t + 1] - base
         first = j_off[t] - 1
         for k in range(n):
             r = a + k
-            x = r_h[r]
-            hi = x & ~DK._LOW32
-            p = DK._slot(x, 0, mask)
+            o = DK._probe(table, base, size, first, r_h[r], r_buf, r_s[r], r_e[r], j_buf, j_s)
             v = NONPOOL
-            while True:
-                w = table[base + p]
-                if w == 0:
-                    break
-                if (w & ~DK._LOW32) == hi:
-                    o = first + np.int64(w & DK._LOW32)
-                    if _same(r_buf, r_s[r], r_e[r], j_buf, j_s[o], j_e[o]):
-                        v = j_rel[o] if j_rel[o] >= 0 else UNJUDGED
-                        break
-                p = (p + np.int64(1)) & np.int64(mask)
+            if o >= 0:
+                v = j_rel[o] if j_rel[o] >= 0 else UNJUDGED
             rel[k] = v
             key[k] = np.float64(np.float32(scores[r])) if v9 else scores[r]
             idx[k] = k

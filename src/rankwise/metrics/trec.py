@@ -286,7 +286,8 @@ class PreparedQrels:
 
         self.qrels = _as_qrels(qrels)
         self.levels = self.qrels.levels()
-        self.table = DK.join_table(self.qrels.offsets, self.qrels.docs.h)
+        d = self.qrels.docs
+        self.table = DK.join_table(self.qrels.offsets, d.h, d.buf, d.s, d.e)
         self.ideal = TK.ideal_lists(*self.levels)
 
     def join(self, run):
@@ -298,7 +299,7 @@ class PreparedQrels:
         qmap = self.topic_map(run)
         t_off, table = self.table
         rel = DK.join(run.offsets, run.docs.h, run.docs.buf, run.docs.s, run.docs.e, qmap, q.offsets, t_off, table,
-                      q.rel, q.docs.buf, q.docs.s, q.docs.e, TK.NONPOOL, TK.UNJUDGED)
+                      q.rel, q.docs.buf, q.docs.s, TK.NONPOOL, TK.UNJUDGED)
         return rel, qmap
 
     def topic_map(self, run):
