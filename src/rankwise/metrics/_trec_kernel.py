@@ -311,8 +311,13 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
         base = t_off[t]
         size = t_off[t + 1] - base
         first = j_off[t] - 1
+        mask = np.uint64(size - 1)
+        for k in range(min(n, DK.PREFETCH)):
+            DK._prefetch(table, base + np.int64(r_h[a + k] & mask))
         for k in range(n):
             r = a + k
+            if k + DK.PREFETCH < n:
+                DK._prefetch(table, base + np.int64(r_h[r + DK.PREFETCH] & mask))
             o = DK._probe(table, base, size, first, r_h[r], r_buf, r_s[r], r_e[r], j_buf, j_s)
             v = NONPOOL
             if o >= 0:
