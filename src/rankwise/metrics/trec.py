@@ -466,6 +466,22 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
         limit = np.iinfo(np.int64).max if max_docs is None else max_docs
         nan_note = ("trec_eval prints nan (0/0: the precision of an empty ranking in iprec_at_recall and "
                     "11pt_avg) for these {measure: [topics]}; rankwise holds 0 there")
+        # per measure column: how its summary is taken (built once for every run)
+        geo_cols = [c for c, m in enumerate(resolved) if m.trec_base in GEOMETRIC]
+        sum_cols = np.array([m.trec_base in SUMMED for m in resolved], dtype=bool)
+        columns = pd.Index(num_keys)
+    by_topics = {}  # topics (bytes) -> (qids, index, summation order): the runs mostly share them
+
+    def topic_labels(topics):
+        key = topics.tobytes()
+        hit = by_topics.get(key)
+        if hit is None:
+            qids = [pq.qrels.qids[t] for t in topics.tolist()]
+            # trec_eval sums the topics one by one in the order of their ids (as strings): so do
+            # we, so that a summary printed with 4 decimals rounds the same way
+            order = np.array(sorted(range(len(qids)), key=qids.__getitem__), dtype=np.int64)
+            hit = by_topics[key] = (qids, pd.Index(qids, name="qid"), order)
+        return hit
 
     def one(item):
         name, src = item
@@ -478,8 +494,8 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
         notes = dict(conv, topics=len(topics), run_topics_without_judgments=int((qmap < 0).sum()),
                      qrels_topics_missing_from_run=int((run_of < 0).sum()) if complete else
                      pq.qrels.n_queries - len(topics))
-        qids = [pq.qrels.qids[t] for t in topics.tolist()]
-        index = pd.Index(qids, name="qid")
+        qids, index, order = topic_labels(topics)
+        index = index.copy()  # a frame of its own (renaming one run's index leaves the others)
         if not trec_mode:
             rel, _ = pq.join(run)
             return _evaluate_arrays(pq, run, rel, topics, run_of, num_specs, profile, conventions, notes, index)
@@ -490,22 +506,14 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
             relevance_level, plan.icuts, plan.icut_off, plan.fcuts, plan.fcut_off, float(rbp_p), 1.0, _UTILITY,
             float(n_docs_in_coll), profile == "trec_eval9", rs_len)
         matrix = plan.matrix(table_)
-        # trec_eval sums the topics one by one in the order of their ids (as strings): so do we,
-        # so that a summary printed with 4 decimals rounds the same way
-        order = sorted(range(len(qids)), key=qids.__getitem__)
         totals = np.cumsum(matrix[order], axis=0)[-1]
         n = len(matrix)
-        means = {}
-        for c, (key, m) in enumerate(zip(num_keys, resolved)):
-            base = m.trec_base
-            if base in GEOMETRIC:
-                means[key] = float(np.exp(totals[c] / n))
-                matrix[:, c] = np.exp(matrix[:, c])
-            elif base in SUMMED:
-                means[key] = float(totals[c])
-            else:
-                means[key] = float(totals[c]) / n
-        frame = pd.DataFrame(matrix, index=index, columns=num_keys, copy=False)
+        values = np.where(sum_cols, totals, totals / n)
+        for c in geo_cols:
+            values[c] = np.exp(totals[c] / n)
+            matrix[:, c] = np.exp(matrix[:, c])
+        means = dict(zip(num_keys, values.tolist()))
+        frame = pd.DataFrame(matrix, index=index, columns=columns.copy(), copy=False)
         nan_cells = _nan_cells(resolved, num_keys, table_, run_of >= 0, profile, bool(judged_only))
         notes["runid"] = run.tag or name
         notes["zero_where_trec_eval_nan"] = {k: [qids[i] for i in np.flatnonzero(v).tolist()]
