@@ -337,7 +337,7 @@ def test_join_table_probes_every_topic_and_joins_only_equal_bytes():
     j_rel = np.array(list(range(50)) + [7, -1], dtype=np.int64)
     jb, js, je, jh = ids(j_words)
     t_off, table = DK.join_table(j_off, jh, jb, js, je)
-    assert np.count_nonzero(table[:, 3]) == 52
+    assert np.count_nonzero(table[:, 3]) == 52  # occupied slots
     r_words = ["d0", "d49", "zz", "x", "d0", "d3"]
     r_off = np.array([0, 3, 6], dtype=np.int64)
     rb, rs, re_, rh = ids(r_words)

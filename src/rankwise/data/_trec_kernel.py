@@ -430,11 +430,13 @@ def join_table(j_off, j_h, j_buf, j_s, j_e):
         while 2 * size < 3 * (j_off[g + 1] - j_off[g]) + 2:
             size *= 2
         t_off[g + 1] = t_off[g] + size
-    table = np.zeros((t_off[nq], 4), dtype=np.uint64)
+    table = np.empty((t_off[nq], 4), dtype=np.uint64)
     for g in range(nq):
         base = t_off[g]
         size = t_off[g + 1] - base
         mask = np.uint64(size - 1)
+        for i in range(base, base + size):  # empty slots: only their last word is read
+            table[i, 3] = 0
         for r in range(j_off[g], j_off[g + 1]):
             i = np.int64(j_h[r] & mask)
             while table[base + i, 3] != 0:
