@@ -84,7 +84,10 @@ def _join(j_words, j_off, j_rel, r_words, r_off, qmap, forced_hash=None):
         jh = np.full_like(jh, forced_hash)
         rh = np.full_like(rh, forced_hash)
     t_off, table = DK.join_table(np.asarray(j_off), jh, jb, js, je)
-    return DK.join(np.asarray(r_off), rh, rb, rs, re_, np.asarray(qmap), np.asarray(j_off), t_off, table,
+    b_off, bits = DK.join_filter(np.asarray(j_off), jh)
+    if forced_hash is not None:
+        assert np.count_nonzero(bits) <= len(j_off) - 1  # one bit per topic at most: the filter passes all
+    return DK.join(np.asarray(r_off), rh, rb, rs, re_, np.asarray(qmap), np.asarray(j_off), t_off, table, b_off, bits,
                    np.asarray(j_rel), jb, js, -9, -8).tolist()
 
 
@@ -134,3 +137,23 @@ def test_evaluate_runs_dict_and_file_paths_agree_on_awkward_ids(tmp_path):
     assert a.per_query.equals(b.per_query)
     assert a.mean == b.mean
     assert a.per_query.loc["1", "num_rel_ret"] == sum(1 for i, d in enumerate(docs[::2]) if i % 3 >= 1)
+
+
+def test_join_filter_sets_one_bit_per_judgment_and_never_hides_a_judged_document():
+    rng = np.random.default_rng(0)
+    j_words = [f"doc-{i:07d}" for i in rng.choice(10**6, size=3000, replace=False)]
+    j_off = np.array([0, 1000, 1000, 3000], dtype=np.int64)  # the middle topic has no judgments
+    jb, js, je, jh = _ids(j_words)
+    b_off, bits = DK.join_filter(j_off, jh)
+    sizes = np.diff(b_off) * 64
+    assert sizes.tolist() == [16384, 64, 32768]  # >= 16 bits per judgment, a power of two
+    # every judged document passes its own topic's filter, and joins
+    got = _join(j_words, j_off, list(range(3000)), j_words, [0, 1000, 1000, 3000], [0, 1, 2])
+    assert got == list(range(3000))
+    # unjudged documents: joined to nothing, the filter turning most of them away
+    others = [f"other-{i}" for i in range(2000)]
+    assert _join(j_words, j_off, list(range(3000)), others, [0, 1000, 1000, 2000], [0, 1, 2]) == [-9] * 2000
+    ob, os_, oe, oh = _ids(others)
+    y = (oh[:1000] >> np.uint64(40)) & np.uint64(16384 - 1)
+    passed = (bits[(y >> np.uint64(6)).astype(np.int64)] >> (y & np.uint64(63))) & np.uint64(1)
+    assert passed.mean() < 0.15

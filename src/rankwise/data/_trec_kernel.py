@@ -478,9 +478,49 @@ def _probe(table, base, size, first, x, buf, s, e, j_buf, j_s):
         p = (p + 1) & (size - 1)
 
 
+#: bits of a topic's filter per judgment (``join_filter``): 1 - exp(-1/16), about 6%, of the
+#: documents absent from the qrels still probe the table
+FILTER_BITS = 16
+
+
 @nb.njit(cache=True, nogil=True)
-def join(r_off, r_h, r_buf, r_s, r_e, qmap, j_off, t_off, table, j_rel, j_buf, j_s, nonpool, unjudged):
-    """Relevance of every run row: a probe of its topic's table (``join_table``). Run query
+def join_filter(j_off, j_h):
+    """Per topic, a bit set of its judgments' hashes (one bit each, from the hash's top bits, at
+    least ``FILTER_BITS`` bits per judgment), the topics' sets laid end to end as 64-bit words:
+    a run document whose bit is clear is not judged, and skips the table (most of a run's
+    documents are unjudged, and an unsuccessful probe walks the longest). Returns (b_off, bits):
+    topic ``g``'s words are ``bits[b_off[g]:b_off[g+1]]`` (a power of two)."""
+    nq = j_off.shape[0] - 1
+    b_off = np.zeros(nq + 1, dtype=np.int64)
+    for g in range(nq):
+        n_bits = 64
+        while n_bits < FILTER_BITS * (j_off[g + 1] - j_off[g]):
+            n_bits *= 2
+        b_off[g + 1] = b_off[g] + n_bits // 64
+    bits = np.zeros(b_off[nq], dtype=np.uint64)
+    for g in range(nq):
+        base = b_off[g]
+        mask = _U((b_off[g + 1] - base) * 64 - 1)
+        for r in range(j_off[g], j_off[g + 1]):
+            y = (j_h[r] >> _U(40)) & mask
+            bits[base + np.int64(y >> _U(6))] |= _U(1) << (y & _U(63))
+    return b_off, bits
+
+
+@nb.njit(cache=True, inline="always")
+def _lookup(table, base, size, first, bits, b_base, b_mask, x, buf, s, e, j_buf, j_s):
+    """``_probe`` behind the topic's filter (``join_filter``; ``b_mask`` = its bit count - 1)."""
+    y = (x >> _U(40)) & b_mask
+    if (bits[b_base + np.int64(y >> _U(6))] >> (y & _U(63))) & _U(1) == 0:
+        return -1
+    return _probe(table, base, size, first, x, buf, s, e, j_buf, j_s)
+
+
+@nb.njit(cache=True, nogil=True)
+def join(r_off, r_h, r_buf, r_s, r_e, qmap, j_off, t_off, table, b_off, bits, j_rel, j_buf, j_s, nonpool,
+         unjudged):
+    """Relevance of every run row: a probe of its topic's filter and table (``join_filter``,
+    ``join_table``). Run query
     ``g`` is qrels query ``qmap[g]`` (-1: none). The hash only picks candidates: a document
     joins a judgment when their bytes are equal, so no hash collision can join two different ids."""
     rel = np.full(r_h.shape[0], nonpool, dtype=np.int64)
@@ -491,6 +531,8 @@ def join(r_off, r_h, r_buf, r_s, r_e, qmap, j_off, t_off, table, j_rel, j_buf, j
         base = t_off[j]
         size = t_off[j + 1] - base
         first = j_off[j] - 1
+        b_base = b_off[j]
+        b_mask = _U((b_off[j + 1] - b_base) * 64 - 1)
         lo = r_off[g]
         hi = r_off[g + 1]
         mask = _U(size - 1)
@@ -499,7 +541,7 @@ def join(r_off, r_h, r_buf, r_s, r_e, qmap, j_off, t_off, table, j_rel, j_buf, j
         for r in range(lo, hi):
             if r + PREFETCH < hi:
                 _prefetch(table, base + np.int64(r_h[r + PREFETCH] & mask))
-            o = _probe(table, base, size, first, r_h[r], r_buf, r_s[r], r_e[r], j_buf, j_s)
+            o = _lookup(table, base, size, first, bits, b_base, b_mask, r_h[r], r_buf, r_s[r], r_e[r], j_buf, j_s)
             if o >= 0:
                 v = j_rel[o]
                 rel[r] = v if v >= 0 else unjudged

@@ -265,14 +265,14 @@ def _rank_order(idx, tmp, n, key, buf, s, e):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, table, j_rel, j_buf, j_s, j_e,
+def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, table, b_off, bits, j_rel, j_buf, j_s,
              lv_off, lv_grade, lv_count, i_off, ig_all, icum_all, max_docs, judged_only, rl, icuts, icut_off, fcuts,
              fcut_off, rbp_p, set_f_beta, util, n_docs_coll, v9, rs_len):
     """A run against prepared qrels in one pass per topic: join, rank, measure.
 
     For output row ``i``: qrels topic ``topics[i]``, run query ``run_of[i]`` (-1: absent, -c).
     Each run document is joined to its topic's judgments by a probe of the qrels' hash table
-    (``data._trec_kernel.join_table`` and ``_probe``; a match is confirmed on the bytes), the topic is ranked
+    (``data._trec_kernel.join_filter``, ``join_table`` and ``_lookup``; a match is confirmed on the bytes), the topic is ranked
     as trec_eval ranks it (score descending, docno descending; ``v9``: scores as float32),
     cut at ``max_docs`` (-M), stripped of unjudged documents with ``judged_only`` (-J), and
     measured by ``_topic_row``. Returns the measure table, trec_eval's ``relstring`` of the first
@@ -312,6 +312,8 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
         base = t_off[t]
         size = t_off[t + 1] - base
         first = j_off[t] - 1
+        b_base = b_off[t]
+        b_mask = np.uint64((b_off[t + 1] - b_base) * 64 - 1)
         mask = np.uint64(size - 1)
         for k in range(min(n, DK.PREFETCH)):
             DK._prefetch(table, base + np.int64(r_h[a + k] & mask))
@@ -319,7 +321,8 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
             r = a + k
             if k + DK.PREFETCH < n:
                 DK._prefetch(table, base + np.int64(r_h[r + DK.PREFETCH] & mask))
-            o = DK._probe(table, base, size, first, r_h[r], r_buf, r_s[r], r_e[r], j_buf, j_s)
+            o = DK._lookup(table, base, size, first, bits, b_base, b_mask, r_h[r], r_buf, r_s[r], r_e[r], j_buf,
+                           j_s)
             v = NONPOOL
             if o >= 0:
                 v = j_rel[o] if j_rel[o] >= 0 else UNJUDGED

@@ -279,7 +279,8 @@ def _as_runs(runs) -> dict:
 
 class PreparedQrels:
     """A :class:`~rankwise.data.Qrels` made ready for many runs: judged grades counted per topic,
-    and a hash table of each topic's judgments (built once, shared by every run)."""
+    and a hash table and a bit-set filter of each topic's judgments (built once, shared by every
+    run; ``table`` = ``(t_off, slots, b_off, bits)``)."""
 
     def __init__(self, qrels):
         from rankwise.data import _trec_kernel as DK
@@ -287,7 +288,7 @@ class PreparedQrels:
         self.qrels = _as_qrels(qrels)
         self.levels = self.qrels.levels()
         d = self.qrels.docs
-        self.table = DK.join_table(self.qrels.offsets, d.h, d.buf, d.s, d.e)
+        self.table = DK.join_table(self.qrels.offsets, d.h, d.buf, d.s, d.e) + DK.join_filter(self.qrels.offsets, d.h)
         self.ideal = TK.ideal_lists(*self.levels)
 
     def join(self, run):
@@ -297,8 +298,7 @@ class PreparedQrels:
 
         q = self.qrels
         qmap = self.topic_map(run)
-        t_off, table = self.table
-        rel = DK.join(run.offsets, run.docs.h, run.docs.buf, run.docs.s, run.docs.e, qmap, q.offsets, t_off, table,
+        rel = DK.join(run.offsets, run.docs.h, run.docs.buf, run.docs.s, run.docs.e, qmap, q.offsets, *self.table,
                       q.rel, q.docs.buf, q.docs.s, TK.NONPOOL, TK.UNJUDGED)
         return rel, qmap
 
@@ -460,7 +460,6 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
     if trec_mode:
         plan = _Plan(resolved)
         q = pq.qrels
-        t_off, table = pq.table
         lv_off, lv_grade, lv_count = pq.levels
         rs_len = max(rs_lens.values(), default=0)
         limit = np.iinfo(np.int64).max if max_docs is None else max_docs
@@ -501,8 +500,8 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
             return _evaluate_arrays(pq, run, rel, topics, run_of, num_specs, profile, conventions, notes, index)
         d = run.docs
         table_, rs, rs_n = TK.eval_run(
-            run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, t_off, table, q.rel,
-            q.docs.buf, q.docs.s, q.docs.e, lv_off, lv_grade, lv_count, *pq.ideal, limit, bool(judged_only),
+            run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, *pq.table, q.rel,
+            q.docs.buf, q.docs.s, lv_off, lv_grade, lv_count, *pq.ideal, limit, bool(judged_only),
             relevance_level, plan.icuts, plan.icut_off, plan.fcuts, plan.fcut_off, float(rbp_p), 1.0, _UTILITY,
             float(n_docs_in_coll), profile == "trec_eval9", rs_len)
         matrix = plan.matrix(table_)
