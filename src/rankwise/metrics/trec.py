@@ -447,7 +447,13 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
         raise InputError(f"rbp_p must be in (0, 1); got {rbp_p!r}")
     conv = {"profile": profile, "complete": bool(complete), "relevance_level": relevance_level,
             "max_docs": max_docs, "judged_only": bool(judged_only)}
-    pq = qrels if isinstance(qrels, PreparedQrels) else PreparedQrels(qrels)
+    # the qrels are prepared once (on a worker, while another converts the first run: see below)
+    pq_ready = qrels if isinstance(qrels, PreparedQrels) else None
+    pq_future = None
+
+    def prepared():
+        return pq_ready if pq_future is None else pq_future.result()
+
     run_objs = _as_runs(runs)
     import pandas as pd
 
@@ -459,8 +465,6 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
                          "profiles only, with trec_eval's measures")
     if trec_mode:
         plan = _Plan(resolved)
-        q = pq.qrels
-        lv_off, lv_grade, lv_count = pq.levels
         rs_len = max(rs_lens.values(), default=0)
         limit = np.iinfo(np.int64).max if max_docs is None else max_docs
         nan_note = ("trec_eval prints nan (0/0: the precision of an empty ranking in iprec_at_recall and "
@@ -471,7 +475,7 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
         columns = pd.Index(num_keys)
     by_topics = {}  # topics (bytes) -> (qids, index, summation order): the runs mostly share them
 
-    def topic_labels(topics):
+    def topic_labels(pq, topics):
         key = topics.tobytes()
         hit = by_topics.get(key)
         if hit is None:
@@ -485,6 +489,8 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
     def one(item):
         name, src = item
         run = _load_run(src, name=name)
+        pq = prepared()
+        q = pq.qrels
         qmap = pq.topic_map(run)
         topics, run_of = _topics(pq, run, qmap, complete)
         if len(topics) == 0:
@@ -493,7 +499,7 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
         notes = dict(conv, topics=len(topics), run_topics_without_judgments=int((qmap < 0).sum()),
                      qrels_topics_missing_from_run=int((run_of < 0).sum()) if complete else
                      pq.qrels.n_queries - len(topics))
-        qids, index, order = topic_labels(topics)
+        qids, index, order = topic_labels(pq, topics)
         index = index.copy()  # a frame of its own (renaming one run's index leaves the others)
         if not trec_mode:
             rel, _ = pq.join(run)
@@ -501,7 +507,7 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
         d = run.docs
         table_, rs, rs_n = TK.eval_run(
             run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, *pq.table, q.rel,
-            q.docs.buf, q.docs.s, lv_off, lv_grade, lv_count, *pq.ideal, limit, bool(judged_only),
+            q.docs.buf, q.docs.s, *pq.levels, *pq.ideal, limit, bool(judged_only),
             relevance_level, plan.icuts, plan.icut_off, plan.fcuts, plan.fcut_off, float(rbp_p), 1.0, _UTILITY,
             float(n_docs_in_coll), profile == "trec_eval9", rs_len)
         matrix = plan.matrix(table_)
@@ -534,8 +540,12 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
     workers = min(len(items), max(1, int(numba.config.NUMBA_NUM_THREADS)), os.cpu_count() or 1)
     if workers > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
+            if pq_ready is None:  # queued first: its compiled part overlaps the first run's conversion
+                pq_future = pool.submit(PreparedQrels, qrels)
             results = list(pool.map(one, items))
     else:
+        if pq_ready is None:
+            pq_ready = PreparedQrels(qrels)
         results = [one(item) for item in items]
     return {name: res for (name, _), res in zip(items, results)}
 
