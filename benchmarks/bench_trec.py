@@ -168,7 +168,7 @@ def _eval_run_only(pq, objs):
     for run in objs.values():
         topics, run_of = _topics(pq, run, pq.topic_map(run), False)
         d = run.docs
-        TK.eval_run(run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, *pq.table, q.rel,
+        TK.eval_run(run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, *pq.table,
                     q.docs.buf, q.docs.s, *pq.levels, *pq.ideal, np.iinfo(np.int64).max, False, 1, plan.icuts,
                     plan.icut_off, plan.fcuts, plan.fcut_off, 0.9, 1.0, _UTILITY, 0.0, False, 10)
 

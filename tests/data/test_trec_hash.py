@@ -83,12 +83,12 @@ def _join(j_words, j_off, j_rel, r_words, r_off, qmap, forced_hash=None):
     if forced_hash is not None:  # every id of both sides with one hash: only the bytes decide
         jh = np.full_like(jh, forced_hash)
         rh = np.full_like(rh, forced_hash)
-    t_off, table = DK.join_table(np.asarray(j_off), jh, jb, js, je)
+    t_off, table = DK.join_table(np.asarray(j_off), jh, jb, js, je, np.asarray(j_rel, dtype=np.int64))
     b_off, bits = DK.join_filter(np.asarray(j_off), jh)
     if forced_hash is not None:
         assert np.count_nonzero(bits) <= len(j_off) - 1  # one bit per topic at most: the filter passes all
     return DK.join(np.asarray(r_off), rh, rb, rs, re_, np.asarray(qmap), np.asarray(j_off), t_off, table, b_off, bits,
-                   np.asarray(j_rel), jb, js, -9, -8).tolist()
+                   jb, js, -9, -8).tolist()
 
 
 @pytest.mark.parametrize("forced", [None, 12345])

@@ -416,12 +416,13 @@ PREFETCH = 8
 
 
 @nb.njit(cache=True, nogil=True)
-def join_table(j_off, j_h, j_buf, j_s, j_e):
+def join_table(j_off, j_h, j_buf, j_s, j_e, j_rel):
     """Per topic, an open-addressing table of its judgments (linear probing from the hash's low
     bits, load < 2/3), the topics' tables laid end to end: built once per qrels, then every run
-    row is joined by probing its topic's table (``_probe``). A slot is 4 words, the key inline
-    so that a probe touches one cache line: the document's hash, its first 16 bytes (two
-    zero-padded words), and (length << 32) | (row within the topic + 1), 0 when empty.
+    row is joined by probing its topic's table (``_probe``). A slot is 4 words, key and value
+    inline so that a probe touches one cache line: the grade (int64 bits), the document's first
+    16 bytes (two zero-padded words), and (length << 32) | (row within the topic + 1), 0 when
+    empty.
     Returns (t_off, table): topic ``g``'s table is ``table[t_off[g]:t_off[g+1]]`` (a power of two)."""
     nq = j_off.shape[0] - 1
     t_off = np.zeros(nq + 1, dtype=np.int64)
@@ -442,7 +443,7 @@ def join_table(j_off, j_h, j_buf, j_s, j_e):
             while table[base + i, 3] != 0:
                 i = (i + 1) & (size - 1)
             w0, w1 = _words(j_buf, j_s[r], j_e[r])
-            table[base + i, 0] = j_h[r]
+            table[base + i, 0] = _U(j_rel[r])
             table[base + i, 1] = w0
             table[base + i, 2] = w1
             table[base + i, 3] = (_U(j_e[r] - j_s[r]) << _U(32)) | _U(r - j_off[g] + 1)
@@ -460,9 +461,10 @@ def _same_tail(b1, s1, e1, b2, s2):
 
 @nb.njit(cache=True, inline="always")
 def _probe(table, base, size, first, x, buf, s, e, j_buf, j_s):
-    """Judgment row (``first`` + slot's row) of the document ``buf[s:e]`` with hash ``x`` in the
-    topic table ``table[base:base+size]``, or -1. A slot matches when hash, length and first 16
-    bytes are equal, and the bytes beyond 16 too: equal bytes, never the hash alone."""
+    """Slot (row of ``table``; its grade is ``table[slot, 0]``) of the document ``buf[s:e]`` with
+    hash ``x`` in the topic table ``table[base:base+size]``, or -1. The hash only picks the
+    first slot: a slot matches when length and first 16 bytes are equal, and the bytes beyond
+    16 too (judgment row ``first`` + the slot's row): equal bytes, never the hash alone."""
     w0, w1 = _words(buf, s, e)
     meta_len = _U(e - s) << _U(32)
     p = np.int64(x & _U(size - 1))
@@ -470,11 +472,9 @@ def _probe(table, base, size, first, x, buf, s, e, j_buf, j_s):
         meta = table[base + p, 3]
         if meta == 0:
             return -1
-        if table[base + p, 0] == x and table[base + p, 1] == w0 and table[base + p, 2] == w1 \
-                and (meta & ~_LOW32) == meta_len:
-            o = first + np.int64(meta & _LOW32)
-            if e - s <= 16 or _same_tail(buf, s + 16, e, j_buf, j_s[o] + 16):
-                return o
+        if table[base + p, 1] == w0 and table[base + p, 2] == w1 and (meta & ~_LOW32) == meta_len:
+            if e - s <= 16 or _same_tail(buf, s + 16, e, j_buf, j_s[first + np.int64(meta & _LOW32)] + 16):
+                return base + p
         p = (p + 1) & (size - 1)
 
 
@@ -517,8 +517,7 @@ def _lookup(table, base, size, first, bits, b_base, b_mask, x, buf, s, e, j_buf,
 
 
 @nb.njit(cache=True, nogil=True)
-def join(r_off, r_h, r_buf, r_s, r_e, qmap, j_off, t_off, table, b_off, bits, j_rel, j_buf, j_s, nonpool,
-         unjudged):
+def join(r_off, r_h, r_buf, r_s, r_e, qmap, j_off, t_off, table, b_off, bits, j_buf, j_s, nonpool, unjudged):
     """Relevance of every run row: a probe of its topic's filter and table (``join_filter``,
     ``join_table``). Run query
     ``g`` is qrels query ``qmap[g]`` (-1: none). The hash only picks candidates: a document
@@ -541,8 +540,8 @@ def join(r_off, r_h, r_buf, r_s, r_e, qmap, j_off, t_off, table, b_off, bits, j_
         for r in range(lo, hi):
             if r + PREFETCH < hi:
                 _prefetch(table, base + np.int64(r_h[r + PREFETCH] & mask))
-            o = _lookup(table, base, size, first, bits, b_base, b_mask, r_h[r], r_buf, r_s[r], r_e[r], j_buf, j_s)
-            if o >= 0:
-                v = j_rel[o]
+            slot = _lookup(table, base, size, first, bits, b_base, b_mask, r_h[r], r_buf, r_s[r], r_e[r], j_buf, j_s)
+            if slot >= 0:
+                v = np.int64(table[slot, 0])
                 rel[r] = v if v >= 0 else unjudged
     return rel

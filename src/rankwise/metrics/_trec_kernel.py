@@ -265,7 +265,7 @@ def _rank_order(idx, tmp, n, key, buf, s, e):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, table, b_off, bits, j_rel, j_buf, j_s,
+def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, table, b_off, bits, j_buf, j_s,
              lv_off, lv_grade, lv_count, i_off, ig_all, icum_all, max_docs, judged_only, rl, icuts, icut_off, fcuts,
              fcut_off, rbp_p, set_f_beta, util, n_docs_coll, v9, rs_len):
     """A run against prepared qrels in one pass per topic: join, rank, measure.
@@ -321,11 +321,13 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
             r = a + k
             if k + DK.PREFETCH < n:
                 DK._prefetch(table, base + np.int64(r_h[r + DK.PREFETCH] & mask))
-            o = DK._lookup(table, base, size, first, bits, b_base, b_mask, r_h[r], r_buf, r_s[r], r_e[r], j_buf,
-                           j_s)
+            slot = DK._lookup(table, base, size, first, bits, b_base, b_mask, r_h[r], r_buf, r_s[r], r_e[r], j_buf,
+                              j_s)
             v = NONPOOL
-            if o >= 0:
-                v = j_rel[o] if j_rel[o] >= 0 else UNJUDGED
+            if slot >= 0:
+                v = np.int64(table[slot, 0])
+                if v < 0:
+                    v = UNJUDGED
             rel[k] = v
             key[k] = np.float64(np.float32(scores[r])) if v9 else scores[r]
             idx[k] = k

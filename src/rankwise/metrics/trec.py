@@ -288,7 +288,8 @@ class PreparedQrels:
         self.qrels = _as_qrels(qrels)
         self.levels = self.qrels.levels()
         d = self.qrels.docs
-        self.table = DK.join_table(self.qrels.offsets, d.h, d.buf, d.s, d.e) + DK.join_filter(self.qrels.offsets, d.h)
+        self.table = DK.join_table(self.qrels.offsets, d.h, d.buf, d.s, d.e, self.qrels.rel) + \
+            DK.join_filter(self.qrels.offsets, d.h)
         self.ideal = TK.ideal_lists(*self.levels)
 
     def join(self, run):
@@ -299,7 +300,7 @@ class PreparedQrels:
         q = self.qrels
         qmap = self.topic_map(run)
         rel = DK.join(run.offsets, run.docs.h, run.docs.buf, run.docs.s, run.docs.e, qmap, q.offsets, *self.table,
-                      q.rel, q.docs.buf, q.docs.s, TK.NONPOOL, TK.UNJUDGED)
+                      q.docs.buf, q.docs.s, TK.NONPOOL, TK.UNJUDGED)
         return rel, qmap
 
     def topic_map(self, run):
@@ -506,8 +507,7 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
             return _evaluate_arrays(pq, run, rel, topics, run_of, num_specs, profile, conventions, notes, index)
         d = run.docs
         table_, rs, rs_n = TK.eval_run(
-            run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, *pq.table, q.rel,
-            q.docs.buf, q.docs.s, *pq.levels, *pq.ideal, limit, bool(judged_only),
+            run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, *pq.table, q.docs.buf, q.docs.s, *pq.levels, *pq.ideal, limit, bool(judged_only),
             relevance_level, plan.icuts, plan.icut_off, plan.fcuts, plan.fcut_off, float(rbp_p), 1.0, _UTILITY,
             float(n_docs_in_coll), profile == "trec_eval9", rs_len)
         matrix = plan.matrix(table_)
