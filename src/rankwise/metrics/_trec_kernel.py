@@ -467,7 +467,7 @@ def _topic_row(rels, a, n, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcut
     ideal_total = icum[n_pos]
     row[C_NDCG] = dcg[n] / ideal_total if ideal_total > 0 else 0.0
     # ---- ndcg_rel, Rndcg, G (m_ndcg_rel.c, m_Rndcg.c, m_G.c), walking ranking and ideal together
-    _graded_walks(rels, a, n, igr, n_pos, num_rel, row, lg, dcg, pos[1], n_gain)
+    _graded_walks(rels, a, n, igr, icum, n_pos, num_rel, row, lg, dcg, pos[1], n_gain)
     # ---- integer-cutoff families
     for fam in range(icut_off.shape[0] - 1):
         for c in range(icut_off[fam], icut_off[fam + 1]):
@@ -514,52 +514,27 @@ def _topic_row(rels, a, n, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcut
 
 
 @njit(cache=True, error_model="numpy")
-def _graded_walks(rels, a, n, igr, n_pos, num_rel, row, lg, dcg, gpos, n_gain):
+def _graded_walks(rels, a, n, igr, icum, n_pos, num_rel, row, lg, dcg, gpos, n_gain):
     """ndcg_rel, Rndcg and G of one topic: trec_eval's loops, where the ideal gain at rank ``i``
     is ``igr[i]`` (the judged grades in descending order, 0 from rank ``n_pos`` on: the walk down
-    the grades that trec_eval repeats in each of these measures, done once by the caller).
+    the grades that trec_eval repeats in each of these measures, done once by the caller) and
+    ``icum[p]`` the ideal DCG of the top ``p``.
 
     Past the ideal list only the documents of positive grade change a sum: the loops there
     visit their ranks ``gpos[:n_gain]`` (0-based, ascending), take the running DCG from the
     caller's prefix ``dcg`` (the same additions in the same order, so the same doubles) and,
     for G, the cost count as the integer it is (whole grades and steps of 1.0 add exactly)."""
-    # ndcg_rel
-    rdcg = 0.0
-    idcg = 0.0
+    # ndcg_rel: at each positive grade, the DCG so far over the ideal DCG so far (whose prefix
+    # stops growing past the ideal list), then the relevant documents not retrieved; ``dcg`` and
+    # ``icum`` are trec_eval's running sums (the same additions in the same order)
     total = 0.0
-    nrr = 0
-    nrel = 0
-    ig = igr[0] if n_pos > 0 else 0.0
-
-    i = 0
-    while i < n and ig > 0.0:
-        v = rels[a + i]
-        g = float(v) if v > 0 else 0.0
-        if g != 0:
-            rdcg += g / lg[i]
-        ig = igr[i] if i < n_pos else 0.0
-        if ig > 0.0:
-            nrel += 1
-            idcg += ig / lg[i]
-        if g > 0:
-            total += rdcg / idcg
-            nrr += 1
-        i += 1
-    if i < n:
-        for t in range(nrr, n_gain):  # the positive grades past the ideal list
-            total += dcg[gpos[t] + 1] / idcg
-        nrr = n_gain
-        rdcg = dcg[n]
-        i = n
-    while ig > 0.0:
-        ig = igr[i] if i < n_pos else 0.0
-        if ig > 0.0:
-            nrel += 1
-            idcg += ig / lg[i]
-        i += 1
+    for t in range(n_gain):
+        p = gpos[t] + 1
+        total += dcg[p] / icum[p if p < n_pos else n_pos]
+    idcg = icum[n_pos]
     if idcg > 0:
-        total += (nrel - nrr) * rdcg / idcg
-    row[C_NDCG_REL] = total / nrel if total > 0.0 else 0.0
+        total += (n_pos - n_gain) * dcg[n] / idcg
+    row[C_NDCG_REL] = total / n_pos if total > 0.0 else 0.0
     # Rndcg
     if num_rel > 0:
         rdcg = 0.0
