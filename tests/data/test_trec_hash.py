@@ -157,3 +157,20 @@ def test_join_filter_sets_one_bit_per_judgment_and_never_hides_a_judged_document
     y = (oh[:1000] >> np.uint64(40)) & np.uint64(16384 - 1)
     passed = (bits[(y >> np.uint64(6)).astype(np.int64)] >> (y & np.uint64(63))) & np.uint64(1)
     assert passed.mean() < 0.15
+
+
+def test_split_hash_with_the_expected_count_reports_more_or_fewer_items():
+    buf = _buf(["a", "bb", "ccc"])
+    whole = DK.split_hash(buf)
+    for n in (1, 2, 3, 4, 7):
+        s, e, h = DK.split_hash(buf, n)
+        k = min(n, 3)
+        assert len(s) == k and s.tolist() == whole[0][:k].tolist() and h.tolist() == whole[2][:k].tolist()
+        assert (e[-1] == len(buf)) == (n >= 3)
+    # a key holding a line break is caught by the dict path
+    from rankwise.errors import InputError
+
+    with pytest.raises(InputError, match="line break"):
+        Run.from_dict({"1": {"a\nb": 1.0, "c": 0.5}})
+    with pytest.raises(InputError, match="line break"):
+        Qrels.from_dict({"1": {"a": 1, "b\n": 0}})

@@ -261,15 +261,18 @@ def segments(qh):
 
 
 @nb.njit(cache=True, nogil=True)
-def split_hash(buf):
+def split_hash(buf, n=-1):
     """Spans of the ``\\n``-separated items of ``buf`` (a join of ids) and their hashes (``_hash``'s
-    value): a count of the separators, then one pass 8 bytes at a time, each word folded into
-    the item's hash until the word that holds its separator (found by the zero-byte test on the
-    word xor ``\\n``, whose lowest flagged byte is exact)."""
+    value): a count of the separators (unless the caller knows it: ``n`` items expected; with
+    more, the spans stop at the ``n``-th, short of the buffer's end; with fewer, fewer spans
+    come back), then one pass 8 bytes at a time, each word folded into the item's
+    hash until the word that holds its separator (found by the zero-byte test on the word xor
+    ``\\n``, whose lowest flagged byte is exact)."""
     nbuf = buf.shape[0]
-    n = 1
-    for i in range(nbuf):
-        n += buf[i] == 10
+    if n < 0:
+        n = 1
+        for i in range(nbuf):
+            n += buf[i] == 10
     s = np.empty(n, dtype=np.int64)
     e = np.empty(n, dtype=np.int64)
     h = np.empty(n, dtype=np.uint64)
@@ -299,12 +302,12 @@ def split_hash(buf):
         e[k] = end
         h[k] = _final(x, end - start)
         k += 1
-        if end >= nbuf:
+        if end >= nbuf or k == n:
             break
         start = end + 1
         p = start
         x = _U(0)
-    return s, e, h
+    return s[:k], e[:k], h[:k]
 
 
 @nb.njit(cache=True, inline="always")

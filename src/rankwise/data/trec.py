@@ -106,8 +106,8 @@ class _Ids:
         buf = np.frombuffer(data, dtype=np.uint8)
         if n == 0:
             return cls(buf, np.zeros(0, np.int64), np.zeros(0, np.int64))
-        s, e, h = TK.split_hash(buf)
-        if len(s) != n:
+        s, e, h = TK.split_hash(buf, n)
+        if len(s) != n or e[-1] != len(buf):
             raise InputError(f"a {what} contains a line break; ids must be single tokens")
         out = cls(buf, s, e, h)
         out.all_str = all_str
