@@ -271,8 +271,9 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
     """A run against prepared qrels in one pass per topic: join, rank, measure.
 
     For output row ``i``: qrels topic ``topics[i]``, run query ``run_of[i]`` (-1: absent, -c).
-    Each run document is joined to its topic's judgments by a probe of the qrels' hash table
-    (``data._trec_kernel.join_filter``, ``join_table`` and ``_lookup``; a match is confirmed on the bytes), the topic is ranked
+    Each run document is joined to its topic's judgments through the qrels' filter and hash
+    table (``data._trec_kernel.join_filter``, ``join_table``, ``_lookup``; the slot of the row
+    ``PREFETCH`` ahead is prefetched; a match is confirmed on the bytes), the topic is ranked
     as trec_eval ranks it (score descending, docno descending; ``v9``: scores as float32),
     cut at ``max_docs`` (-M), stripped of unjudged documents with ``judged_only`` (-J), and
     measured by ``_topic_row``. Returns the measure table, trec_eval's ``relstring`` of the first
@@ -344,8 +345,8 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
             rs[i, k] = 62 if v > 9 else (48 + v if v >= 0 else (45 if v == NONPOOL else 46))
         rs_n[i] = min(m, rs_len)
         _topic_row(ranked, np.int64(0), m, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcuts, fcut_off, rbp_p,
-                   set_f_beta, util, n_docs_coll, v9, row, lg, cum, apc, dcg, pos, ig_all[i_off[t] - t:i_off[t + 1] - t - 1],
-                   icum_all[i_off[t]:i_off[t + 1]])
+                   set_f_beta, util, n_docs_coll, v9, row, lg, cum, apc, dcg, pos,
+                   ig_all[i_off[t] - t:i_off[t + 1] - t - 1], icum_all[i_off[t]:i_off[t + 1]])
         for c in range(width):
             out[i, c] = row[c]
     return out, rs, rs_n
