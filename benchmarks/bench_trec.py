@@ -144,16 +144,33 @@ def dict_breakdown(qrels_d, runs_d, repeat=3):
         out = {
             "qrels prepared (PreparedQrels)": cpu(lambda: PreparedQrels(qrels_d)),
             "run dicts -> Run (Python: id join, score fromiter)": cpu(
-                lambda: [("\n".join(chain.from_iterable(r.values())).encode(),
+                lambda: [("\n".join(["\n".join(d) for d in r.values() if d]).encode(),
                           np.fromiter(chain.from_iterable(d.values() for d in r.values()), np.float64))
                          for r in runs_d.values()]),
             "run dicts -> Run (all, hashing included)": cpu(lambda: [Run.from_dict(r) for r in runs_d.values()]),
             "Runs evaluated (join, rank, 98 measures, result frames)": cpu(lambda: evaluate_runs(pq, objs, "all_trec")),
+            "  of which the compiled pass (eval_run: join, rank, measures)": cpu(lambda: _eval_run_only(pq, objs)),
             "evaluate_runs(dicts), one thread, end to end": cpu(lambda: evaluate_runs(qrels_d, runs_d, "all_trec")),
         }
     finally:
         numba.config.NUMBA_NUM_THREADS = saved
     return out
+
+
+def _eval_run_only(pq, objs):
+    """The compiled pass of ``evaluate_runs`` alone (``eval_run`` on each run, as it calls it)."""
+    from rankwise.metrics import _trec_kernel as TK
+    from rankwise.metrics.registry import get_metric
+    from rankwise.metrics.trec import _UTILITY, _Plan, _topics, expand_groups
+
+    plan = _Plan([get_metric(m) for m in expand_groups("all_trec")])
+    q = pq.qrels
+    for run in objs.values():
+        topics, run_of = _topics(pq, run, pq.topic_map(run), False)
+        d = run.docs
+        TK.eval_run(run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, *pq.table,
+                    q.docs.buf, q.docs.s, *pq.levels, *pq.ideal, np.iinfo(np.int64).max, False, 1, plan.icuts,
+                    plan.icut_off, plan.fcuts, plan.fcut_off, 0.9, 1.0, _UTILITY, 0.0, False, 10)
 
 
 def pytrec_measures():

@@ -336,13 +336,13 @@ def test_join_table_probes_every_topic_and_joins_only_equal_bytes():
     j_off = np.array([0, 50, 52], dtype=np.int64)
     j_rel = np.array(list(range(50)) + [7, -1], dtype=np.int64)
     jb, js, je, jh = ids(j_words)
-    t_off, table = DK.join_table(j_off, jh)
-    assert np.count_nonzero(table) == 52
+    t_off, table = DK.join_table(j_off, jh, jb, js, je, j_rel)
+    assert np.count_nonzero(table[:, 3]) == 52  # occupied slots
     r_words = ["d0", "d49", "zz", "x", "d0", "d3"]
     r_off = np.array([0, 3, 6], dtype=np.int64)
     rb, rs, re_, rh = ids(r_words)
     qmap = np.array([0, 1], dtype=np.int64)
-    args = (qmap, j_off, t_off, table, j_rel, jb, js, je, -9, -8)
+    args = (qmap, j_off, t_off, table, *DK.join_filter(j_off, jh), jb, js, -9, -8)
     assert DK.join(r_off, rh, rb, rs, re_, *args).tolist() == [0, 49, -9, -8, 7, -9]
     # a forged hash equal to a judged document's, other bytes: the hash only picks candidates
     rh2 = rh.copy()
@@ -350,7 +350,7 @@ def test_join_table_probes_every_topic_and_joins_only_equal_bytes():
     assert DK.join(r_off, rh2, rb, rs, re_, *args).tolist() == [0, 49, -9, -8, 7, -9]
     # every judged document of a topic with the same hash: still joined by its bytes
     same = np.full(50, jh[0])
-    t_off1, table1 = DK.join_table(j_off[:2], same)
+    t_off1, table1 = DK.join_table(j_off[:2], same, jb, js, je, j_rel)
     got = DK.join(np.array([0, 3]), np.full(3, jh[0]), rb, rs, re_, qmap[:1], j_off[:2], t_off1, table1,
-                  j_rel, jb, js, je, -9, -8)
+                  *DK.join_filter(j_off[:2], same), jb, js, -9, -8)
     assert got.tolist() == [0, 49, -9]

@@ -2,8 +2,9 @@
 
 One pass over the raw bytes finds, per line, the spans of the query id and the document id and
 parses the value (relevance for qrels, score for runs); tokens are never turned into Python
-strings. Query and document ids are identified by a 64-bit FNV-1a hash of their bytes, and every
-hash match is confirmed byte by byte, so a collision can never join two different ids.
+strings. Query and document ids are identified by a 64-bit hash of their bytes, read 8 bytes at a
+time (``_hash``; ``split_hash`` computes the same value while it looks for the separators), and
+every hash match is confirmed on the bytes, so a collision can never join two different ids.
 
 On the first malformed line the scanner stops and returns an error code with the line number;
 the Python side turns it into a ``path:line:`` message.
@@ -12,6 +13,10 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import intrinsic
 
 # the number parsers are shared with the SVMlight reader
 from rankwise.data._svmlight_kernel import _POW10, _parse_int, _parse_number
@@ -32,8 +37,11 @@ E_FALLBACK_FULL = 10
 #: relevance grades must lie in [-REL_MAX, REL_MAX] (trec_eval allocates one counter per grade)
 REL_MAX = 1_000_000
 
-_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
+_U = np.uint64
+_K = np.uint64(0x9E3779B97F4A7C15)
+_ONES = np.uint64(0x0101010101010101)
+_HIGHS = np.uint64(0x8080808080808080)
+_NEWLINES = np.uint64(0x0A0A0A0A0A0A0A0A)
 
 
 @nb.njit(cache=True, inline="always")
@@ -41,12 +49,76 @@ def _is_sep(c):
     return c == 32 or c == 9
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
+def _load8(buf, p, nbuf):
+    """The 8 bytes ``buf[p:p+8]`` as a little-endian word (one unaligned load), the bytes past
+    the end of the buffer read as 0."""
+    if p + 8 <= nbuf:
+        u = _U(p)
+        return (_U(buf[u]) | (_U(buf[u + _U(1)]) << _U(8)) | (_U(buf[u + _U(2)]) << _U(16))
+                | (_U(buf[u + _U(3)]) << _U(24)) | (_U(buf[u + _U(4)]) << _U(32)) | (_U(buf[u + _U(5)]) << _U(40))
+                | (_U(buf[u + _U(6)]) << _U(48)) | (_U(buf[u + _U(7)]) << _U(56)))
+    w = _U(0)
+    for t in range(nbuf - p):
+        w |= _U(buf[p + t]) << _U(8 * t)
+    return w
+
+
+@nb.njit(cache=True, inline="always")
+def _low(k):
+    """Mask of the low ``k`` bytes of a word (1 <= k <= 7)."""
+    return (_U(1) << _U(8 * k)) - _U(1)
+
+
+@nb.njit(cache=True, inline="always")
+def _mix(h, w):
+    h = (h ^ w) * _K
+    return h ^ (h >> _U(29))
+
+
+@nb.njit(cache=True, inline="always")
+def _final(h, n):
+    """murmur3's 64-bit finaliser of the state and the length: every output bit depends on every
+    input bit (the join tables take their slot from the low bits)."""
+    h ^= _U(n)
+    h ^= h >> _U(33)
+    h *= _U(0xFF51AFD7ED558CCD)
+    h ^= h >> _U(33)
+    h *= _U(0xC4CEB9FE1A85EC53)
+    return h ^ (h >> _U(33))
+
+
+@nb.njit(cache=True, inline="always")
 def _hash(buf, s, e):
-    h = _FNV_OFFSET
-    for i in range(s, e):
-        h = (h ^ np.uint64(buf[i])) * _FNV_PRIME
-    return h
+    """Hash of the bytes ``buf[s:e]``: its 8-byte words from ``s`` (the last one zero-padded)
+    folded by ``_mix``, then ``_final`` with the length."""
+    nbuf = buf.shape[0]
+    h = _U(0)
+    p = s
+    while p + 8 <= e:
+        h = _mix(h, _load8(buf, p, nbuf))
+        p += 8
+    if p < e:
+        h = _mix(h, _load8(buf, p, nbuf) & _low(e - p))
+    return _final(h, e - s)
+
+
+@nb.njit(cache=True, inline="always")
+def _words(buf, s, e):
+    """The first 16 bytes of ``buf[s:e]`` as two little-endian words, zero-padded."""
+    nbuf = buf.shape[0]
+    n = e - s
+    w0 = _U(0)
+    w1 = _U(0)
+    if n > 0:
+        w0 = _load8(buf, s, nbuf)
+        if n < 8:
+            w0 &= _low(n)
+    if n > 8:
+        w1 = _load8(buf, s + 8, nbuf)
+        if n < 16:
+            w1 &= _low(n - 8)
+    return w0, w1
 
 
 @nb.njit(cache=True, nogil=True)
@@ -189,32 +261,53 @@ def segments(qh):
 
 
 @nb.njit(cache=True, nogil=True)
-def split_hash(buf):
-    """Spans of the ``\\n``-separated items of ``buf`` (a join of ids) and their hashes: a count
-    of the separators, then one pass that hashes each item's bytes up to its separator."""
-    n = 1
-    for i in range(buf.shape[0]):
-        if buf[i] == 10:
-            n += 1
+def split_hash(buf, n=-1):
+    """Spans of the ``\\n``-separated items of ``buf`` (a join of ids) and their hashes (``_hash``'s
+    value): a count of the separators (unless the caller knows it: ``n`` items expected; with
+    more, the spans stop at the ``n``-th, short of the buffer's end; with fewer, fewer spans
+    come back), then one pass 8 bytes at a time, each word folded into the item's
+    hash until the word that holds its separator (found by the zero-byte test on the word xor
+    ``\\n``, whose lowest flagged byte is exact)."""
+    nbuf = buf.shape[0]
+    if n < 0:
+        n = 1
+        for i in range(nbuf):
+            n += buf[i] == 10
     s = np.empty(n, dtype=np.int64)
     e = np.empty(n, dtype=np.int64)
     h = np.empty(n, dtype=np.uint64)
     k = 0
-    s[0] = 0
-    x = _FNV_OFFSET
-    for i in range(buf.shape[0]):
-        c = buf[i]
-        if c == 10:
-            e[k] = i
-            h[k] = x
-            k += 1
-            s[k] = i + 1
-            x = _FNV_OFFSET
+    start = 0
+    p = 0
+    x = _U(0)
+    while True:
+        w = _load8(buf, p, nbuf)
+        v = w ^ _NEWLINES
+        t = (v - _ONES) & ~v & _HIGHS
+        avail = nbuf - p
+        if t == 0:
+            if avail > 8:
+                x = _mix(x, w)
+                p += 8
+                continue
+            j = avail  # the last item ends with the buffer
         else:
-            x = (x ^ np.uint64(c)) * _FNV_PRIME
-    e[k] = buf.shape[0]
-    h[k] = x
-    return s, e, h
+            j = np.int64(trailing_zeros(t)) >> 3
+        if j >= 8:
+            x = _mix(x, w)
+        elif j > 0:
+            x = _mix(x, w & _low(j))
+        end = p + j
+        s[k] = start
+        e[k] = end
+        h[k] = _final(x, end - start)
+        k += 1
+        if end >= nbuf or k == n:
+            break
+        start = end + 1
+        p = start
+        x = _U(0)
+    return s[:k], e[:k], h[:k]
 
 
 @nb.njit(cache=True, inline="always")
@@ -299,14 +392,41 @@ def first_duplicate(offsets, h, buf, s, e):
 _LOW32 = np.uint64(0xFFFFFFFF)
 
 
+@intrinsic
+def _prefetch(typingctx, table, row):
+    """Ask the CPU to fetch ``table[row, 0]``'s cache line (LLVM's ``prefetch``; no effect on
+    results): the join prefetches the slot of the row it will probe a few rows later, so that
+    the probe of a table too large for the L1 cache does not wait for memory."""
+    sig = types.void(table, row)
+
+    def codegen(context, builder, signature, args):
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1], context.get_constant(types.intp, 0)],
+                                       wraparound=False)
+        i8p = builder.bitcast(ptr, ir.IntType(8).as_pointer())
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(), [i8p.type, i32, i32, i32]),
+                                            "llvm.prefetch.p0i8")
+        builder.call(fn, [i8p, i32(0), i32(3), i32(1)])  # read, keep in all cache levels, data
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+#: how many rows ahead the join prefetches its table slot
+PREFETCH = 8
+
+
 @nb.njit(cache=True, nogil=True)
-def join_table(j_off, j_h):
-    """Per topic, an open-addressing table of its judgments keyed by document hash (load < 2/3),
-    the topics' tables laid end to end: built once per qrels, then every run row is joined by
-    probing its topic's table. A slot is one 64-bit word, the key's upper 32 hash bits over
-    (row within the topic + 1), 0 when empty: a topic's table is small enough to stay in cache
-    while its rows are joined. Returns (t_off, table): topic ``g``'s table is
-    ``table[t_off[g]:t_off[g+1]]`` (a power of two)."""
+def join_table(j_off, j_h, j_buf, j_s, j_e, j_rel):
+    """Per topic, an open-addressing table of its judgments (linear probing from the hash's low
+    bits, load < 2/3), the topics' tables laid end to end: built once per qrels, then every run
+    row is joined by probing its topic's table (``_probe``). A slot is 4 words, key and value
+    inline so that a probe touches one cache line: the grade (int64 bits), the document's first
+    16 bytes (two zero-padded words), and (length << 32) | (row within the topic + 1), 0 when
+    empty.
+    Returns (t_off, table): topic ``g``'s table is ``table[t_off[g]:t_off[g+1]]`` (a power of two)."""
     nq = j_off.shape[0] - 1
     t_off = np.zeros(nq + 1, dtype=np.int64)
     for g in range(nq):
@@ -314,25 +434,97 @@ def join_table(j_off, j_h):
         while 2 * size < 3 * (j_off[g + 1] - j_off[g]) + 2:
             size *= 2
         t_off[g + 1] = t_off[g] + size
-    table = np.zeros(t_off[nq], dtype=np.uint64)
+    table = np.empty((t_off[nq], 4), dtype=np.uint64)
     for g in range(nq):
         base = t_off[g]
         size = t_off[g + 1] - base
         mask = np.uint64(size - 1)
+        for i in range(base, base + size):  # empty slots: only their last word is read
+            table[i, 3] = 0
         for r in range(j_off[g], j_off[g + 1]):
-            i = _slot(j_h[r], 0, mask)
-            while table[base + i] != 0:
+            i = np.int64(j_h[r] & mask)
+            while table[base + i, 3] != 0:
                 i = (i + 1) & (size - 1)
-            table[base + i] = (j_h[r] & ~_LOW32) | np.uint64(r - j_off[g] + 1)
+            w0, w1 = _words(j_buf, j_s[r], j_e[r])
+            table[base + i, 0] = _U(j_rel[r])
+            table[base + i, 1] = w0
+            table[base + i, 2] = w1
+            table[base + i, 3] = (_U(j_e[r] - j_s[r]) << _U(32)) | _U(r - j_off[g] + 1)
     return t_off, table
 
 
+@nb.njit(cache=True, inline="always")
+def _same_tail(b1, s1, e1, b2, s2):
+    """Bytes ``b1[s1:e1]`` equal ``b2[s2:s2 + e1 - s1]``."""
+    for t in range(e1 - s1):
+        if b1[s1 + t] != b2[s2 + t]:
+            return False
+    return True
+
+
+@nb.njit(cache=True, inline="always")
+def _probe(table, base, size, first, x, buf, s, e, j_buf, j_s):
+    """Slot (row of ``table``; its grade is ``table[slot, 0]``) of the document ``buf[s:e]`` with
+    hash ``x`` in the topic table ``table[base:base+size]``, or -1. The hash only picks the
+    first slot: a slot matches when length and first 16 bytes are equal, and the bytes beyond
+    16 too (judgment row ``first`` + the slot's row): equal bytes, never the hash alone."""
+    w0, w1 = _words(buf, s, e)
+    meta_len = _U(e - s) << _U(32)
+    p = np.int64(x & _U(size - 1))
+    while True:
+        meta = table[base + p, 3]
+        if meta == 0:
+            return -1
+        if table[base + p, 1] == w0 and table[base + p, 2] == w1 and (meta & ~_LOW32) == meta_len:
+            if e - s <= 16 or _same_tail(buf, s + 16, e, j_buf, j_s[first + np.int64(meta & _LOW32)] + 16):
+                return base + p
+        p = (p + 1) & (size - 1)
+
+
+#: bits of a topic's filter per judgment (``join_filter``): 1 - exp(-1/16), about 6%, of the
+#: documents absent from the qrels still probe the table
+FILTER_BITS = 16
+
+
 @nb.njit(cache=True, nogil=True)
-def join(r_off, r_h, r_buf, r_s, r_e, qmap, j_off, t_off, table, j_rel, j_buf, j_s, j_e, nonpool, unjudged):
-    """Relevance of every run row: a probe of its topic's table (``join_table``). Run query
-    ``g`` is qrels query ``qmap[g]`` (-1: none). The table's hash bits only pick candidates:
-    a document joins a judgment when their bytes are equal, so no hash collision can join two
-    different ids."""
+def join_filter(j_off, j_h):
+    """Per topic, a bit set of its judgments' hashes (one bit each, from the hash's top bits, at
+    least ``FILTER_BITS`` bits per judgment), the topics' sets laid end to end as 64-bit words:
+    a run document whose bit is clear is not judged, and skips the table (most of a run's
+    documents are unjudged, and an unsuccessful probe walks the longest). Returns (b_off, bits):
+    topic ``g``'s words are ``bits[b_off[g]:b_off[g+1]]`` (a power of two)."""
+    nq = j_off.shape[0] - 1
+    b_off = np.zeros(nq + 1, dtype=np.int64)
+    for g in range(nq):
+        n_bits = 64
+        while n_bits < FILTER_BITS * (j_off[g + 1] - j_off[g]):
+            n_bits *= 2
+        b_off[g + 1] = b_off[g] + n_bits // 64
+    bits = np.zeros(b_off[nq], dtype=np.uint64)
+    for g in range(nq):
+        base = b_off[g]
+        mask = _U((b_off[g + 1] - base) * 64 - 1)
+        for r in range(j_off[g], j_off[g + 1]):
+            y = (j_h[r] >> _U(40)) & mask
+            bits[base + np.int64(y >> _U(6))] |= _U(1) << (y & _U(63))
+    return b_off, bits
+
+
+@nb.njit(cache=True, inline="always")
+def _lookup(table, base, size, first, bits, b_base, b_mask, x, buf, s, e, j_buf, j_s):
+    """``_probe`` behind the topic's filter (``join_filter``; ``b_mask`` = its bit count - 1)."""
+    y = (x >> _U(40)) & b_mask
+    if (bits[b_base + np.int64(y >> _U(6))] >> (y & _U(63))) & _U(1) == 0:
+        return -1
+    return _probe(table, base, size, first, x, buf, s, e, j_buf, j_s)
+
+
+@nb.njit(cache=True, nogil=True)
+def join(r_off, r_h, r_buf, r_s, r_e, qmap, j_off, t_off, table, b_off, bits, j_buf, j_s, nonpool, unjudged):
+    """Relevance of every run row: a probe of its topic's filter and table (``join_filter``,
+    ``join_table``). Run query
+    ``g`` is qrels query ``qmap[g]`` (-1: none). The hash only picks candidates: a document
+    joins a judgment when their bytes are equal, so no hash collision can join two different ids."""
     rel = np.full(r_h.shape[0], nonpool, dtype=np.int64)
     for g in range(r_off.shape[0] - 1):
         j = qmap[g]
@@ -340,21 +532,19 @@ def join(r_off, r_h, r_buf, r_s, r_e, qmap, j_off, t_off, table, j_rel, j_buf, j
             continue
         base = t_off[j]
         size = t_off[j + 1] - base
-        mask = np.uint64(size - 1)
         first = j_off[j] - 1
-        for r in range(r_off[g], r_off[g + 1]):
-            x = r_h[r]
-            key = x & ~_LOW32
-            i = _slot(x, 0, mask)
-            while True:
-                w = table[base + i]
-                if w == 0:
-                    break
-                if (w & ~_LOW32) == key:
-                    o = first + np.int64(w & _LOW32)
-                    if _cmp(r_buf, r_s[r], r_e[r], j_buf, j_s[o], j_e[o]) == 0:
-                        v = j_rel[o]
-                        rel[r] = v if v >= 0 else unjudged
-                        break
-                i = (i + 1) & (size - 1)
+        b_base = b_off[j]
+        b_mask = _U((b_off[j + 1] - b_base) * 64 - 1)
+        lo = r_off[g]
+        hi = r_off[g + 1]
+        mask = _U(size - 1)
+        for r in range(lo, min(lo + PREFETCH, hi)):
+            _prefetch(table, base + np.int64(r_h[r] & mask))
+        for r in range(lo, hi):
+            if r + PREFETCH < hi:
+                _prefetch(table, base + np.int64(r_h[r + PREFETCH] & mask))
+            slot = _lookup(table, base, size, first, bits, b_base, b_mask, r_h[r], r_buf, r_s[r], r_e[r], j_buf, j_s)
+            if slot >= 0:
+                v = np.int64(table[slot, 0])
+                rel[r] = v if v >= 0 else unjudged
     return rel

@@ -106,12 +106,23 @@ class _Ids:
         buf = np.frombuffer(data, dtype=np.uint8)
         if n == 0:
             return cls(buf, np.zeros(0, np.int64), np.zeros(0, np.int64))
-        s, e, h = TK.split_hash(buf)
-        if len(s) != n:
+        s, e, h = TK.split_hash(buf, n)
+        if len(s) != n or e[-1] != len(buf):
             raise InputError(f"a {what} contains a line break; ids must be single tokens")
         out = cls(buf, s, e, h)
         out.all_str = all_str
         return out
+
+    @classmethod
+    def from_keys(cls, dicts, n: int, what: str):
+        """Ids of the keys of ``dicts`` (a sequence of dicts), in order: one join per dict, then
+        one of the parts (faster than one join over all the keys); keys that are not all str
+        take ``from_strings``' str() path."""
+        try:
+            parts = ["\n".join(d) for d in dicts if d]
+        except TypeError:
+            return cls.from_strings(lambda: chain.from_iterable(dicts), n, what)
+        return cls.from_strings(parts, n, what)
 
     def take(self, rows):
         return _Ids(self.buf, self.s[rows], self.e[rows], self.h[rows])
@@ -318,7 +329,7 @@ class Qrels:
         names = [str(q) for q in qrels]
         sizes = [len(d) for d in qrels.values()]
         n = int(sum(sizes))
-        docs = _Ids.from_strings(lambda: chain.from_iterable(qrels.values()), n, "document id")
+        docs = _Ids.from_keys(list(qrels.values()), n, "document id")
         try:
             rel = np.fromiter(chain.from_iterable(d.values() for d in qrels.values()), dtype=np.float64, count=n)
         except (TypeError, ValueError):
@@ -421,7 +432,7 @@ class Run:
         names = [str(q) for q in run]
         sizes = [len(d) for d in run.values()]
         n = int(sum(sizes))
-        docs = _Ids.from_strings(lambda: chain.from_iterable(run.values()), n, "document id")
+        docs = _Ids.from_keys(list(run.values()), n, "document id")
         try:
             scores = np.fromiter(chain.from_iterable(d.values() for d in run.values()), dtype=np.float64, count=n)
         except (TypeError, ValueError):

@@ -36,11 +36,14 @@ def _lround(x):
 
 
 @njit(cache=True, error_model="numpy")
-def _iprec(rels, a, n, num_rel, num_rel_ret, rl, frac, out, col, v9):
+def _iprec(rpos, n, num_rel, num_rel_ret, frac, out, col, v9):
     """m_iprec_at_recall.c: interpolated precision at recall levels ``frac`` (into out[col+i]).
 
     The number of relevant documents of a level is ``lround(x R)`` in trec_eval 10 and
-    ``(long)(x R + 0.9)`` in trec_eval 9 (``v9``)."""
+    ``(long)(x R + 0.9)`` in trec_eval 9 (``v9``). trec_eval walks the ranks from the last up,
+    keeping the best precision seen; between two relevant ranks the precision only grows
+    towards the upper one, so the walk visits the relevant ranks ``rpos[:num_rel_ret]``
+    (0-based, ascending) and the last rank: the same maxima of the same quotients."""
     m = frac.shape[0]
     cut = np.empty(m, dtype=np.int64)
     for i in range(m):
@@ -55,17 +58,14 @@ def _iprec(rels, a, n, num_rel, num_rel_ret, rl, frac, out, col, v9):
     precis = num_rel_ret / n
     ip = precis
     rsf = num_rel_ret
-    i = n
-    while i > 0 and rsf > 0:
-        precis = rsf / i
+    for t in range(num_rel_ret - 1, -1, -1):
+        precis = rsf / (rpos[t] + 1)
         if ip < precis:
             ip = precis
-        if rels[a + i - 1] >= rl:
-            while current >= 0 and rsf == cut[current]:
-                out[col + current] = ip
-                current -= 1
-            rsf -= 1
-        i -= 1
+        while current >= 0 and rsf == cut[current]:
+            out[col + current] = ip
+            current -= 1
+        rsf -= 1
     while current >= 0:
         out[col + current] = ip
         current -= 1
@@ -114,7 +114,8 @@ def _scratch(longest):
     cum = np.zeros(longest + 1)  # relevant in the top i
     apc = np.zeros(longest + 1)  # sum of precisions at relevant ranks in the top i
     dcg = np.zeros(longest + 1)  # DCG of the top i (gain = grade)
-    return lg, cum, apc, dcg
+    pos = np.zeros((2, longest + 1), dtype=np.int64)  # ranks of the relevant / positive-grade documents
+    return lg, cum, apc, dcg, pos
 
 
 
@@ -158,7 +159,7 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
     longest = np.int64(0)
     for q in range(nq):
         longest = max(longest, off[q + 1] - off[q], _n_judged(q, lv_off, lv_count))
-    lg, cum, apc, dcg = _scratch(longest)
+    lg, cum, apc, dcg, pos = _scratch(longest)
     i_off, ig_all, icum_all = ideal_lists(lv_off, lv_grade, lv_count)
     row = np.zeros(width)
     for q in range(nq):
@@ -166,7 +167,7 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
             igr = ig_all[i_off[q] - q:i_off[q + 1] - q - 1]
             icum = icum_all[i_off[q]:i_off[q + 1]]
             _topic_row(rels, off[q], off[q + 1] - off[q], lv_off[q], lv_off[q + 1], lv_grade, lv_count, rl, icuts,
-                       icut_off, fcuts, fcut_off, rbp_p, set_f_beta, util, n_docs_coll, v9, row, lg, cum, apc, dcg,
+                       icut_off, fcuts, fcut_off, rbp_p, set_f_beta, util, n_docs_coll, v9, row, lg, cum, apc, dcg, pos,
                        igr, icum)
         else:
             _absent_row(_num_rel(lv_off[q], lv_off[q + 1], lv_grade, lv_count, rl), row)
@@ -175,26 +176,13 @@ def trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, rl, icuts, icut_
     return out
 
 
-@njit(cache=True, error_model="numpy")
-def _same(b1, s1, e1, b2, s2, e2):
-    """The byte spans are equal (branch-free over the bytes: the candidates compared are
-    almost always equal ids, whose hashes matched)."""
-    n = e1 - s1
-    if e2 - s2 != n:
-        return False
-    diff = 0
-    for t in range(n):
-        diff |= b1[s1 + t] ^ b2[s2 + t]
-    return diff == 0
-
-
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _docno_after(buf, s1, e1, s2, e2):
     """Docno ``buf[s1:e1]`` sorts after ``buf[s2:e2]`` (strcmp), so ranks first among ties."""
     return DK._cmp(buf, s1, e1, buf, s2, e2) > 0
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _before(i, j, key, buf, s, e):
     """Row ``i`` ranks before row ``j`` (trec_eval: score descending, then docno descending)."""
     if key[i] != key[j]:
@@ -277,14 +265,15 @@ def _rank_order(idx, tmp, n, key, buf, s, e):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, table, j_rel, j_buf, j_s, j_e,
+def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, table, b_off, bits, j_buf, j_s,
              lv_off, lv_grade, lv_count, i_off, ig_all, icum_all, max_docs, judged_only, rl, icuts, icut_off, fcuts,
              fcut_off, rbp_p, set_f_beta, util, n_docs_coll, v9, rs_len):
     """A run against prepared qrels in one pass per topic: join, rank, measure.
 
     For output row ``i``: qrels topic ``topics[i]``, run query ``run_of[i]`` (-1: absent, -c).
-    Each run document is joined to its topic's judgments by a probe of the qrels' hash table
-    (``data._trec_kernel.join_table``; a match is confirmed byte by byte), the topic is ranked
+    Each run document is joined to its topic's judgments through the qrels' filter and hash
+    table (``data._trec_kernel.join_filter``, ``join_table``, ``_lookup``; the slot of the row
+    ``PREFETCH`` ahead is prefetched; a match is confirmed on the bytes), the topic is ranked
     as trec_eval ranks it (score descending, docno descending; ``v9``: scores as float32),
     cut at ``max_docs`` (-M), stripped of unjudged documents with ``judged_only`` (-J), and
     measured by ``_topic_row``. Returns the measure table, trec_eval's ``relstring`` of the first
@@ -301,7 +290,7 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
         if g >= 0:
             longest = max(longest, r_off[g + 1] - r_off[g])
         longest = max(longest, _n_judged(topics[i], lv_off, lv_count))
-    lg, cum, apc, dcg = _scratch(longest)
+    lg, cum, apc, dcg, pos = _scratch(longest)
     row = np.zeros(width)
     rel = np.empty(longest, dtype=np.int64)
     key = np.empty(longest)
@@ -322,24 +311,24 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
         n = r_off[g + 1] - a
         # join: each document's grade (NONPOOL: not in the qrels; UNJUDGED: a negative grade)
         base = t_off[t]
-        mask = np.uint64(t_off[t + 1] - base - 1)
+        size = t_off[t + 1] - base
         first = j_off[t] - 1
+        b_base = b_off[t]
+        b_mask = np.uint64((b_off[t + 1] - b_base) * 64 - 1)
+        mask = np.uint64(size - 1)
+        for k in range(min(n, DK.PREFETCH)):
+            DK._prefetch(table, base + np.int64(r_h[a + k] & mask))
         for k in range(n):
             r = a + k
-            x = r_h[r]
-            hi = x & ~DK._LOW32
-            p = DK._slot(x, 0, mask)
+            if k + DK.PREFETCH < n:
+                DK._prefetch(table, base + np.int64(r_h[r + DK.PREFETCH] & mask))
+            slot = DK._lookup(table, base, size, first, bits, b_base, b_mask, r_h[r], r_buf, r_s[r], r_e[r], j_buf,
+                              j_s)
             v = NONPOOL
-            while True:
-                w = table[base + p]
-                if w == 0:
-                    break
-                if (w & ~DK._LOW32) == hi:
-                    o = first + np.int64(w & DK._LOW32)
-                    if _same(r_buf, r_s[r], r_e[r], j_buf, j_s[o], j_e[o]):
-                        v = j_rel[o] if j_rel[o] >= 0 else UNJUDGED
-                        break
-                p = (p + np.int64(1)) & np.int64(mask)
+            if slot >= 0:
+                v = np.int64(table[slot, 0])
+                if v < 0:
+                    v = UNJUDGED
             rel[k] = v
             key[k] = np.float64(np.float32(scores[r])) if v9 else scores[r]
             idx[k] = k
@@ -356,8 +345,8 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
             rs[i, k] = 62 if v > 9 else (48 + v if v >= 0 else (45 if v == NONPOOL else 46))
         rs_n[i] = min(m, rs_len)
         _topic_row(ranked, np.int64(0), m, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcuts, fcut_off, rbp_p,
-                   set_f_beta, util, n_docs_coll, v9, row, lg, cum, apc, dcg, ig_all[i_off[t] - t:i_off[t + 1] - t - 1],
-                   icum_all[i_off[t]:i_off[t + 1]])
+                   set_f_beta, util, n_docs_coll, v9, row, lg, cum, apc, dcg, pos,
+                   ig_all[i_off[t] - t:i_off[t + 1] - t - 1], icum_all[i_off[t]:i_off[t + 1]])
         for c in range(width):
             out[i, c] = row[c]
     return out, rs, rs_n
@@ -365,7 +354,7 @@ def eval_run(r_off, r_buf, r_s, r_e, r_h, scores, topics, run_of, j_off, t_off, 
 
 @njit(cache=True, error_model="numpy")
 def _topic_row(rels, a, n, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcuts, fcut_off, rbp_p, set_f_beta,
-               util, n_docs_coll, v9, row, lg, cum, apc, dcg, igr, icum):
+               util, n_docs_coll, v9, row, lg, cum, apc, dcg, pos, igr, icum):
     """Every requested measure of one topic (into ``row``): its ranked relevance values
     ``rels[a:a+n]``, its judged grades ``lv_grade[la:lb]`` (ascending) with their counts, and
     its ideal gains ``igr`` and ideal DCG prefix ``icum`` (``ideal_lists``)."""
@@ -401,6 +390,7 @@ def _topic_row(rels, a, n, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcut
     sr = 0.0
     cur = 1.0
     unj = 0
+    n_gain = 0
     for i in range(n):
         v = rels[a + i]
         r = 1.0 if v >= rl else 0.0
@@ -410,9 +400,12 @@ def _topic_row(rels, a, n, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcut
         if r > 0:
             if rr == 0.0:
                 rr = 1.0 / (i + 1.0)
+            pos[0, k] = i
             k += 1
             bing += 1.0 / lg[1 + i - k]
         if v > 0:
+            pos[1, n_gain] = i
+            n_gain += 1
             rbp += (v / scale) * cur
         if v < 0:
             unj += 1
@@ -475,7 +468,7 @@ def _topic_row(rels, a, n, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcut
     ideal_total = icum[n_pos]
     row[C_NDCG] = dcg[n] / ideal_total if ideal_total > 0 else 0.0
     # ---- ndcg_rel, Rndcg, G (m_ndcg_rel.c, m_Rndcg.c, m_G.c), walking ranking and ideal together
-    _graded_walks(rels, a, n, igr, n_pos, num_rel, row, lg)
+    _graded_walks(rels, a, n, igr, icum, n_pos, num_rel, row, lg, dcg, pos[1], n_gain)
     # ---- integer-cutoff families
     for fam in range(icut_off.shape[0] - 1):
         for c in range(icut_off[fam], icut_off[fam + 1]):
@@ -507,9 +500,9 @@ def _topic_row(rels, a, n, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcut
         a1 = fcut_off[fam + 1]
         col = N_SCALAR + n_i + a0
         if fam == F_IPREC:
-            _iprec(rels, a, n, num_rel, int(nrr), rl, fcuts[a0:a1], row, col, v9)
+            _iprec(pos[0], n, num_rel, int(nrr), fcuts[a0:a1], row, col, v9)
         elif fam == F_11PT:
-            _iprec(rels, a, n, num_rel, int(nrr), rl, fcuts[a0:a1], row, col, v9)
+            _iprec(pos[0], n, num_rel, int(nrr), fcuts[a0:a1], row, col, v9)
             tot = 0.0
             for c in range(a1 - a0):
                 tot += row[col + c]
@@ -522,50 +515,27 @@ def _topic_row(rels, a, n, la, lb, lv_grade, lv_count, rl, icuts, icut_off, fcut
 
 
 @njit(cache=True, error_model="numpy")
-def _graded_walks(rels, a, n, igr, n_pos, num_rel, row, lg):
+def _graded_walks(rels, a, n, igr, icum, n_pos, num_rel, row, lg, dcg, gpos, n_gain):
     """ndcg_rel, Rndcg and G of one topic: trec_eval's loops, where the ideal gain at rank ``i``
     is ``igr[i]`` (the judged grades in descending order, 0 from rank ``n_pos`` on: the walk down
-    the grades that trec_eval repeats in each of these measures, done once by the caller)."""
-    # ndcg_rel
-    rdcg = 0.0
-    idcg = 0.0
-    total = 0.0
-    nrr = 0
-    nrel = 0
-    ig = igr[0] if n_pos > 0 else 0.0
+    the grades that trec_eval repeats in each of these measures, done once by the caller) and
+    ``icum[p]`` the ideal DCG of the top ``p``.
 
-    i = 0
-    while i < n and ig > 0.0:
-        v = rels[a + i]
-        g = float(v) if v > 0 else 0.0
-        if g != 0:
-            rdcg += g / lg[i]
-        ig = igr[i] if i < n_pos else 0.0
-        if ig > 0.0:
-            nrel += 1
-            idcg += ig / lg[i]
-        if g > 0:
-            total += rdcg / idcg
-            nrr += 1
-        i += 1
-    while i < n:
-        v = rels[a + i]
-        g = float(v) if v > 0 else 0.0
-        if g != 0:
-            rdcg += g / lg[i]
-        if g > 0:
-            total += rdcg / idcg
-            nrr += 1
-        i += 1
-    while ig > 0.0:
-        ig = igr[i] if i < n_pos else 0.0
-        if ig > 0.0:
-            nrel += 1
-            idcg += ig / lg[i]
-        i += 1
+    Past the ideal list only the documents of positive grade change a sum: the loops there
+    visit their ranks ``gpos[:n_gain]`` (0-based, ascending), take the running DCG from the
+    caller's prefix ``dcg`` (the same additions in the same order, so the same doubles) and,
+    for G, the cost count as the integer it is (whole grades and steps of 1.0 add exactly)."""
+    # ndcg_rel: at each positive grade, the DCG so far over the ideal DCG so far (whose prefix
+    # stops growing past the ideal list), then the relevant documents not retrieved; ``dcg`` and
+    # ``icum`` are trec_eval's running sums (the same additions in the same order)
+    total = 0.0
+    for t in range(n_gain):
+        p = gpos[t] + 1
+        total += dcg[p] / icum[p if p < n_pos else n_pos]
+    idcg = icum[n_pos]
     if idcg > 0:
-        total += (nrel - nrr) * rdcg / idcg
-    row[C_NDCG_REL] = total / nrel if total > 0.0 else 0.0
+        total += (n_pos - n_gain) * dcg[n] / idcg
+    row[C_NDCG_REL] = total / n_pos if total > 0.0 else 0.0
     # Rndcg
     if num_rel > 0:
         rdcg = 0.0
@@ -590,11 +560,8 @@ def _graded_walks(rels, a, n, igr, n_pos, num_rel, row, lg):
                 idcg += ig / lg[i]
             i += 1
         if i < n:
-            while i < n:
-                v = rels[a + i]
-                if v > 0:
-                    rdcg += v / lg[i]
-                i += 1
+            rdcg = dcg[n]
+            i = n
             if idcg > 0.0:
                 total += rdcg / idcg
                 changes += 1
@@ -616,6 +583,7 @@ def _graded_walks(rels, a, n, igr, n_pos, num_rel, row, lg):
     scost = 0.0
     ig = igr[0] if n_pos > 0 else 0.0
     i = 0
+    seen = 0
     while i < n and ig > 0.0:
         v = rels[a + i]
         g = float(v) if v > 0 else 0.0
@@ -626,15 +594,15 @@ def _graded_walks(rels, a, n, igr, n_pos, num_rel, row, lg):
         scost += ig if ig >= 1.0 else 1.0
         if g != 0:
             rg += g / np.log2(2.0 + scost - sres)
+            seen += 1
         i += 1
-    while i < n:
-        v = rels[a + i]
-        g = float(v) if v > 0 else 0.0
-        sres += g
-        scost += 1.0
-        if g != 0:
-            rg += g / np.log2(2.0 + scost - sres)
-        i += 1
+    if i < n:
+        for t in range(seen, n_gain):  # past the ideal list every rank costs 1.0
+            p = gpos[t]
+            g = float(rels[a + p])
+            sres += g
+            rg += g / np.log2(2.0 + (scost + float(p - i + 1)) - sres)
+        i = n
     while ig > 0.0:
         ig = igr[i] if i < n_pos else 0.0
         if ig > 0.0:
