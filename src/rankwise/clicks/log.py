@@ -38,8 +38,25 @@ def _codes(values):
     return codes.astype(np.int64), np.asarray(uniques)
 
 
+class _PairCodes:
+    """What both log forms know of their codes: queries, documents and (query, doc) pairs
+    (``queries``, ``docs``: the original ids; ``pair_query``, ``pair_doc``: each pair's codes)."""
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.queries)
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.pair_query)
+
+    def pair_keys(self):
+        """Original ``(query id, doc id)`` of every pair code."""
+        return self.queries[self.pair_query], self.docs[self.pair_doc]
+
+
 @dataclass
-class ClickLog:
+class ClickLog(_PairCodes):
     """Sessions of ranked documents with clicks, stored as flat arrays (see the module docstring).
 
     Build one with :func:`read_click_log`, :meth:`from_frame` or :meth:`from_arrays`.
@@ -174,14 +191,6 @@ class ClickLog:
     def n_sessions(self) -> int:
         return len(self.session_offsets) - 1
 
-    @property
-    def n_queries(self) -> int:
-        return len(self.queries)
-
-    @property
-    def n_pairs(self) -> int:
-        return len(self.pair_query)
-
     def __len__(self) -> int:
         return self.n_sessions
 
@@ -202,10 +211,6 @@ class ClickLog:
     @property
     def query_of_row(self) -> np.ndarray:
         return np.repeat(self.query, self.sizes)
-
-    def pair_keys(self):
-        """Original ``(query id, doc id)`` of every pair code."""
-        return self.queries[self.pair_query], self.docs[self.pair_doc]
 
     def subset(self, sessions) -> "ClickLog":
         """The log restricted to the given session indices (or a boolean mask), in that order."""
@@ -298,7 +303,7 @@ class ClickLog:
 
 
 @dataclass
-class ClickCounts:
+class ClickCounts(_PairCodes):
     r"""An aggregated click log: one row per (query, doc, rank) with its clicks and impressions, and
     the number of sessions of every query.
 
@@ -371,20 +376,8 @@ class ClickCounts:
         return int(self.sessions.sum())
 
     @property
-    def n_queries(self) -> int:
-        return len(self.queries)
-
-    @property
-    def n_pairs(self) -> int:
-        return len(self.pair_query)
-
-    @property
     def max_rank(self) -> int:
         return int(self.rank.max(initial=0))
-
-    def pair_keys(self):
-        """Original ``(query id, doc id)`` of every pair code."""
-        return self.queries[self.pair_query], self.docs[self.pair_doc]
 
     def __repr__(self) -> str:
         return (f"ClickCounts({self.n_sessions} sessions, {self.n_queries} queries, {self.n_pairs} (query, doc) "
