@@ -78,7 +78,8 @@ def _feature_rows(log: ClickLog, features):
     return rows
 
 
-def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, clip: float | None = None, candidates: bool = False):
+def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, clip: float | None = None,
+                  candidates: bool = False):
     r"""The training set of the shown (query, doc) pairs, labelled from the clicks.
 
     Labels: :math:`\hat r_{qd} = \frac{1}{n_q} \sum_s c_d^{(s)} / \theta_{k_d^{(s)}}` (IPS, see the
@@ -155,8 +156,8 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
     return RankingDataset.from_arrays(features.X[rows[order]], label[order], q[order], doc_ids=d[order])
 
 
-def fit_debiased(estimator, log: ClickLog | ClickCounts, features, propensity, *, clip: float | None = None, check: bool = True,
-                 candidates: bool = False, **fit_kwargs):
+def fit_debiased(estimator, log: ClickLog | ClickCounts, features, propensity, *, clip: float | None = None,
+                 check: bool = True, candidates: bool = False, **fit_kwargs):
     """Fit ``estimator`` (any rankwise ranker) on the IPS labels of :func:`click_dataset`
     (``candidates=True``: with the unshown candidates of each logged query as label-0 rows, see there).
 

@@ -508,7 +508,8 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
         d = run.docs
         table_, rs, rs_n = TK.eval_run(
             run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, *pq.table, q.docs.buf,
-            q.docs.s, *pq.levels, *pq.ideal, limit, bool(judged_only), relevance_level, plan.icuts, plan.icut_off, plan.fcuts, plan.fcut_off, float(rbp_p), 1.0, _UTILITY,
+            q.docs.s, *pq.levels, *pq.ideal, limit, bool(judged_only), relevance_level, plan.icuts, plan.icut_off,
+            plan.fcuts, plan.fcut_off, float(rbp_p), 1.0, _UTILITY,
             float(n_docs_in_coll), profile == "trec_eval9", rs_len)
         matrix = plan.matrix(table_)
         totals = np.cumsum(matrix[order], axis=0)[-1]
