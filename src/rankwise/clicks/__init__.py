@@ -22,6 +22,7 @@ _LAZY = {
     "regression_em_log": "propensity", "harvest_propensities": "propensity", "pbm_propensities": "propensity",
     "rank_table": "propensity", "RegressionEMResult": "propensity", "HarvestResult": "propensity",
     "ips_weights": "ips", "click_dataset": "ips", "fit_debiased": "ips",
+    "select_clip": "ips", "ClipSelection": "ips", "split_log_by_query": "ips", "ips_dcg": "ips",
     "UnbiasedLambdaMART": "joint", "DLA": "joint", "pages": "joint",
     "simulate_clicks_protocol": "simulation", "ClickSimulation": "simulation", "click_noise": "simulation",
 }

@@ -20,12 +20,15 @@ ranks (Joachims et al. 2017, §4; "propensity clipping"); ``clip=None`` keeps th
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from rankwise.clicks.log import ClickCounts, ClickLog
 from rankwise.errors import InputError
 
-__all__ = ["ips_weights", "click_dataset", "fit_debiased"]
+__all__ = ["ips_weights", "click_dataset", "fit_debiased", "select_clip", "ClipSelection", "split_log_by_query",
+           "ips_dcg"]
 
 
 def ips_weights(ranks, propensity, *, clip: float | None = None) -> np.ndarray:
@@ -180,3 +183,140 @@ def fit_debiased(estimator, log: ClickLog | ClickCounts, features, propensity, *
                              "pairwise_squared, pointwise_squared, pointwise_logistic or bregman, or check=False")
     data = click_dataset(log, features, propensity=propensity, clip=clip, candidates=candidates)
     return estimator.fit(data, **fit_kwargs)
+
+
+def split_log_by_query(log: ClickLog | ClickCounts, validation_fraction: float = 0.2, *, random_state=0):
+    """Split a log into (train, validation) :class:`ClickCounts` by query: every query, with all its
+    sessions, lands on exactly one side (at least one query on each side)."""
+    if isinstance(log, ClickLog):
+        log = log.counts()
+    if not isinstance(log, ClickCounts):
+        raise InputError(f"log must be a ClickLog or ClickCounts; got {type(log).__name__}")
+    f = validation_fraction
+    if isinstance(f, bool) or not isinstance(f, (int, float, np.floating, np.integer)) or not 0 < f < 1:
+        raise InputError(f"validation_fraction must be a number in (0, 1); got {f!r}")
+    nq = len(log.queries)
+    if nq < 2:
+        raise InputError(f"splitting a log by query needs at least 2 queries; the log has {nq}")
+    n_val = min(max(int(round(f * nq)), 1), nq - 1)
+    perm = np.random.default_rng(random_state).permutation(nq)
+    is_val = np.zeros(nq, dtype=bool)
+    is_val[perm[:n_val]] = True
+
+    def part(keep_q):
+        qs = np.flatnonzero(keep_q)
+        new = np.full(nq, -1, dtype=np.int64)
+        new[qs] = np.arange(len(qs))
+        rows = keep_q[log.query]
+        return ClickCounts(queries=log.queries[qs], sessions=log.sessions[qs], query=new[log.query[rows]],
+                           docs=log.docs, doc=log.doc[rows], rank=log.rank[rows], clicks=log.clicks[rows],
+                           impressions=log.impressions[rows])
+
+    return part(~is_val), part(is_val)
+
+
+def ips_dcg(scores, data, *, k: int | None = 10) -> float:
+    r"""Counterfactual (IPS) estimate of DCG@k of a scoring on a click data set.
+
+    .. math:: \widehat{\mathrm{DCG}}@k = \frac{1}{|Q|} \sum_q \sum_{i=1}^{\min(k, n_q)}
+              \frac{\hat r_{q\pi_q(i)}}{\log_2(1 + i)}
+
+    with π_q the documents of query q sorted by decreasing score (ties: data set order) and
+    :math:`\hat r` the labels of ``data`` (:func:`click_dataset` with the propensities, unclipped:
+    an unbiased estimate of the relevance of each shown document, so the sum is an unbiased
+    estimate of DCG@k over the shown documents; Joachims et al. 2017, §4; Agarwal et al. 2019).
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    off = np.asarray(data.query_offsets)
+    if scores.shape != (off[-1],):
+        raise InputError(f"scores has shape {scores.shape}; expected one score per row ({off[-1]},)")
+    if k is not None and (isinstance(k, bool) or int(k) != k or k < 1):
+        raise InputError(f"k must be a positive integer or None; got {k!r}")
+    total = 0.0
+    for a, b in zip(off[:-1], off[1:]):
+        order = np.argsort(-scores[a:b], kind="stable")[: (b - a) if k is None else int(k)]
+        total += float(np.sum(np.asarray(data.labels[a:b])[order] / np.log2(np.arange(2, len(order) + 2))))
+    return total / max(len(off) - 1, 1)
+
+
+@dataclass
+class ClipSelection:
+    """Result of :func:`select_clip`: the chosen ``clip`` and the validation score of every candidate
+    (``scores[i]`` for ``clips[i]``), the IPS estimate of DCG@k on the held-out queries."""
+
+    clip: float | None
+    clips: tuple
+    scores: np.ndarray
+    k: int | None
+    n_train_queries: int
+    n_validation_queries: int
+
+
+def select_clip(estimator, log: ClickLog | ClickCounts, features, propensity,
+                clips=(0.1, 0.01, 0.001, None), *, validation_fraction: float = 0.2, random_state=0,
+                k: int | None = 10, candidates: bool = False, check: bool = True, **fit_kwargs) -> ClipSelection:
+    r"""Choose the propensity clip on held-out *clicks* (never on relevance labels).
+
+    The log's queries are split into training and validation queries (:func:`split_log_by_query`);
+    for every candidate clip τ (``None``: unclipped) a clone of ``estimator`` is fitted by
+    :func:`fit_debiased` on the training queries, and scored on the validation queries by
+    :func:`ips_dcg`: the model ranks each validation query's shown documents and the gains are their
+    *unclipped* IPS relevance estimates from the validation clicks,
+
+    .. math:: \hat\tau = \arg\max_\tau \frac{1}{|Q_v|} \sum_{q \in Q_v} \sum_{i \le k}
+              \frac{\hat r_{q \pi^\tau_q(i)}}{\log_2(1 + i)},
+
+    an unbiased estimate of each model's DCG@k over the shown documents (Joachims, Swaminathan &
+    Schnabel, WSDM 2017, §4 and §6 use such counterfactual estimates to select hyper-parameters).
+    Ties between candidates go to the first listed. The chosen clip is then meant to be used for a
+    fit on the whole log, e.g. ``fit_debiased(estimator, log, features, propensity, clip=sel.clip)``.
+
+    Parameters
+    ----------
+    estimator : rankwise ranker (scikit-learn style, cloned with :func:`sklearn.base.clone`)
+    log : ClickLog or ClickCounts
+    features : RankingDataset
+    propensity : array (R,)
+        Examination propensities over ranks 1..R (estimated, e.g. by regression-EM, or known).
+    clips : sequence of float or None
+        Candidate clips, each in (0, 1] or ``None``; at least one.
+    validation_fraction : float in (0, 1)
+        Share of the queries held out.
+    random_state : int
+        Seed of the split.
+    k : int or None
+        Cut-off of the validation DCG (``None``: the whole list of shown documents).
+    candidates, check, **fit_kwargs
+        Passed to :func:`fit_debiased` for the training fits.
+
+    Returns
+    -------
+    ClipSelection
+
+    References
+    ----------
+    T. Joachims, A. Swaminathan, T. Schnabel, "Unbiased Learning-to-Rank with Biased Feedback",
+    WSDM 2017.
+    """
+    from sklearn.base import clone
+
+    clips = tuple(clips) if not isinstance(clips, (str, bytes)) and np.iterable(clips) else clips
+    if not isinstance(clips, tuple) or len(clips) == 0:
+        raise InputError(f"clips must be a non-empty sequence of floats in (0, 1] or None; got {clips!r}")
+    for c in clips:
+        if c is not None and (isinstance(c, bool) or not isinstance(c, (int, float, np.floating, np.integer))
+                              or not 0 < float(c) <= 1):
+            raise InputError(f"every candidate clip must be in (0, 1] or None; got {c!r}")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
+        raise InputError(f"k must be a positive integer or None; got {k!r}")
+    train, val = split_log_by_query(log, validation_fraction, random_state=random_state)
+    vdata = click_dataset(val, features, propensity=propensity, clip=None)
+    vqid = np.repeat(np.asarray(vdata.query_ids), np.diff(vdata.query_offsets))
+    scores = np.empty(len(clips))
+    for i, c in enumerate(clips):
+        model = fit_debiased(clone(estimator), train, features, propensity, clip=c, check=check,
+                             candidates=candidates, **fit_kwargs)
+        scores[i] = ips_dcg(model.predict(vdata.X, qid=vqid), vdata, k=k)
+    best = int(np.argmax(scores))
+    return ClipSelection(clip=clips[best], clips=clips, scores=scores, k=k, n_train_queries=len(train.queries),
+                         n_validation_queries=len(val.queries))
