@@ -158,16 +158,6 @@ def section_mark(depth):
 AGG_SESSIONS = 100_000_000  # the aggregated runs: 10^8 sessions per fold and η (--quick: 10^7), fixed in advance
 
 
-def regression_em_counts(sim):
-    """regression-EM (the defaults of part 2, ``n_iter=30``) on an aggregated simulated log (``ClickCounts``:
-    its rows are regression-EM's (query, doc, rank) observations; documents are row numbers of the features)."""
-    from rankwise.clicks import regression_em
-
-    c = sim.log
-    X = sim.features.X[c.docs[c.doc].astype(np.int64)]
-    return regression_em(X.toarray() if hasattr(X, "toarray") else X, c.rank, c.clicks, c.impressions, n_iter=30)
-
-
 def shown_true_labels(sim, train):
     """The shown (query, doc) rows of the simulated log with their true labels: what a ranker on perfect labels of
     the shown documents alone reaches (the item-selection ceiling of a top-k page)."""
@@ -290,7 +280,7 @@ def previous_subsections(mark):
 
 
 def simulate_one(name, train, test, etas, kinds, n_sessions, quick, seed, acc, prop_rows, depth):
-    from rankwise.clicks import click_dataset, fit_debiased, simulate_clicks_protocol
+    from rankwise.clicks import click_dataset, fit_debiased, regression_em_log, simulate_clicks_protocol
 
     full_models = {kind: make_rankers(kind, seed, quick).fit(train) for kind in kinds}
     for eta in etas:
@@ -300,7 +290,7 @@ def simulate_one(name, train, test, etas, kinds, n_sessions, quick, seed, acc, p
         # the same protocol with AGG_SESSIONS sessions, drawn aggregated (ClickCounts): IPS variance 100x smaller
         agg = simulate_clicks_protocol(train, n_sessions=AGG_SESSIONS // (10 if quick else 1), eta=eta, top_k=depth,
                                        random_state=seed, aggregate=True)
-        em_agg = regression_em_counts(agg)
+        em_agg = regression_em_log(agg.log, agg.features, n_iter=30)
         for kind in kinds:
             deb = fit_debiased(make_rankers(kind, seed, quick), sim.log, sim.features, em.propensity, clip=CLIP)
             ora = fit_debiased(make_rankers(kind, seed, quick), sim.log, sim.features, sim.propensity)
@@ -462,7 +452,7 @@ SELECT_CLIPS = (0.01, 0.001, 0.0001, None)  # candidate clips of select_clip, fi
 def clip_selection(ddir, folds, quick, lines, etas):
     """The full-list aggregated protocol of part 2 (10^8 sessions, regression-EM on the counts), with the clip
     chosen by ``select_clip`` on held-out training queries' clicks among ``SELECT_CLIPS`` instead of ``CLIP``."""
-    from rankwise.clicks import click_dataset, fit_debiased, select_clip, simulate_clicks_protocol
+    from rankwise.clicks import click_dataset, fit_debiased, regression_em_log, select_clip, simulate_clicks_protocol
     from rankwise.data import make_synthetic, read_svmlight
 
     t0 = time.perf_counter()
@@ -479,7 +469,7 @@ def clip_selection(ddir, folds, quick, lines, etas):
         full = {k: make_rankers(k, 0, quick).fit(tr) for k in ("GBDT", "neural")}
         for eta in etas:
             agg = simulate_clicks_protocol(tr, n_sessions=n_agg, eta=eta, top_k=None, random_state=0, aggregate=True)
-            em = regression_em_counts(agg)
+            em = regression_em_log(agg.log, agg.features, n_iter=30)
             for kind in ("GBDT", "neural"):
                 sel = select_clip(make_rankers(kind, 0, quick), agg.log, agg.features, em.propensity,
                                   clips=SELECT_CLIPS, validation_fraction=0.2, random_state=0, k=10)

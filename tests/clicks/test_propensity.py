@@ -95,6 +95,15 @@ def test_rank_table_aggregates(rel):
     pair, rank, clk, imp = rank_table(log)
     assert imp.sum() == len(log.doc) and clk.sum() == log.clicked.sum()
     assert rank.min() == 1 and rank.max() == 6
+    # by brute force: every (pair, rank) row counts its sessions' impressions and clicks; the pair codes are the log's
+    for p, r, c, n in zip(pair, rank, clk, imp):
+        at = (log.pair == p) & (log.ranks == r)
+        assert n == at.sum() and c == log.clicked[at].sum()
+    assert len(set(zip(pair.tolist(), rank.tolist()))) == len(pair)
+    # an aggregated log is its own table
+    agg = log.counts()
+    for a, b in zip(rank_table(agg), (pair, rank, clk, imp)):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_errors(rel):

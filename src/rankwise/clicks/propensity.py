@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankwise.clicks.log import ClickLog
+from rankwise.clicks.log import ClickCounts, ClickLog
 from rankwise.errors import InputError
 
 __all__ = ["propensities_randtop", "propensities_randpair", "regression_em", "regression_em_log", "rank_table",
@@ -436,20 +436,18 @@ def harvest_propensities(log: ClickLog, *, max_rank: int | None = None, min_set_
     return HarvestResult(th / th[0], pairs + 1, sizes, chat)
 
 
-def rank_table(log: ClickLog):
-    """Aggregated observations ``(pair, rank, clicks, impressions)``: one row per (query, doc, rank) of ``log``."""
-    _check_log(log)
-    R = log.max_rank
-    key = log.pair * R + (log.ranks - 1)
-    uniq, inv = np.unique(key, return_inverse=True)
-    imp = np.bincount(inv)
-    clk = np.bincount(inv, weights=log.clicked)
-    return uniq // R, uniq % R + 1, clk, imp.astype(np.float64)
+def rank_table(log: ClickLog | ClickCounts):
+    """Aggregated observations ``(pair, rank, clicks, impressions)``: one row per (query, doc, rank) of ``log``
+    (the rows of :meth:`ClickLog.counts`, or of an aggregated log as it is)."""
+    if not isinstance(log, ClickCounts):
+        _check_log(log)
+        log = log.counts()
+    return log.pair, log.rank, log.clicks, log.impressions
 
 
-def regression_em_log(log: ClickLog, features, **kwargs) -> RegressionEMResult:
-    """:func:`regression_em` on a click log, with the documents' features from ``features`` (a
-    RankingDataset, matched as :func:`rankwise.clicks.click_dataset` matches them)."""
+def regression_em_log(log: ClickLog | ClickCounts, features, **kwargs) -> RegressionEMResult:
+    """:func:`regression_em` on a click log (sessions or their aggregate), with the documents' features
+    from ``features`` (a RankingDataset, matched as :func:`rankwise.clicks.click_dataset` matches them)."""
     from rankwise.clicks.ips import _feature_rows
 
     pair, rank, clk, imp = rank_table(log)
