@@ -213,6 +213,9 @@ def test_torchrun_ranks_reading_own_shards_equal_single_process_on_the_concatena
 
 
 _MISMATCH_SCRIPT = """
+import os
+import sys
+
 import numpy as np
 import scipy.sparse as sp
 import torch.distributed as dist
@@ -236,7 +239,9 @@ for model, Xr, q in [
         out.append("fitted")
     except InputError as exc:
         out.append(str(exc))
-print(f"RANK{r}|" + "|".join(out), flush=True)
+# a file per rank: two processes printing long lines to torchrun's one stdout can interleave them
+with open(os.path.join(sys.argv[1], f"rank{r}.txt"), "w") as fh:
+    fh.write(f"RANK{r}|" + "|".join(out))
 dist.destroy_process_group()
 """
 
@@ -245,9 +250,10 @@ def test_fit_shard_mismatches_between_ranks_raise_on_every_rank(tmp_path):
     script = tmp_path / "mismatch.py"
     script.write_text(_MISMATCH_SCRIPT)
     r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-                        str(script)], capture_output=True, text=True, timeout=300)
+                        str(script), str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    lines = {ln.split("|")[0]: ln.split("|")[1:] for ln in r.stdout.splitlines() if ln.startswith("RANK")}
+    found = [(tmp_path / f"rank{k}.txt").read_text() for k in (0, 1) if (tmp_path / f"rank{k}.txt").exists()]
+    lines = {ln.split("|")[0]: ln.split("|")[1:] for ln in found}
     assert set(lines) == {"RANK0", "RANK1"}
     for rank, out in lines.items():
         assert "the model parameter 'learning_rate' differs between ranks (rank 0: 0.01, rank 1: 0.1)" in out[0], rank
