@@ -194,3 +194,120 @@ def test_warm_start_keeps_boosting_one_model():
     res = regression_em(X, rank, clicks, n, n_iter=4, n_estimators=3, warm_start=True, tol=0.0)
     assert res.n_iter == 4 and res.relevance_model.num_trees() == 3 * 5  # the start + 4 M-steps
     np.testing.assert_allclose(np.clip(res.relevance_model.predict(X), 1e-6, 1 - 1e-6), res.relevance, rtol=1e-12)
+
+
+# ------------------------------------------------------------------ m_step="observed" (ECME), n_estimators="auto"
+def test_pbm_gradient_and_fisher_information_by_enumeration():
+    """The gradient of −ℓ matches finite differences; at the true relevance its expectation over
+    c ~ Binomial(n, tγ) is 0 and its variance is the Fisher information used as the Hessian."""
+    from scipy.stats import binom
+
+    from rankwise.clicks.propensity import _pbm_nll, _pbm_nll_grad_hess
+
+    F = np.array([-2.0, -0.3, 0.0, 0.7, 2.5])
+    t = np.array([1.0, 0.5, 0.2, 0.05, 0.9])
+    c = np.array([3.0, 0.0, 5.0, 1.0, 20.0])
+    n = np.array([10.0, 7.0, 30.0, 50.0, 25.0])
+    grad, hess = _pbm_nll_grad_hess(F, t, c, n)
+    h = 1e-6
+    for i in range(len(F)):
+        e = np.zeros(len(F))
+        e[i] = h
+        fd = (_pbm_nll(F + e, t, c, n) - _pbm_nll(F - e, t, c, n)) / (2 * h)
+        np.testing.assert_allclose(grad[i], fd, rtol=1e-6, atol=1e-8)
+    for i in range(len(F)):
+        cs = np.arange(int(n[i]) + 1, dtype=float)
+        pmf = binom.pmf(cs, int(n[i]), t[i] / (1 + np.exp(-F[i])))
+        g_all, _ = _pbm_nll_grad_hess(np.full(len(cs), F[i]), t[i], cs, n[i])
+        assert abs(np.sum(pmf * g_all)) < 1e-9
+        np.testing.assert_allclose(np.sum(pmf * g_all ** 2), hess[i], rtol=1e-9)
+    assert np.all(hess > 0)
+
+
+def test_theta_given_gamma_is_the_per_rank_maximiser():
+    from scipy.optimize import minimize_scalar
+
+    from rankwise.clicks.propensity import _theta_given_gamma
+
+    rng = np.random.default_rng(3)
+    k = np.repeat(np.arange(4), 25)
+    gamma = rng.uniform(0.05, 0.95, len(k))
+    n = rng.integers(5, 200, len(k)).astype(float)
+    c = rng.binomial(n.astype(int), np.array([0.9, 0.3, 0.05, 0.5])[k] * gamma).astype(float)
+    c[k == 3] = n[k == 3]  # every impression clicked at rank 4: the likelihood still rises at θ = 1
+    th = _theta_given_gamma(k, c, n, gamma, 4)
+    for r in range(3):
+        at = k == r
+        res = minimize_scalar(lambda x: -np.sum(c[at] * np.log(x * gamma[at]) + (n[at] - c[at]) * np.log(1 - x * gamma[at])),
+                              bounds=(1e-9, 1.0), method="bounded", options={"xatol": 1e-12})
+        np.testing.assert_allclose(th[r], res.x, rtol=1e-6)
+    assert th[3] == 1.0
+
+
+def _confounded_small_theta(seed=0, nq=300, R=8, sessions=2000):
+    """Fixed rankings (a noisy score of the feature that drives relevance), θ_k = 1/k² (deep ranks seldom
+    examined), relevance an exact function of the features."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(nq, 12, 3))
+    gamma = 1 / (1 + np.exp(-(1.5 * X[..., 0] - X[..., 1] - 0.5)))
+    top = np.argsort(-(X[..., 0] + rng.normal(size=(nq, 12))), axis=1)[:, :R]
+    Xs = np.take_along_axis(X, top[..., None], 1).reshape(-1, 3)
+    g = np.take_along_axis(gamma, top, 1).reshape(-1)
+    rank = np.tile(np.arange(1, R + 1), nq)
+    theta = 1.0 / np.arange(1, R + 1) ** 2
+    n = np.full(len(rank), float(sessions))
+    clicks = rng.binomial(sessions, theta[rank - 1] * g).astype(float)
+    return Xs, rank, clicks, n, np.repeat(np.arange(nq), R), theta
+
+
+def test_observed_m_step_recovers_theta_where_em_is_slow():
+    """Where θ is small EM moves each deep-rank relevance by about θ of the way per iteration; ECME on
+    the observed likelihood gets there in a few rounds (same trees, same number of iterations)."""
+    X, rank, clicks, n, query, theta = _confounded_small_theta()
+    kw = dict(n_iter=6, n_estimators=60, num_leaves=4)
+    ecme = regression_em(X, rank, clicks, n, m_step="observed", **kw)
+    em = regression_em(X, rank, clicks, n, **kw)
+    err_ecme = np.abs(ecme.propensity / (theta / theta[0]) - 1).max()
+    err_em = np.abs(em.propensity / (theta / theta[0]) - 1).max()
+    assert err_ecme < 0.1 < err_em
+    assert ecme.n_iter <= 6 and len(ecme.loglik) == ecme.n_iter
+    assert ecme.loglik[-1] >= ecme.loglik[0] - 1e-9
+    # the model is the relevance: its prediction is the returned γ
+    np.testing.assert_allclose(np.clip(ecme.relevance_model.predict(X), 1e-6, 1 - 1e-6), ecme.relevance, rtol=1e-12)
+
+
+def test_auto_trees_are_chosen_on_held_out_queries():
+    from rankwise.clicks.propensity import _held_out_rows
+
+    X, rank, clicks, n, query, theta = _confounded_small_theta(nq=150)
+    held = _held_out_rows(query, len(query), 0.2, 0)
+    for q in np.unique(query):  # a query is on one side only
+        assert len(set(held[query == q])) == 1
+    assert held[::8].sum() == 30
+    for m_step in ("observed", "expected"):
+        res = regression_em(X, rank, clicks, n, n_iter=4, n_estimators="auto", num_leaves=4, query=query,
+                            m_step=m_step)
+        assert 0 < res.relevance_model.num_trees() < 5000
+        if m_step == "observed":  # (EM is still far after 4 iterations here: the test above)
+            np.testing.assert_allclose(res.propensity, theta / theta[0], rtol=0.05)
+    # the held-out loss decides: waiting longer for an improvement keeps at least as many trees (the same trees)
+    kw = dict(n_iter=1, n_estimators="auto", query=query, m_step="observed", learning_rate=0.5)
+    short = regression_em(X, rank, clicks, n, early_stopping_rounds=1, **kw).relevance_model
+    long = regression_em(X, rank, clicks, n, early_stopping_rounds=50, **kw).relevance_model
+    assert 0 < short.num_trees() <= long.num_trees()
+
+
+def test_observed_and_auto_options_are_checked():
+    X, rank, clicks, n, query = _tiny_confounded()
+    with pytest.raises(InputError, match="m_step must be"):
+        regression_em(X, rank, clicks, n, m_step="exact")
+    with pytest.raises(InputError, match="n_estimators must be"):
+        regression_em(X, rank, clicks, n, n_estimators="many")
+    with pytest.raises(InputError, match="takes no group, cross_fit or warm_start"):
+        regression_em(X, rank, clicks, n, m_step="observed", cross_fit=2, query=query)
+    with pytest.raises(InputError, match="use one or the other"):
+        regression_em(X, rank, clicks, n, n_estimators="auto", warm_start=True, query=query)
+    with pytest.raises(InputError, match="needs the query of every row"):
+        regression_em(X, rank, clicks, n, n_estimators="auto")
+    with pytest.raises(InputError, match="validation_fraction"):
+        regression_em(X, rank, clicks, n, n_estimators="auto", query=query, validation_fraction=1.0)

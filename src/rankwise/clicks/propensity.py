@@ -179,11 +179,12 @@ def _query_folds(query, m, n_folds, random_state):
     return perm[q_idx] % n_folds
 
 
-def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimators: int = 50,
+def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimators: int | str = 50,
                   learning_rate: float = 0.1, num_leaves: int = 15, min_child_samples: int = 20,
                   tol: float = 1e-5, random_state=0, theta_init=None, group=None,
                   group_l2: float = 1.0, cross_fit: int = 0, warm_start: bool = False,
-                  query=None) -> RegressionEMResult:
+                  query=None, m_step: str = "expected", validation_fraction: float = 0.2,
+                  early_stopping_rounds: int = 20) -> RegressionEMResult:
     r"""Regression-EM (Wang et al., WSDM 2018): PBM propensities with relevance as a function of features.
 
     Observations are aggregated rows i = (query, doc, rank k_i) with features x_i, n_i
@@ -206,7 +207,7 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
     n_iter : int
         EM iterations (stops earlier when θ moves less than ``tol``).
     n_estimators, learning_rate, num_leaves, min_child_samples : GBDT of the relevance
-        (``n_estimators``: trees per M-step).
+        (``n_estimators``: trees per M-step, or ``"auto"``: chosen on held-out queries, above).
     theta_init : array (R,), optional
         Starting propensities (default: the click-through rate by rank, scaled to a maximum of 0.9).
     group : array (n_rows,), optional
@@ -223,7 +224,14 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
         M-step adds ``n_estimators`` trees to the previous regression (a generalised EM: every step
         raises the expected log-likelihood from where the last one ended).
     query : array (n_rows,), optional
-        Query of each row, for ``cross_fit`` (defaults to ``group``).
+        Query of each row, for ``cross_fit`` and ``n_estimators="auto"`` (defaults to ``group``).
+    m_step : {"expected", "observed"}
+        ``"expected"`` (default): Wang et al.'s EM. ``"observed"``: ECME on the observed-data
+        likelihood (above); not with ``group``, ``cross_fit`` or ``warm_start``.
+    validation_fraction : float in (0, 1)
+        Share of the queries held out to choose the number of trees (``n_estimators="auto"``).
+    early_stopping_rounds : int
+        ``n_estimators="auto"`` stops adding trees when the held-out loss has not improved for this many.
 
     Returns
     -------
@@ -235,6 +243,8 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
     unbiased learning to rank in personal search." WSDM 2018, §4.
     V. Chernozhukov et al. "Double/debiased machine learning for treatment and structural
     parameters." The Econometrics Journal 21(1), 2018 (cross-fitting).
+    C. Liu, D. B. Rubin. "The ECME algorithm: a simple extension of EM and ECM with faster monotone
+    convergence." Biometrika 81(4), 1994 (``m_step="observed"``).
     """
     import lightgbm as lgb
 
@@ -252,6 +262,23 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
         raise InputError("rank must hold ranks 1..R")
     if np.any(n <= 0) or np.any(c < 0) or np.any(c > n):
         raise InputError("impressions must be > 0 and 0 <= clicks <= impressions on every row")
+    if m_step not in ("expected", "observed"):
+        raise InputError(f"m_step must be 'expected' (Wang et al.'s EM) or 'observed' (ECME); got {m_step!r}")
+    auto = isinstance(n_estimators, str)
+    if auto and n_estimators != "auto" or not auto and (isinstance(n_estimators, bool) or int(n_estimators) < 1):
+        raise InputError(f"n_estimators must be a positive integer or 'auto'; got {n_estimators!r}")
+    if m_step == "observed" and (group is not None or int(cross_fit) or warm_start):
+        raise InputError("m_step='observed' takes no group, cross_fit or warm_start (they are options of the "
+                         "expected M-step)")
+    if auto and warm_start:
+        raise InputError("n_estimators='auto' chooses the trees of each fit from scratch; warm_start adds a fixed "
+                         "number per M-step: use one or the other")
+    if auto:
+        f = validation_fraction
+        if isinstance(f, bool) or not isinstance(f, (int, float, np.floating, np.integer)) or not 0 < f < 1:
+            raise InputError(f"validation_fraction must be a number in (0, 1); got {f!r}")
+        if isinstance(early_stopping_rounds, bool) or int(early_stopping_rounds) < 1:
+            raise InputError(f"early_stopping_rounds must be a positive integer; got {early_stopping_rounds!r}")
     R = int(rank.max())
     k = rank - 1
     imp_k = np.bincount(k, weights=n, minlength=R)
@@ -285,6 +312,34 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
         every = np.ones(m, dtype=bool)
         parts = [(every, every)]
     staged = [None] * len(parts)  # warm start: each part's boosters so far
+    held = _held_out_rows(group if query is None else query, m, validation_fraction, random_state) if auto else None
+
+    def train(fit_rows, tgt, init, pbm_t=None):
+        """One GBDT on ``fit_rows`` (with 'auto', on their training queries, its trees chosen on the held-out
+        ones): cross-entropy on ``tgt`` weighted by the impressions, or with ``pbm_t`` (every row's examination
+        probability) the observed-data PBM likelihood of the clicks."""
+        tr = np.flatnonzero(fit_rows & ~held if auto else fit_rows)
+        p = params
+        if pbm_t is not None:
+            p = {**params, "metric": "None",
+                 "objective": lambda F, _data: _pbm_nll_grad_hess(F, pbm_t[tr], c[tr], n[tr])}
+
+        def data(rows, ref=None):
+            return lgb.Dataset(X[rows], label=tgt[rows], weight=None if pbm_t is not None else n[rows], reference=ref,
+                               init_score=None if init is None else init[rows])
+        d_tr = data(tr)
+        if not auto:
+            return lgb.train(p, d_tr, num_boost_round=int(n_estimators))
+        va = np.flatnonzero(fit_rows & held)
+        feval = None
+        if pbm_t is not None:
+            def feval(F, _data):
+                return "pbm_nll", _pbm_nll(F, pbm_t[va], c[va], n[va]) / n[va].sum(), False
+        return lgb.train(p, d_tr, num_boost_round=_MAX_AUTO_TREES, valid_sets=[data(va, d_tr)], feval=feval,
+                         callbacks=[lgb.early_stopping(int(early_stopping_rounds), verbose=False)])
+
+    if m_step == "observed":
+        return _regression_ecme(X, k, c, n, R, theta, train, int(n_iter), tol)
 
     def fit_relevance(target, b):
         tgt = np.clip(target, 0.0, 1.0)
@@ -294,11 +349,10 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
             if warm_start and staged[j] is None:  # the first warm step starts from the mean target
                 mu = np.clip(np.average(tgt[fit_rows], weights=n[fit_rows]), 1e-6, 1 - 1e-6)
                 staged[j] = _StagedBooster(float(np.log(mu / (1 - mu))), m)
-            init = staged[j].raw[fit_rows] if warm_start else None
+            init = staged[j].raw if warm_start else None
             if group is not None:
-                init = b[g_idx[fit_rows]] if init is None else init + b[g_idx[fit_rows]]
-            bst = lgb.train(params, lgb.Dataset(X[fit_rows], label=tgt[fit_rows], weight=n[fit_rows],
-                                                init_score=init), num_boost_round=int(n_estimators))
+                init = b[g_idx] if init is None else init + b[g_idx]
+            bst = train(fit_rows, tgt, init)
             if warm_start:
                 staged[j].add(bst, X)
                 bst = staged[j]
@@ -331,6 +385,91 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
         q = np.clip(new_theta[k] * gamma, 1e-12, 1 - 1e-12)
         history.append(float(np.sum(c * np.log(q) + (n - c) * np.log(1 - q)) / n.sum()))
         moved = float(np.max(np.abs(new_theta - theta)))
+        theta = new_theta
+        if moved < tol:
+            break
+    return RegressionEMResult(theta / theta[0], theta, gamma, booster, it, history)
+
+
+_MAX_AUTO_TREES = 5000  # n_estimators="auto": the most trees one relevance fit may grow
+
+
+def _held_out_rows(query, m, fraction, random_state):
+    """Rows of a random ``fraction`` of the queries (at least one query, never all): where
+    ``n_estimators="auto"`` chooses the number of trees."""
+    import pandas as pd
+
+    if query is None:
+        raise InputError("n_estimators='auto' holds out queries, so it needs the query of every row (query=...; "
+                         "regression_em_log passes it)")
+    q_idx, _ = pd.factorize(np.asarray(query))
+    if len(q_idx) != m:
+        raise InputError(f"query must have one entry per row ({m}); got {len(q_idx)}")
+    n_q = int(q_idx.max()) + 1
+    if n_q < 2:
+        raise InputError("n_estimators='auto' needs at least 2 queries (one is held out)")
+    n_val = min(max(int(round(fraction * n_q)), 1), n_q - 1)
+    val = np.zeros(n_q, dtype=bool)
+    val[np.random.default_rng(random_state).permutation(n_q)[:n_val]] = True
+    return val[q_idx]
+
+
+def _pbm_nll_grad_hess(F, t, c, n):
+    r"""−ℓ of PBM clicks (c of n, examination probability t, relevance γ = σ(F)) per row: its gradient in F
+    and the Fisher information (the expected Hessian, positive; the Hessian itself is not everywhere).
+
+    :math:`-\ell = -c\log t\gamma - (n - c)\log(1 - t\gamma)`,
+    :math:`\partial_F(-\ell) = -(1 - \gamma)(c - n t\gamma)/(1 - t\gamma)`,
+    :math:`I = n t\gamma(1 - \gamma)^2/(1 - t\gamma)`."""
+    g = np.clip(1.0 / (1.0 + np.exp(-F)), 1e-12, 1 - 1e-9)
+    d = 1.0 - t * g
+    return -(1.0 - g) * (c - n * t * g) / d, np.maximum(n * t * g * (1.0 - g) ** 2 / d, 1e-12)
+
+
+def _pbm_nll(F, t, c, n):
+    q = np.clip(t / (1.0 + np.exp(-F)), 1e-12, 1 - 1e-12)
+    return -float(np.sum(c * np.log(q) + (n - c) * np.log(1 - q)))
+
+
+def _theta_given_gamma(k, c, n, gamma, R, n_steps=60):
+    r"""Per rank, the θ_k in (0, 1] that maximises ℓ given γ: the root of
+    :math:`\sum_{i: k_i = k} c_i/\theta - (n_i - c_i)\gamma_i/(1 - \theta\gamma_i)` (decreasing in θ; concave ℓ),
+    by bisection; 1 where ℓ still rises at θ = 1, and the smallest bracket where a rank has no click."""
+    def slope(th):
+        t = th[k]
+        return np.bincount(k, weights=c / t - (n - c) * gamma / (1.0 - t * gamma), minlength=R)
+
+    lo, hi = np.full(R, 1e-12), np.ones(R)
+    at_one = slope(hi) >= 0
+    for _ in range(n_steps):
+        mid = 0.5 * (lo + hi)
+        up = slope(mid) > 0
+        lo = np.where(up, mid, lo)
+        hi = np.where(up, hi, mid)
+    return np.where(at_one, 1.0, 0.5 * (lo + hi))
+
+
+def _regression_ecme(X, k, c, n, R, theta, train, n_iter, tol):
+    """``m_step="observed"`` of :func:`regression_em`: F boosted on the observed-data likelihood given θ, then
+    θ maximised exactly given γ = σ(F), until θ/θ_1 moves less than ``tol`` (relative) or ``n_iter`` rounds."""
+    m = len(k)
+    every = np.ones(m, dtype=bool)
+    history = []
+    it = 0
+    booster, gamma = None, None
+    for it in range(1, n_iter + 1):
+        t = theta[k]
+        mu = np.clip(c.sum() / np.sum(n * t), 1e-6, 1 - 1e-6)
+        base = float(np.log(mu / (1 - mu)))  # start: the constant relevance that fits the clicks given θ
+
+        staged = _StagedBooster(base, m)
+        staged.add(train(every, c / n, np.full(m, base), pbm_t=t), X)
+        gamma = np.clip(1.0 / (1.0 + np.exp(-staged.raw)), 1e-6, 1 - 1e-6)
+        new_theta = np.clip(_theta_given_gamma(k, c, n, gamma, R), 1e-6, 1.0)
+        booster = staged
+        q = np.clip(new_theta[k] * gamma, 1e-12, 1 - 1e-12)
+        history.append(float(np.sum(c * np.log(q) + (n - c) * np.log(1 - q)) / n.sum()))
+        moved = float(np.max(np.abs(new_theta / new_theta[0] - theta / theta[0]) / (theta / theta[0])))
         theta = new_theta
         if moved < tol:
             break
@@ -457,6 +596,6 @@ def regression_em_log(log: ClickLog | ClickCounts, features, **kwargs) -> Regres
         X = X.toarray()
     if kwargs.get("group") == "query":
         kwargs["group"] = log.pair_query[pair]
-    if kwargs.get("cross_fit") and kwargs.get("query") is None:
+    if (kwargs.get("cross_fit") or kwargs.get("n_estimators") == "auto") and kwargs.get("query") is None:
         kwargs["query"] = log.pair_query[pair]
     return regression_em(X, rank, clk, imp, **kwargs)
