@@ -205,7 +205,8 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
     rank : int array (n_rows,), ranks 1..R
     clicks, impressions : arrays (n_rows,), 0 <= clicks <= impressions, impressions > 0
     n_iter : int
-        EM iterations (stops earlier when θ moves less than ``tol``).
+        EM iterations (stops earlier when θ moves less than ``tol``; with ``m_step="observed"`` when
+        θ/θ_1 moves less than ``tol`` relative to itself).
     n_estimators, learning_rate, num_leaves, min_child_samples : GBDT of the relevance
         (``n_estimators``: trees per M-step, or ``"auto"``: chosen on held-out queries, above).
     theta_init : array (R,), optional
