@@ -17,6 +17,16 @@ and :class:`~rankwise.models.GBDTRanker` all take it.
 
 Clipping (``clip=τ``) replaces θ_k by max(θ_k, τ): bounded variance for a bias towards the top
 ranks (Joachims et al. 2017, §4; "propensity clipping"); ``clip=None`` keeps the estimate unbiased.
+
+Doubly robust labels (``direct=m``): with a regression m(x) of the relevance on the IPS scale,
+
+.. math:: \hat r^{DR}_{qd} = m_d + \frac{1}{n_q} \sum_{s \in S_q} \frac{c_d^{(s)} - [d \text{ shown in } s]\,
+          \theta_{k_d^{(s)}} m_d}{\max(\theta_{k_d^{(s)}}, \tau)}
+
+(Dudík, Langford & Li, ICML 2011; Oosterhuis, SIGIR 2023 for position bias). Unclipped, for a document
+shown in every session of its query, it *is* the IPS label (the m terms cancel); clipped, a deep
+document's label shrinks towards m(x) instead of towards 0; in sessions that did not show the document
+m fills in, where IPS counts 0. :func:`direct_relevance` gives an m fitted on the clicks alone.
 """
 from __future__ import annotations
 
@@ -28,7 +38,7 @@ from rankwise.clicks.log import ClickCounts, ClickLog
 from rankwise.errors import InputError
 
 __all__ = ["ips_weights", "click_dataset", "fit_debiased", "select_clip", "ClipSelection", "split_log_by_query",
-           "ips_dcg"]
+           "ips_dcg", "direct_relevance"]
 
 
 def ips_weights(ranks, propensity, *, clip: float | None = None) -> np.ndarray:
@@ -82,7 +92,7 @@ def _feature_rows(log: ClickLog, features):
 
 
 def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, clip: float | None = None,
-                  candidates: bool = False):
+                  candidates: bool = False, direct=None):
     r"""The training set of the shown (query, doc) pairs, labelled from the clicks.
 
     Labels: :math:`\hat r_{qd} = \frac{1}{n_q} \sum_s c_d^{(s)} / \theta_{k_d^{(s)}}` (IPS, see the
@@ -103,6 +113,11 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
         Also add every document of ``features`` under a logged query that the log never shows
         (the unshown candidates), with label 0 — Joachims et al. (2017) rank each clicked document
         against *all* candidates of its query. With ``False`` only shown documents are rows.
+    direct : array or callable, optional
+        Doubly robust labels (module docstring): m(x) for every row of ``features`` on the scale of the
+        IPS labels, or a function ``direct(log, features, propensity)`` returning it (e.g.
+        :func:`direct_relevance`, fitted on this log's clicks). Needs ``propensity``. Values below 0
+        are taken as 0 (relevance is non-negative; then every DR label is ≥ 0).
 
     Returns
     -------
@@ -134,7 +149,17 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
     rows = _feature_rows(log, features)
     w = np.ones(len(log.rank)) if propensity is None else ips_weights(log.rank, propensity, clip=clip)
     num = np.bincount(log.pair, weights=log.clicks * w, minlength=log.n_pairs)
+    if direct is not None:
+        if propensity is None:
+            raise InputError("direct (doubly robust labels) needs the propensities")
+        m = _direct_values(direct, log, features, propensity)[rows]
+        # Σ_s [shown] θ_k m / max(θ_k, τ) over the rows of each pair; θ as given (relative), its clip in w
+        shown = np.bincount(log.pair, weights=log.impressions * np.asarray(propensity, dtype=np.float64)[log.rank - 1]
+                            * w, minlength=log.n_pairs)
+        num = num + m * (log.sessions[log.pair_query] - shown)
     label = num / log.sessions[log.pair_query]
+    if direct is not None:  # ≥ 0 exactly for m ≥ 0 (a non-click leaves m(1 − θ/max(θ, τ))); only rounding is cut
+        label = np.maximum(label, 0.0)
     q, d = log.pair_keys()
     q = np.asarray(q)
     d = np.asarray(d).astype(str)
@@ -151,7 +176,7 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
         fd = (np.arange(nrow).astype(str) if features.doc_ids is None
               else np.asarray(features.doc_ids).astype(str))
         rows = np.concatenate([rows, extra])
-        label = np.concatenate([label, np.zeros(len(extra))])
+        label = np.concatenate([label, np.zeros(len(extra))])  # (DR: never shown, m would fill in; label 0 here)
         q = np.concatenate([q, np.asarray(log.queries)[fpos[extra]]])
         d = np.concatenate([d, fd[extra]])
         qpos = np.concatenate([qpos, fpos[extra]])
@@ -160,9 +185,10 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
 
 
 def fit_debiased(estimator, log: ClickLog | ClickCounts, features, propensity, *, clip: float | None = None,
-                 check: bool = True, candidates: bool = False, **fit_kwargs):
+                 check: bool = True, candidates: bool = False, direct=None, **fit_kwargs):
     """Fit ``estimator`` (any rankwise ranker) on the IPS labels of :func:`click_dataset`
-    (``candidates=True``: with the unshown candidates of each logged query as label-0 rows, see there).
+    (``candidates=True``: with the unshown candidates of each logged query as label-0 rows; ``direct``:
+    the doubly robust labels; see there).
 
     With ``check=True`` the estimator's loss must enter the labels linearly (checked numerically by
     :func:`rankwise.theory.ips.labels_enter_linearly`), the condition under which the IPS risk is
@@ -181,7 +207,7 @@ def fit_debiased(estimator, log: ClickLog | ClickCounts, features, propensity, *
             raise InputError(f"loss {loss!r} is not affine in the labels, so its IPS-weighted risk is biased "
                              "(Joachims et al. 2017 need a linearly decomposable loss); use op_pairwise, "
                              "pairwise_squared, pointwise_squared, pointwise_logistic or bregman, or check=False")
-    data = click_dataset(log, features, propensity=propensity, clip=clip, candidates=candidates)
+    data = click_dataset(log, features, propensity=propensity, clip=clip, candidates=candidates, direct=direct)
     return estimator.fit(data, **fit_kwargs)
 
 
@@ -254,7 +280,8 @@ class ClipSelection:
 
 def select_clip(estimator, log: ClickLog | ClickCounts, features, propensity,
                 clips=(0.1, 0.01, 0.001, None), *, validation_fraction: float = 0.2, random_state=0,
-                k: int | None = 10, candidates: bool = False, check: bool = True, **fit_kwargs) -> ClipSelection:
+                k: int | None = 10, candidates: bool = False, check: bool = True, direct=None,
+                **fit_kwargs) -> ClipSelection:
     r"""Choose the propensity clip on held-out *clicks* (never on relevance labels).
 
     The log's queries are split into training and validation queries (:func:`split_log_by_query`);
@@ -288,6 +315,11 @@ def select_clip(estimator, log: ClickLog | ClickCounts, features, propensity,
         Cut-off of the validation DCG (``None``: the whole list of shown documents).
     candidates, check, **fit_kwargs
         Passed to :func:`fit_debiased` for the training fits.
+    direct : array or callable, optional
+        Doubly robust training labels (:func:`click_dataset`). A callable (e.g. :func:`direct_relevance`) is
+        fitted on the training queries' clicks only, so the validation clicks stay unseen; an array is used
+        as it is. The validation score is the same either way (unclipped IPS gains), so the scores of a
+        run with ``direct`` and one without are comparable: that is how to choose between IPS and DR labels.
 
     Returns
     -------
@@ -313,10 +345,69 @@ def select_clip(estimator, log: ClickLog | ClickCounts, features, propensity,
     vdata = click_dataset(val, features, propensity=propensity, clip=None)
     vqid = np.repeat(np.asarray(vdata.query_ids), np.diff(vdata.query_offsets))
     scores = np.empty(len(clips))
+    m = None if direct is None else _direct_values(direct, train, features, propensity)
     for i, c in enumerate(clips):
         model = fit_debiased(clone(estimator), train, features, propensity, clip=c, check=check,
-                             candidates=candidates, **fit_kwargs)
+                             candidates=candidates, direct=m, **fit_kwargs)
         scores[i] = ips_dcg(model.predict(vdata.X, qid=vqid), vdata, k=k)
     best = int(np.argmax(scores))
     return ClipSelection(clip=clips[best], clips=clips, scores=scores, k=k, n_train_queries=len(train.queries),
                          n_validation_queries=len(val.queries))
+
+
+def _direct_values(direct, log, features, propensity):
+    """m(x) for every row of ``features``: ``direct`` as given, or computed by it on ``log``."""
+    n_rows = int(np.diff(features.query_offsets).sum())
+    m = direct(log, features, propensity) if callable(direct) else direct
+    m = np.asarray(m, dtype=np.float64)
+    if m.shape != (n_rows,):
+        raise InputError(f"direct must give one value per row of the features ({n_rows}); got shape {m.shape}")
+    if not np.all(np.isfinite(m)):
+        raise InputError("direct must be finite on every row")
+    return np.maximum(m, 0.0)  # a relevance estimate below 0 (a regression's overshoot) is 0
+
+
+def direct_relevance(log: ClickLog | ClickCounts, features, propensity, *, n_folds: int = 5,
+                     n_estimators: int = 100, learning_rate: float = 0.05, num_leaves: int = 31,
+                     random_state=0) -> np.ndarray:
+    r"""A regression m(x) of the relevance from the clicks alone, for doubly robust labels (``direct=``).
+
+    A GBDT (LightGBM, squared error) fitted to the *unclipped* IPS labels of the shown documents
+    (:func:`click_dataset`), cross-fitted by query: the queries are split in ``n_folds`` folds and
+    the documents of a fold's queries get the prediction of the model fitted on the other folds, so
+    a document's own clicks never enter its m; a row of ``features`` whose query the log does not
+    have gets the mean of the fold models. Returns one value per row of ``features``, on the IPS
+    labels' scale (θ relative to rank 1).
+    """
+    import lightgbm as lgb
+    import pandas as pd
+
+    data = click_dataset(log, features, propensity=propensity, clip=None)
+    q_log = np.repeat(np.asarray(data.query_ids), np.diff(data.query_offsets))
+    codes, uq = pd.factorize(q_log.astype(str))
+    n_q = len(uq)
+    if isinstance(n_folds, bool) or not 2 <= int(n_folds) <= n_q:
+        raise InputError(f"n_folds must be an integer in [2, {n_q}] (the number of logged queries); got {n_folds!r}")
+    n_folds = int(n_folds)
+    fold_q = np.random.default_rng(random_state).permutation(n_q) % n_folds
+    fold = fold_q[codes]
+    X = data.X.toarray() if hasattr(data.X, "toarray") else np.asarray(data.X)
+    Xf = features.X.toarray() if hasattr(features.X, "toarray") else np.asarray(features.X)
+    params = {"objective": "regression", "learning_rate": float(learning_rate), "num_leaves": int(num_leaves),
+              "verbosity": -1, "seed": int(random_state or 0), "deterministic": True, "force_row_wise": True,
+              "num_threads": 1}
+    fq = np.repeat(np.asarray(features.query_ids), np.diff(features.query_offsets)).astype(str)
+    q_fold = dict(zip(uq, fold_q))
+    f_of_row = np.array([q_fold.get(q, -1) for q in fq], dtype=np.int64)
+    out = np.zeros(len(fq))
+    for j in range(n_folds):
+        fit = fold != j
+        bst = lgb.train(params, lgb.Dataset(X[fit], label=np.asarray(data.labels)[fit]),
+                        num_boost_round=int(n_estimators))
+        here = f_of_row == j
+        if here.any():
+            out[here] = bst.predict(Xf[here])
+        away = f_of_row < 0
+        if away.any():
+            out[away] += bst.predict(Xf[away]) / n_folds
+    return out
