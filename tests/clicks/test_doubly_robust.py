@@ -9,7 +9,7 @@ from rankwise.data import RankingDataset
 from rankwise.errors import InputError
 from rankwise.models import LinearRanker
 
-from test_select_clip import simulated  # noqa: E402  (tests/clicks is on the path: conftest rootdir)
+from test_select_clip import simulated  # pytest puts a test file's folder on sys.path
 
 THETA = np.array([1.0, 0.5, 0.2])
 
