@@ -1,4 +1,4 @@
-"""Data-parallel training with a real 2-process torch.distributed gloo group on 127.0.0.1."""
+"""Data-parallel training with a real 2-process torch.distributed gloo group on this machine."""
 from __future__ import annotations
 
 import json
@@ -146,19 +146,19 @@ def test_fit_shard_needs_an_initialised_process_group(data):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
-def test_global_standardisation_equals_the_definition(monkeypatch, sparse):
+def test_global_standardisation_equals_the_definition(monkeypatch, tmp_path, sparse):
     import scipy.sparse as sp
     import torch.distributed as tdist
 
     from rankwise.distributed import ddp
-    from rankwise.distributed.ddp import _global_standardizer, free_port
+    from rankwise.distributed.ddp import _global_standardizer
 
     rng = np.random.default_rng(0)
     X = rng.normal(3.0, 2.0, size=(50, 4)).astype(np.float32)
     X[:, 2] = 7.0  # constant column: scale 1 (dense), root mean square 7 (sparse)
     X[rng.random(X.shape) < 0.3] = 0.0
     monkeypatch.setattr(ddp, "_CHUNK", 7)  # several row chunks
-    tdist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0, world_size=1)
+    tdist.init_process_group("gloo", init_method=(tmp_path / "rendezvous").as_uri(), rank=0, world_size=1)
     try:
         got_mean, got_scale = _global_standardizer(sp.csr_matrix(X) if sparse else X, True, None)
     finally:

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import socket
 import sys
 import tempfile
 import time
@@ -51,13 +50,6 @@ from rankwise.errors import InputError, RankwiseError
 __all__ = ["fit_shard", "fit_ddp", "shard_bounds", "main"]
 
 _CHUNK = 65536  # rows per chunk of the float64 statistics passes (bounds the temporary memory)
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1 (for the gloo rendezvous)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def shard_bounds(offsets, world_size: int) -> np.ndarray:
@@ -372,15 +364,17 @@ def _check_disjoint(qid_lists) -> None:
 
 # ----------------------------------------------------------------------------- local processes
 
-def _rank_main(rank, world_size, port, tmp, model, threads, timeout):
+def _rank_main(rank, world_size, tmp, model, threads, timeout):
     from datetime import timedelta
 
     import torch
     import torch.distributed as dist
 
     torch.set_num_threads(threads)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size,
-                            timeout=timedelta(seconds=timeout))
+    # a file store in the private temporary directory: no TCP port to pick ahead of time (a port
+    # found free and then bound by the ranks can be taken in between: EADDRINUSE)
+    dist.init_process_group("gloo", init_method=(Path(tmp) / "rendezvous").as_uri(), rank=rank,
+                            world_size=world_size, timeout=timedelta(seconds=timeout))
     try:
         with open(Path(tmp) / f"shard{rank}.pkl", "rb") as f:  # this rank's queries only
             shard = pickle.load(f)
@@ -422,8 +416,8 @@ def fit_ddp(model, X, y=None, *, qid=None, sample_weight=None, world_size: int =
 
     Notes
     -----
-    Processes are started with ``torch.multiprocessing.spawn`` and rendezvous on
-    ``tcp://127.0.0.1:<free port>``; each loads only its shard (written to a temporary
+    Processes are started with ``torch.multiprocessing.spawn`` and rendezvous through a file
+    store in a private temporary directory (no TCP port chosen ahead of time); each loads only its shard (written to a temporary
     directory) and runs :func:`fit_shard`. On several machines run :func:`fit_shard` (or
     ``python -m rankwise.distributed.ddp train``) under ``torchrun`` instead. No eval_set /
     early stopping / checkpoints.
@@ -450,7 +444,7 @@ def fit_ddp(model, X, y=None, *, qid=None, sample_weight=None, world_size: int =
                          w=None if train.sample_weight is None else train.sample_weight[a:b])
             with open(Path(tmp) / f"shard{r}.pkl", "wb") as f:
                 pickle.dump(shard, f, protocol=pickle.HIGHEST_PROTOCOL)
-        mp.spawn(_rank_main, args=(int(world_size), free_port(), tmp, model, int(threads_per_rank), float(timeout)),
+        mp.spawn(_rank_main, args=(int(world_size), tmp, model, int(threads_per_rank), float(timeout)),
                  nprocs=int(world_size), join=True)
         with open(Path(tmp) / "model.pkl", "rb") as f:
             state, arrays = pickle.load(f)
