@@ -383,8 +383,7 @@ def regression_em(X, rank, clicks, impressions, *, n_iter: int = 30, n_estimator
         new_theta = np.bincount(k, weights=c + (n - c) * p_e, minlength=R) / imp_k
         booster, b, gamma = fit_relevance((c + (n - c) * p_r) / n, b)
         new_theta = np.clip(new_theta, 1e-6, 1.0)
-        q = np.clip(new_theta[k] * gamma, 1e-12, 1 - 1e-12)
-        history.append(float(np.sum(c * np.log(q) + (n - c) * np.log(1 - q)) / n.sum()))
+        history.append(_click_log_likelihood(new_theta[k] * gamma, c, n) / float(n.sum()))
         moved = float(np.max(np.abs(new_theta - theta)))
         theta = new_theta
         if moved < tol:
@@ -427,9 +426,14 @@ def _pbm_nll_grad_hess(F, t, c, n):
     return -(1.0 - g) * (c - n * t * g) / d, np.maximum(n * t * g * (1.0 - g) ** 2 / d, 1e-12)
 
 
+def _click_log_likelihood(q, c, n):
+    """Σ c log q + (n − c) log(1 − q): c clicks of n at click probability q (clipped to (0, 1))."""
+    q = np.clip(q, 1e-12, 1 - 1e-12)
+    return float(np.sum(c * np.log(q) + (n - c) * np.log(1 - q)))
+
+
 def _pbm_nll(F, t, c, n):
-    q = np.clip(t / (1.0 + np.exp(-F)), 1e-12, 1 - 1e-12)
-    return -float(np.sum(c * np.log(q) + (n - c) * np.log(1 - q)))
+    return -_click_log_likelihood(t / (1.0 + np.exp(-F)), c, n)
 
 
 def _theta_given_gamma(k, c, n, gamma, R, n_steps=60):
@@ -457,7 +461,7 @@ def _regression_ecme(X, k, c, n, R, theta, train, n_iter, tol):
     every = np.ones(m, dtype=bool)
     history = []
     it = 0
-    booster, gamma = None, None
+    staged, gamma = None, None
     for it in range(1, n_iter + 1):
         t = theta[k]
         mu = np.clip(c.sum() / np.sum(n * t), 1e-6, 1 - 1e-6)
@@ -467,14 +471,12 @@ def _regression_ecme(X, k, c, n, R, theta, train, n_iter, tol):
         staged.add(train(every, c / n, np.full(m, base), pbm_t=t), X)
         gamma = np.clip(1.0 / (1.0 + np.exp(-staged.raw)), 1e-6, 1 - 1e-6)
         new_theta = np.clip(_theta_given_gamma(k, c, n, gamma, R), 1e-6, 1.0)
-        booster = staged
-        q = np.clip(new_theta[k] * gamma, 1e-12, 1 - 1e-12)
-        history.append(float(np.sum(c * np.log(q) + (n - c) * np.log(1 - q)) / n.sum()))
+        history.append(_click_log_likelihood(new_theta[k] * gamma, c, n) / float(n.sum()))
         moved = float(np.max(np.abs(new_theta / new_theta[0] - theta / theta[0]) / (theta / theta[0])))
         theta = new_theta
         if moved < tol:
             break
-    return RegressionEMResult(theta / theta[0], theta, gamma, booster, it, history)
+    return RegressionEMResult(theta / theta[0], theta, gamma, staged, it, history)
 
 
 # -------------------------------------------------------------------------- intervention harvesting
