@@ -106,3 +106,19 @@ def test_movielens_cli_errors(tmp_path, capsys):
     assert "--top must be a positive integer" in capsys.readouterr().err
     assert main(["recommend", str(tmp_path / "other.npz"), str(ml_dir), "--users", "3,x", "--out", "r.run"]) == 2
     assert "--users must be comma-separated integer user ids" in capsys.readouterr().err
+
+
+def test_write_trec_run_depth(tmp_path):
+    """depth keeps the first documents of each query in trec_eval's order (ties: docno descending)."""
+    from rankwise.data import write_trec_run
+    from rankwise.errors import InputError
+
+    run = {"1": {"a": 0.5, "b": 2.5e-3, "c": 0.5, "d": 1.0000000000000002}, "2": {"x": -1e-300}}
+    write_trec_run(run, tmp_path / "r.run", depth=2)
+    lines = (tmp_path / "r.run").read_text().splitlines()
+    assert [ln.split()[2] for ln in lines] == ["d", "c", "x"]
+    assert [ln.split()[3] for ln in lines] == ["1", "2", "1"]
+    assert read_trec_run(tmp_path / "r.run")["1"] == {"d": 1.0000000000000002, "c": 0.5}
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(InputError, match="depth must be a positive integer"):
+            write_trec_run(run, tmp_path / "r.run", depth=bad)
