@@ -16,7 +16,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
 ORDER = ["bench_io", "bench_metrics", "bench_trec", "bench_losses", "bench_training", "bench_training_quality", "bench_quality",
-         "bench_models_speed", "bench_reduction_structured", "bench_recommendation", "bench_clicks", "bench_fuzz"]
+         "bench_models_speed", "bench_reduction_structured", "bench_recommendation", "bench_recommendation_full",
+         "bench_clicks", "bench_fuzz"]
+# scripts run a second time with these arguments (a second measurement, its own results file)
+EXTRA_RUNS = {"bench_recommendation": [["--full-catalogue"]]}
 
 
 def assemble() -> Path:
@@ -51,12 +54,14 @@ def main(argv=None) -> int:
         for s in scripts:
             if args.only and s.stem not in args.only:
                 continue
-            t0 = time.perf_counter()
-            print(f"== {s.name}", flush=True)
-            rc = subprocess.call([sys.executable, str(s)], cwd=ROOT)
-            print(f"== {s.name}: exit {rc} after {time.perf_counter() - t0:.0f}s ({platform.node()})", flush=True)
-            if rc:
-                failed.append(s.stem)
+            for extra in [[]] + EXTRA_RUNS.get(s.stem, []):
+                t0 = time.perf_counter()
+                name = " ".join([s.name, *extra])
+                print(f"== {name}", flush=True)
+                rc = subprocess.call([sys.executable, str(s), *extra], cwd=ROOT)
+                print(f"== {name}: exit {rc} after {time.perf_counter() - t0:.0f}s ({platform.node()})", flush=True)
+                if rc:
+                    failed.append(name)
     print(f"wrote {assemble()}")
     if failed:
         print(f"run_all: failed: {', '.join(failed)} (their sections keep the previous results)", file=sys.stderr)

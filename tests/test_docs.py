@@ -27,6 +27,9 @@ How blocks are run
 - A ```` ```python ```` block whose first line is ``# not run`` is an illustration and is skipped
   (for code that needs a cluster or a network); keep these rare.
 
+The README's ```` ```text ```` blocks show what its examples print: after the README's blocks ran,
+every line of those blocks must be a line they printed (stdout or stderr).
+
 Also checked here: the README's set-up section has exactly the two commands ``make demo`` and
 ``make test`` and they come first; the loss table of docs/losses.md lists exactly the registry,
 with each loss's family, convexity, calibration and Lipschitz entry as ``rankwise.losses.spec``
@@ -164,6 +167,7 @@ def run_bash(block: Block, monkeypatch) -> None:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(argv[1:])
         sys.stdout.write(out.getvalue())
+        sys.stderr.write(err.getvalue())
         assert code == 0, f"{block.where}: `{shown}` exited with {code}:\n{err.getvalue()[-3000:]}"
 
 
@@ -199,7 +203,7 @@ def _runnable(path: Path) -> list[Block]:
 
 
 @pytest.mark.parametrize("path", [p for p in DOC_FILES if _runnable(p)], ids=lambda p: str(p.relative_to(REPO)))
-def test_code_examples_run(path, doc_env, monkeypatch):
+def test_code_examples_run(path, doc_env, monkeypatch, capsys):
     namespace = {"__name__": "__main__"}
     skipped = []  # (block, why) of the blocks whose data is absent
     try:
@@ -226,6 +230,23 @@ def test_code_examples_run(path, doc_env, monkeypatch):
         _close_clusters(namespace)
     if skipped:
         pytest.skip("ran every block but " + "; ".join(f"{b.where} ({why})" for b, why in skipped))
+    if path.name == "README.md":
+        _check_printed_output(path, capsys)
+
+
+def _check_printed_output(path: Path, capsys) -> None:
+    """The README shows what its examples print: every line of its ``text`` blocks is a line the
+    examples printed (stdout or stderr), as printed."""
+    captured = capsys.readouterr()
+    sys.stdout.write(captured.out)
+    printed = {ln.rstrip() for ln in (captured.out + "\n" + captured.err).splitlines()}
+    for block in extract_blocks(path):
+        if block.lang != "text":
+            continue
+        for k, line in enumerate(block.code.splitlines(), start=1):
+            if line.strip():
+                assert line.rstrip() in printed, \
+                    f"{block.where}: line {k} of the shown output was not printed by the examples: {line!r}"
 
 
 def _close_clusters(namespace: dict) -> None:

@@ -167,3 +167,160 @@ def test_recommendation_data_on_movielens_100k(ml_dir):
     assert np.all(test.query_sizes == np.bincount(sp.test.user)[sp.users] + 50)
     assert np.all(np.isfinite(train.X)) and np.all(np.isfinite(test.X))
     assert train.n_features == 9 + 19
+
+
+# ---------------------------------------------------------------- full catalogue and "as of now"
+
+def _ndcg10_brute(scores, labels):
+    """NDCG@10 of one list with distinct scores, exp2 gain, log2 discount (the textbook formula)."""
+    order = sorted(range(len(scores)), key=lambda r: -scores[r])
+    dcg = sum((2.0 ** labels[r] - 1) / np.log2(k + 2) for k, r in enumerate(order[:10]))
+    ideal = sorted(labels, reverse=True)
+    idcg = sum((2.0 ** g - 1) / np.log2(k + 2) for k, g in enumerate(ideal[:10]))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 4])
+def test_full_catalogue_test_lists_and_ndcg_against_brute_force(seed):
+    """test_negatives="all": each test list is the whole catalogue less the user's training items
+    (test items labelled with their rating, the rest 0), with the documented features; NDCG@10 over
+    these lists equals a brute-force loop over every (user, item) pair."""
+    from rankwise.metrics import ndcg
+
+    R, items = random_ratings(seed, n_users=14, n_items=23, half_stars=seed == 1)
+    train, test = recommendation_data(R, items, test_fraction=0.3, n_negatives=3, test_negatives="all",
+                                      random_state=seed)
+    tr_rows, te_rows, cut = temporal_split_naive(R.user, R.item, R.rating, R.timestamp, 0.3)
+    catalogue = sorted(set(R.item.tolist()))
+    want_user, want_item, want_label = [], [], []
+    for u in sorted(cut):
+        trained = {int(R.item[r]) for r in tr_rows if R.user[r] == u}
+        tested = {int(R.item[r]): float(R.rating[r]) for r in te_rows if R.user[r] == u}
+        for i in catalogue:
+            if i not in trained:
+                want_user.append(u)
+                want_item.append(i)
+                want_label.append(tested.get(i, 0.0))
+    got = sorted(zip(test.qid.tolist(), test.doc_ids.astype(np.int64).tolist(), test.labels.tolist()))
+    assert got == sorted(zip(want_user, want_item, want_label))
+    genres = {int(i): items.genre_flags[k] for k, i in enumerate(items.ids)}
+    years = {int(i): items.year[k] for k, i in enumerate(items.ids)}
+    want_X = features_naive(tr_rows, R.user, R.item, R.rating, R.timestamp, cut, test.qid,
+                            test.doc_ids.astype(np.int64), genres, years)
+    np.testing.assert_allclose(test.X, want_X.astype(np.float32), rtol=1e-6, atol=1e-6)
+    # the sampled lists of the same seed are part of the full ones, with the same positives
+    _, sampled = recommendation_data(R, items, test_fraction=0.3, n_negatives=3, random_state=seed)
+    full_pairs = set(zip(test.qid.tolist(), test.doc_ids.tolist()))
+    assert set(zip(sampled.qid.tolist(), sampled.doc_ids.tolist())) <= full_pairs
+    assert len(test) > len(sampled)
+    # NDCG@10 of an item-level score (distinct values) against the brute-force loop
+    rng = np.random.default_rng(seed)
+    item_score = dict(zip(catalogue, rng.permutation(len(catalogue)).tolist()))
+    scores = np.array([item_score[int(i)] for i in test.doc_ids.astype(np.int64)], dtype=float)
+    per_user = [_ndcg10_brute([item_score[i] for uu, i in zip(want_user, want_item) if uu == u],
+                              [g for uu, g in zip(want_user, want_label) if uu == u]) for u in sorted(cut)]
+    got = ndcg(scores, test.labels, qid=test.qid, k=10, gain="exp2", ties="average", empty=0.0)
+    assert float(got) == pytest.approx(np.mean(per_user), abs=1e-12)
+
+
+def test_full_catalogue_blocks_give_the_same_features():
+    """Features computed a block of users at a time (bounded memory) equal one whole computation."""
+    from rankwise.data.recsys import _dataset
+
+    R, items = random_ratings(2, n_users=30, n_items=40)
+    sp = temporal_split(R, test_fraction=0.25)
+    c = sample_candidates(sp, part="test", n_negatives="all")
+    X, names = candidate_features(sp, c, items)
+    for rows in (1, 7, 50, 10**6):
+        ds = _dataset(sp, c, items, chunk_rows=rows)
+        np.testing.assert_array_equal(ds.X, X)
+        assert list(ds.feature_names) == names
+
+
+def _naive_serving(R, items, t, users=None):
+    """serving_data from its definition: every item rated before t that the user has not rated
+    before t, features by the naive loop with every user's cutoff at t."""
+    before = [r for r in range(len(R)) if R.timestamp[r] < t]
+    users = sorted({int(R.user[r]) for r in before}) if users is None else sorted(users)
+    catalogue = sorted({int(R.item[r]) for r in before})
+    cu, ci = [], []
+    for u in users:
+        rated = {int(R.item[r]) for r in before if R.user[r] == u}
+        for i in catalogue:
+            if i not in rated:
+                cu.append(u)
+                ci.append(i)
+    genres = {int(i): items.genre_flags[k] for k, i in enumerate(items.ids)}
+    years = {int(i): items.year[k] for k, i in enumerate(items.ids)}
+    X = features_naive(before, R.user, R.item, R.rating, R.timestamp, {u: t for u in users},
+                       np.array(cu), np.array(ci), genres, years)
+    return np.array(cu), np.array(ci), X
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_serving_features_as_of_now_match_the_definition(seed):
+    from rankwise.data.recsys import serving_data
+
+    R, items = random_ratings(seed, n_users=12, n_items=18, half_stars=seed == 3)
+    t_mid = int(np.median(R.timestamp))
+    for t in (None, t_mid):
+        ds = serving_data(R, items, as_of=t)
+        tt = int(R.timestamp.max()) + 1 if t is None else t
+        u, i, X = _naive_serving(R, items, tt)
+        assert ds.qid.tolist() == u.tolist() and ds.doc_ids.astype(np.int64).tolist() == i.tolist()
+        np.testing.assert_allclose(ds.X, X.astype(np.float32), rtol=1e-6, atol=1e-6)
+        assert np.all(ds.labels == 0)
+    # after the last rating (the default): nothing the user rated is recommended again
+    ds = serving_data(R, items)
+    rated = set(zip(R.user.tolist(), R.item.tolist()))
+    assert not any(p in rated for p in zip(ds.qid.tolist(), ds.doc_ids.astype(np.int64).tolist()))
+    some = [int(R.user[0]), int(R.user[-1]), 5]  # 5: a user with no rating (cold start)
+    sub = serving_data(R, items, users=some)
+    u, i, X = _naive_serving(R, items, int(R.timestamp.max()) + 1, users=some)
+    assert sub.qid.tolist() == u.tolist()
+    np.testing.assert_allclose(sub.X, X.astype(np.float32), rtol=1e-6, atol=1e-6)
+
+
+def test_serving_features_do_not_see_the_future():
+    """Ratings at or after as_of — changed, removed, or new ones by new users of new items — change
+    no row and no feature."""
+    from rankwise.data.recsys import serving_data
+
+    R, items = random_ratings(6, n_users=20, n_items=25)
+    t = int(np.quantile(R.timestamp, 0.6))
+    a = serving_data(R, items, as_of=t)
+    future = R.timestamp >= t
+    assert future.any() and (~future).any()
+    flipped = Ratings(R.user, R.item, np.where(future, 6.0 - R.rating, R.rating),
+                      np.where(future, R.timestamp + 10**6, R.timestamp))
+    kept = R.subset(~future)
+    new_item = int(items.ids[0])
+    more = Ratings(np.concatenate([R.user, [7]]), np.concatenate([R.item, [new_item]]),
+                   np.concatenate([R.rating, [5.0]]), np.concatenate([R.timestamp, [t]]))
+    for other in (flipped, kept, more):
+        b = serving_data(other, items, as_of=t)
+        np.testing.assert_array_equal(a.X, b.X)
+        np.testing.assert_array_equal(a.qid, b.qid)
+        np.testing.assert_array_equal(a.doc_ids, b.doc_ids)
+    # and the future does count once as_of moves past it
+    c = serving_data(flipped, items, as_of=int(flipped.timestamp.max()) + 1)
+    assert len(c) != len(a) or not np.array_equal(c.X, a.X)
+
+
+def test_full_catalogue_and_serving_bad_arguments():
+    from rankwise.data.recsys import serving_data
+
+    R, items = random_ratings(0)
+    with pytest.raises(InputError, match="test_negatives must be an integer >= 0 or 'all'"):
+        recommendation_data(R, items, test_negatives="everything")
+    with pytest.raises(InputError, match="n_negatives must be an integer >= 0 or 'all'"):
+        sample_candidates(temporal_split(R), n_negatives=-1)
+    with pytest.raises(InputError, match="no rating is earlier than as_of=0"):
+        serving_data(R, items, as_of=0)
+    with pytest.raises(InputError, match="as_of must be a Unix time"):
+        serving_data(R, items, as_of=1.5)
+    with pytest.raises(InputError, match="users is empty"):
+        serving_data(R, items, users=[])
+    everything = Ratings([1, 1, 2], [10, 11, 10], [4.0, 3.0, 5.0], [100, 200, 300])
+    with pytest.raises(InputError, match="nothing is left to recommend"):
+        serving_data(everything, users=[1])

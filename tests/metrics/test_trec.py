@@ -303,7 +303,13 @@ def test_cli_evaluates_many_runs_in_trec_eval_format(tmp_path, capsys):
         paths.append(str(p))
     assert main(["evaluate", "--qrels", str(tmp_path / "q.txt"), "--format", "trec_eval", "--per-query", *paths]) == 0
     out, err = capsys.readouterr()
-    assert "profile trec_eval" in err and "ties by docno descending" in err
+    assert "profile trec_eval" in err and "ties by docno descending" in err and "gain = grade" in err
+    # conventions overridden on the command line: the stderr line names them (it said trec_eval's before)
+    assert main(["evaluate", "--qrels", str(tmp_path / "q.txt"), "--convention", "gain=exp2", "--convention",
+                 "ties=average", paths[0]]) == 0
+    _, err2 = capsys.readouterr()
+    assert "ties=average (overridden)" in err2 and "gain=exp2 (overridden)" in err2
+    assert "docno descending" not in err2 and "gain = grade" not in err2
     api = evaluate_runs(str(tmp_path / "q.txt"), paths, "all_trec")
     lines = out.splitlines()
     for i, p in enumerate(paths):

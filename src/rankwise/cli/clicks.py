@@ -1,7 +1,9 @@
 """``rankwise clicks``: fit click models, estimate propensities, simulate clicks, train from a click log.
 
-- ``rankwise clicks fit-model --log FILE --model PBM``: held-out log-likelihood and perplexity (per
-  rank), fitting speed; ``--relevance-out CSV`` writes the per-(query, doc) relevance estimates.
+- ``rankwise clicks fit-model --log FILE --model PBM [--test-log TEST]``: held-out log-likelihood (per
+  session and, PyClick's convention, per result) and perplexity (per rank), fitting speed; the test
+  sessions are ``--test-log`` (the whole ``--log`` trains) or a random ``--test-fraction`` of
+  ``--log``; ``--relevance-out CSV`` writes the per-(query, doc) relevance estimates.
 - ``rankwise clicks propensities --log FILE --method pbm|harvest|randtop|randpair|regression-em``.
 - ``rankwise clicks simulate --data LETOR --out LOG.csv``: the simulation protocol's click log (long table).
 - ``rankwise clicks train --log LOG --features LETOR --debias regression-em --out MODEL``.
@@ -27,8 +29,13 @@ def add_clicks_parser(sub) -> None:
     f = csub.add_parser("fit-model", help="fit a click model; held-out log-likelihood and perplexity per rank")
     log_opts(f)
     f.add_argument("--model", default="PBM", help="GCTR, RCTR, DCTR, PBM, CM, UBM, DCM, CCM, DBN, SDBN, or 'all'")
-    f.add_argument("--test-fraction", type=float, default=0.25, help="sessions held out for evaluation (default 0.25)")
-    f.add_argument("--seed", type=int, default=0, help="seed of the random train/test split of the sessions")
+    f.add_argument("--test-log", default=None,
+                   help="held-out sessions (PyClick's test file); then every session of --log trains")
+    f.add_argument("--test-log-format", default=None, choices=LOG_FORMATS,
+                   help="layout of --test-log (default: --log-format)")
+    f.add_argument("--test-fraction", type=float, default=0.25,
+                   help="without --test-log: sessions of --log held out at random (default 0.25)")
+    f.add_argument("--seed", type=int, default=0, help="without --test-log: seed of the random train/test split")
     f.add_argument("--max-iter", type=int, default=50, help="EM iterations (default 50)")
     f.add_argument("--relevance-out", default=None, help="write query,doc,relevance (CSV) of the fitted model")
 
@@ -124,18 +131,35 @@ def run_clicks(args) -> int:
         for n in names:
             if n not in CLICK_MODELS:
                 raise InputError(f"--model must be one of {', '.join(CLICK_MODELS)} or 'all'; got {n!r}")
+        from rankwise.clicks import read_click_log
+
         log = _read_log(args)
-        train, test = log.split(1 - args.test_fraction, shuffle=True, random_state=args.seed)
-        print(f"{log.n_sessions} sessions: {train.n_sessions} train, {test.n_sessions} test")
-        print(f"{'model':6s} {'loglik':>9s} {'perplexity':>10s}  per rank 1..{log.max_rank}  sessions/s")
+        if args.test_log is None:
+            if not 0 < args.test_fraction < 1:
+                raise InputError(f"--test-fraction must be in (0, 1); got {args.test_fraction}")
+            train, test = log.split(1 - args.test_fraction, shuffle=True, random_state=args.seed)
+            print(f"{log.n_sessions} sessions: {train.n_sessions} train, {test.n_sessions} test "
+                  f"(random split, seed {args.seed})")
+        else:
+            train = log
+            test = read_click_log(args.test_log, format=args.test_log_format or args.log_format)
+            print(f"{train.n_sessions} training sessions ({args.log}), {test.n_sessions} test sessions "
+                  f"({args.test_log})")
+        if test.max_rank > train.max_rank:
+            raise InputError(f"{args.test_log or args.log}: test sessions show up to {test.max_rank} results, the "
+                             f"training sessions at most {train.max_rank}: no parameter for the ranks below")
+        print("loglik: mean log P(clicks) per session (natural log); per result: each session's value divided by "
+              "its number of results (PyClick's LogLikelihood)")
+        print(f"{'model':6s} {'loglik':>9s} {'per result':>10s} {'perplexity':>10s}  "
+              f"perplexity at rank 1..{test.max_rank}  sessions/s")
         for n in names:
             t = time.perf_counter()
             m = CLICK_MODELS[n](max_iter=args.max_iter).fit(train)
             speed = train.n_sessions / max(time.perf_counter() - t, 1e-9)
             ll = m.log_likelihood(test)
             overall, per_rank = m.perplexity(test)
-            print(f"{n:6s} {float(ll):9.4f} {overall:10.4f}  " + " ".join(f"{x:.3f}" for x in per_rank)
-                  + f"  {speed:,.0f}")
+            print(f"{n:6s} {float(ll):9.4f} {ll.per_result:10.4f} {overall:10.4f}  "
+                  + " ".join(f"{x:.3f}" for x in per_rank) + f"  {speed:,.0f}")
         print(f"held-out sessions evaluated: {ll.n_sessions}; left out (query not in training): {ll.n_dropped}")
         if args.relevance_out:
             m.relevance().to_csv(args.relevance_out, index=False)

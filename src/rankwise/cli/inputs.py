@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -35,9 +36,10 @@ def load_dataset(path, *, fmt: str = "auto", part: str = "train", split: str = "
                  query_file=None):
     """Read a data set for the CLI.
 
-    ``fmt="auto"`` chooses by the path: a folder holding ``u.data`` is MovieLens 100k (``part``
-    ``"train"`` or ``"test"`` of ``split``), ``.parquet`` is Parquet, a folder or ``.npz``
-    written by ``RankingDataset.save`` is the binary cache, anything else LETOR/SVMlight.
+    ``fmt="auto"`` chooses by the path: a folder holding ``u.data``, ``ratings.dat`` or
+    ``ratings.csv`` is MovieLens 100k, 1M or "latest" (``part`` ``"train"`` or ``"test"`` of
+    ``split``: see :func:`movielens_split`), ``.parquet`` is Parquet, a folder or ``.npz`` written
+    by ``RankingDataset.save`` is the binary cache, anything else LETOR/SVMlight.
     ``n_features`` (SVMlight: the column count, e.g. a model's) and ``query_file`` (SVMlight:
     group sizes, the CLI's ``--group``) are passed to :func:`rankwise.data.read_svmlight`.
     """
@@ -49,7 +51,7 @@ def load_dataset(path, *, fmt: str = "auto", part: str = "train", split: str = "
     if not p.exists():
         raise InputError(f"{p}: no such file or directory")
     if fmt == "auto":
-        if p.is_dir() and (p / "u.data").exists():
+        if p.is_dir() and any((p / f).exists() for f in MOVIELENS_RATINGS):
             fmt = "movielens"
         elif p.suffix == ".parquet":
             fmt = "parquet"
@@ -58,15 +60,59 @@ def load_dataset(path, *, fmt: str = "auto", part: str = "train", split: str = "
         else:
             fmt = "svmlight"
     if fmt == "movielens":
-        train, test = data.load_movielens_100k(p, split=split)
         if part not in ("train", "test"):
             raise InputError(f"MovieLens part must be 'train' or 'test'; got {part!r}")
+        train, test = movielens_split(p, split)
         return train if part == "train" else test
     if fmt == "parquet":
         return data.read_parquet(p)
     if fmt == "npz":
         return data.RankingDataset.load(p)
     return data.read_svmlight(p, n_features=n_features, query_file=query_file)
+
+
+MOVIELENS_RATINGS = ("u.data", "ratings.dat", "ratings.csv")  # 100k, 1M, "latest"
+TIME_SPLITS = ("time", "time-full")
+
+
+@functools.lru_cache(maxsize=2)  # `train` reads the training part, then --valid the test part
+def _time_split(path: str, full: bool, stamp: tuple):
+    from rankwise.data.movielens import load_movielens
+    from rankwise.data.recsys import recommendation_data
+
+    ml = load_movielens(path)
+    return recommendation_data(ml.ratings, ml.items, test_fraction=0.2, n_negatives=100,
+                               test_negatives="all" if full else None, random_state=0)
+
+
+def movielens_split(path, split: str | None):
+    """``(train, test)`` of a MovieLens folder for the CLI.
+
+    ``split`` (``--split``): an official split of 100k (``u1`` .. ``u5``, ``ua``, ``ub``; default
+    ``u1`` for 100k) through :func:`rankwise.data.load_movielens_100k`; or ``time`` (default for
+    the 1M and "latest" layouts, which have no official split): the per-user time split of
+    :func:`rankwise.data.recsys.recommendation_data` (each user's latest 20% of ratings held out,
+    100 sampled unrated items per list, seed 0, features as of each user's cutoff); or
+    ``time-full``: the same training lists, test lists over the full catalogue (every item the
+    user never rated)."""
+    from rankwise import data
+    from rankwise.data.movielens import SPLITS
+
+    p = Path(path)
+    layout = next((f for f in MOVIELENS_RATINGS if (p / f).exists()), None)
+    if layout is None:
+        raise InputError(f"{p}: no MovieLens ratings file ({', '.join(MOVIELENS_RATINGS)}) in this folder")
+    if split is None:
+        split = "u1" if layout == "u.data" else "time"
+    if split in TIME_SPLITS:
+        st = (p / layout).stat()
+        return _time_split(str(p.resolve()), split == "time-full", (st.st_mtime_ns, st.st_size))
+    if split in SPLITS and layout != "u.data":
+        raise InputError(f"--split {split}: {p} is a MovieLens {'1M' if layout == 'ratings.dat' else 'latest'} "
+                         f"folder ({layout}), which has no official split; use --split time or time-full")
+    if split not in SPLITS:
+        raise InputError(f"--split must be one of {', '.join(SPLITS + TIME_SPLITS)}; got {split!r}")
+    return data.load_movielens_100k(p, split=split)
 
 
 def read_scores(path, n_rows: int) -> np.ndarray:

@@ -479,7 +479,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def data_opts(p):
         p.add_argument("--format", default="auto", help="auto (default), svmlight, parquet, movielens, npz")
-        p.add_argument("--split", default="u1", help="MovieLens split u1..u5, ua, ub (default u1)")
+        p.add_argument("--split", default=None, help="MovieLens: split u1..u5, ua, ub (100k; default u1), or time "
+                                                     "/ time-full (per-user time split; default for 1M and latest)")
 
     p = sub.add_parser("train", help="train a model and save it", description="Train a ranker and save it (no pickle).")
     p.add_argument("train", help="training data: LETOR/SVMlight file, .parquet, or a MovieLens 100k folder")
@@ -535,7 +536,8 @@ def build_parser() -> argparse.ArgumentParser:
     eval_opts(p, default_metrics=None)
     p.add_argument("--format", default="auto", help="output: table (default) or trec_eval; data format of DATA: "
                                                      "auto, svmlight, parquet, movielens, npz")
-    p.add_argument("--split", default="u1", help="MovieLens split u1..u5, ua, ub (default u1)")
+    p.add_argument("--split", default=None, help="MovieLens: split u1..u5, ua, ub (100k; default u1), or time / "
+                                                 "time-full (per-user time split; default for 1M and latest)")
     p.set_defaults(func=_cmd_evaluate)
 
     for name, helptext in (("compare", "compare runs: means, paired tests with Holm correction, win/tie/loss"),
@@ -569,6 +571,9 @@ def build_parser() -> argparse.ArgumentParser:
     from rankwise.cli.clicks import add_clicks_parser
 
     add_clicks_parser(sub)
+    from rankwise.cli.recommend import add_recommend_parser
+
+    add_recommend_parser(sub)
     p = sub.add_parser("bench", help="run the benchmarks (from a source checkout) and rewrite BENCHMARKS.md")
     p.add_argument("--only", nargs="*", help="benchmark names, e.g. bench_metrics")
     p.set_defaults(func=_cmd_bench)

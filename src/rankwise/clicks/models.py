@@ -22,6 +22,11 @@ training log are left out; the results say how many (``n_sessions``, ``n_dropped
 with :math:`q_r^{(s)} = P_M(C_r = 1)` the full (unconditional) click probability and the
 overall perplexity the mean of :math:`p_r` over ranks.
 
+The log-likelihood is **per session** (a sum over the page's results). PyClick's
+``LogLikelihood`` divides each session's sum by its number of results first (per result: ten
+times smaller on a page of 10); :class:`EvalResult` carries both (``float(result)`` and
+``result.per_result``).
+
 References
 ----------
 A. Chuklin, I. Markov, M. de Rijke. *Click Models for Web Search*. Morgan & Claypool, 2015
@@ -55,14 +60,20 @@ def _ratio(num, den):
 
 
 class EvalResult(float):
-    """A float (the mean per-session log-likelihood) that also says how many sessions it covers."""
+    """A float (the mean per-session log-likelihood) that also says how many sessions it covers.
+
+    ``per_result`` is the same log-likelihood in PyClick's convention: each session's log P(clicks)
+    divided by its number of results, then averaged over the sessions (on pages of 10 results, the
+    per-session value divided by 10)."""
 
     n_sessions: int
     n_dropped: int
+    per_result: float
 
-    def __new__(cls, value, n_sessions, n_dropped):
+    def __new__(cls, value, n_sessions, n_dropped, per_result=float("nan")):
         obj = super().__new__(cls, value)
         obj.n_sessions, obj.n_dropped = int(n_sessions), int(n_dropped)
+        obj.per_result = float(per_result)
         return obj
 
 
@@ -206,10 +217,12 @@ class ClickModel:
         return out
 
     def log_likelihood(self, test_log: ClickLog) -> EvalResult:
-        """Mean per-session log-likelihood (natural log) on held-out sessions of known queries."""
+        """Mean per-session log-likelihood (natural log) on held-out sessions of known queries;
+        ``.per_result``: the mean over sessions of log P(clicks) / (results on the page), the
+        quantity PyClick's ``LogLikelihood`` reports."""
         log, n_drop = self._held_out(test_log)
         ll = self.session_log_likelihoods(log)
-        return EvalResult(float(ll.mean()), log.n_sessions, n_drop)
+        return EvalResult(float(ll.mean()), log.n_sessions, n_drop, float((ll / log.sizes).mean()))
 
     def perplexity(self, test_log: ClickLog) -> PerplexityResult:
         """``(overall, per_rank)`` perplexity of the full click probabilities on held-out sessions

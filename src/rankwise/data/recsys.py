@@ -49,7 +49,7 @@ import numpy as np
 from rankwise.errors import InputError, ParseError
 
 __all__ = ["Ratings", "Items", "TimeSplit", "Candidates", "temporal_split", "sample_candidates",
-           "candidate_features", "recommendation_data", "FEATURES"]
+           "candidate_features", "recommendation_data", "serving_data", "FEATURES"]
 
 _DAY = 86400.0
 
@@ -265,6 +265,22 @@ class Candidates:
     part: str
 
 
+def _check_n_negatives(value, name: str) -> None:
+    if isinstance(value, str) and value == "all":
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise InputError(f"{name} must be an integer >= 0 or 'all' (the full catalogue); got {value!r}")
+
+
+def _rated_by(hist: Ratings, users: np.ndarray):
+    """``seen(j)``: the items ``users[j]`` rated in ``hist`` (``users`` sorted)."""
+    h_order = np.lexsort((hist.item, hist.user))
+    h_user, h_item = hist.user[h_order], hist.item[h_order]
+    lo = np.searchsorted(h_user, users, side="left")
+    hi = np.searchsorted(h_user, users, side="right")
+    return lambda j: h_item[lo[j]:hi[j]]
+
+
 def sample_candidates(split: TimeSplit, *, part: str = "test", n_negatives: int = 100, relevance: str = "rating",
                       catalog=None, random_state=0) -> Candidates:
     """One candidate list per user: the items rated in ``part`` plus ``n_negatives`` sampled unrated items.
@@ -273,8 +289,11 @@ def sample_candidates(split: TimeSplit, *, part: str = "test", n_negatives: int 
     ----------
     split : TimeSplit
     part : {"train", "test"}
-    n_negatives : int ≥ 0
+    n_negatives : int ≥ 0 or "all"
         Negatives per user, drawn uniformly without replacement (all of them when fewer exist).
+        ``"all"``: every catalogue item the user has not rated in the allowed history, in id order
+        — for ``part="test"``, the **full catalogue** less the user's training items, the
+        evaluation Krichene and Rendle (KDD 2020) ask for instead of sampled negatives.
     relevance : {"rating", "binary"}
         Label of a rated item: its rating, or 1. Sampled negatives get 0.
     catalog : array of item ids, optional
@@ -292,8 +311,7 @@ def sample_candidates(split: TimeSplit, *, part: str = "test", n_negatives: int 
         raise InputError(f"part must be 'train' or 'test'; got {part!r}")
     if relevance not in ("rating", "binary"):
         raise InputError(f"relevance must be 'rating' or 'binary'; got {relevance!r}")
-    if isinstance(n_negatives, bool) or not isinstance(n_negatives, (int, np.integer)) or n_negatives < 0:
-        raise InputError(f"n_negatives must be an integer >= 0; got {n_negatives!r}")
+    _check_n_negatives(n_negatives, "n_negatives")
     rng = np.random.default_rng(random_state)
     pos = split.test if part == "test" else split.train
     if catalog is None:
@@ -306,29 +324,28 @@ def sample_candidates(split: TimeSplit, *, part: str = "test", n_negatives: int 
         np.concatenate([split.train.user, split.test.user]), np.concatenate([split.train.item, split.test.item]),
         np.concatenate([split.train.rating, split.test.rating]),
         np.concatenate([split.train.timestamp, split.test.timestamp]))
-    h_order = np.lexsort((hist.item, hist.user))
-    h_user, h_item = hist.user[h_order], hist.item[h_order]
     p_order = np.lexsort((pos.item, pos.user))
     p_user, p_item, p_rating = pos.user[p_order], pos.item[p_order], pos.rating[p_order]
     users, p_start = np.unique(p_user, return_index=True)
     p_end = np.append(p_start[1:], len(p_user))
-    h_lo = np.searchsorted(h_user, users, side="left")
-    h_hi = np.searchsorted(h_user, users, side="right")
+    seen_of = _rated_by(hist, users)
     out_u, out_i, out_l, out_p = [], [], [], []
     n_cat = len(catalog)
     for j, u in enumerate(users):
         items_u = p_item[p_start[j]:p_end[j]]
         labels_u = p_rating[p_start[j]:p_end[j]] if relevance == "rating" else np.ones(len(items_u))
-        seen = h_item[h_lo[j]:h_hi[j]]
-        n_free = n_cat - int(np.count_nonzero(np.isin(seen, catalog, assume_unique=True)))  # O(|seen| log)
-        m = min(int(n_negatives), n_free)
-        if m > 0:
-            # a uniform random prefix of the catalogue with the user's items dropped is a
-            # uniform sample of the free items; drawing m + |seen| always leaves m of them
-            draw = catalog[rng.choice(n_cat, size=min(n_cat, m + len(seen)), replace=False)]
-            neg = np.sort(draw[~np.isin(draw, seen)][:m])
+        seen = seen_of(j)
+        if isinstance(n_negatives, str):  # "all": the whole catalogue less the user's history
+            neg = catalog[~np.isin(catalog, seen)]
         else:
+            n_free = n_cat - int(np.count_nonzero(np.isin(seen, catalog, assume_unique=True)))  # O(|seen| log)
+            m = min(int(n_negatives), n_free)
             neg = np.zeros(0, dtype=np.int64)
+            if m > 0:
+                # a uniform random prefix of the catalogue with the user's items dropped is a
+                # uniform sample of the free items; drawing m + |seen| always leaves m of them
+                draw = catalog[rng.choice(n_cat, size=min(n_cat, m + len(seen)), replace=False)]
+                neg = np.sort(draw[~np.isin(draw, seen)][:m])
         out_u.append(np.full(len(items_u) + len(neg), u, dtype=np.int64))
         out_i.append(np.concatenate([items_u, neg]))
         out_l.append(np.concatenate([labels_u, np.zeros(len(neg))]))
@@ -458,19 +475,45 @@ def candidate_features(split: TimeSplit, cands: Candidates, items: Items | None 
     return X.astype(np.float32), names + genre_names
 
 
+def _dataset(split: TimeSplit, cands: Candidates, items: Items | None, chunk_rows: int = 250_000):
+    """The RankingDataset of candidate rows, features computed a block of users at a time (a
+    full-catalogue list set has n_users × n_items rows: the blocks bound the temporaries)."""
+    from rankwise.data.dataset import RankingDataset
+
+    bounds = np.flatnonzero(np.diff(cands.user)) + 1
+    starts = np.concatenate([[0], bounds])
+    cuts = [0]
+    for b in starts[1:]:
+        if b - cuts[-1] >= chunk_rows:
+            cuts.append(int(b))
+    cuts.append(len(cands.user))
+    blocks = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        part = Candidates(cands.user[a:b], cands.item[a:b], cands.label[a:b], cands.positive[a:b], cands.part)
+        X, names = candidate_features(split, part, items)
+        blocks.append(X)
+    X = blocks[0] if len(blocks) == 1 else np.vstack(blocks)
+    return RankingDataset.from_arrays(X, cands.label, cands.user, doc_ids=cands.item.astype(str),
+                                      feature_names=names, allow_nan=False)
+
+
 def recommendation_data(ratings: Ratings, items: Items | None = None, *, test_fraction: float = 0.2,
-                        n_negatives: int = 100, relevance: str = "rating", min_train: int = 1, random_state=0):
+                        n_negatives: int = 100, relevance: str = "rating", min_train: int = 1, random_state=0,
+                        test_negatives=None):
     """Ratings → ``(train, test)`` RankingDatasets: time split, candidate lists, leak-free features.
 
     Query id = user id, doc id = item id, label = the rating of a rated item (``relevance="rating"``)
-    or 1 (``"binary"``), 0 for a sampled negative. Training lists: each user's training ratings
-    plus ``n_negatives`` negatives; test lists: the test ratings of each user with a cutoff, plus
-    ``n_negatives`` negatives. See :func:`temporal_split`, :func:`sample_candidates` and
-    :func:`candidate_features`; the seed drives both samplings (training and test negatives come
-    from independent streams of it).
+    or 1 (``"binary"``), 0 for a negative. Training lists: each user's training ratings plus
+    ``n_negatives`` negatives; test lists: the test ratings of each user with a cutoff, plus
+    ``test_negatives`` negatives (default: ``n_negatives``; ``"all"``: every item the user never
+    rated, i.e. the **full catalogue** less the user's training items — Krichene and Rendle, KDD
+    2020). See :func:`temporal_split`, :func:`sample_candidates` and :func:`candidate_features`;
+    the seed drives both samplings (training and test negatives come from independent streams of it).
     """
-    from rankwise.data.dataset import RankingDataset
-
+    if test_negatives is None:
+        test_negatives = n_negatives
+    _check_n_negatives(n_negatives, "n_negatives")
+    _check_n_negatives(test_negatives, "test_negatives")
     split = temporal_split(ratings, test_fraction=test_fraction, min_train=min_train)
     seeds = np.random.SeedSequence(random_state if isinstance(random_state, (int, np.integer)) else None)
     if isinstance(random_state, np.random.Generator):
@@ -479,9 +522,63 @@ def recommendation_data(ratings: Ratings, items: Items | None = None, *, test_fr
         raise InputError(f"random_state must be an int, a numpy Generator or None; got {random_state!r}")
     g_train, g_test = (np.random.default_rng(s) for s in seeds.spawn(2))
     out = []
-    for part, rng in (("train", g_train), ("test", g_test)):
-        c = sample_candidates(split, part=part, n_negatives=n_negatives, relevance=relevance, random_state=rng)
-        X, names = candidate_features(split, c, items)
-        out.append(RankingDataset.from_arrays(X, c.label, c.user, doc_ids=c.item.astype(str), feature_names=names,
-                                              allow_nan=False))
+    for part, rng, n in (("train", g_train, n_negatives), ("test", g_test, test_negatives)):
+        c = sample_candidates(split, part=part, n_negatives=n, relevance=relevance, random_state=rng)
+        out.append(_dataset(split, c, items))
     return out[0], out[1]
+
+
+def serving_data(ratings: Ratings, items: Items | None = None, *, as_of=None, users=None, catalog=None):
+    """Candidate lists to recommend from **now**: every item each user has not rated, with the features
+    of :func:`candidate_features` computed *as of* ``as_of`` from the ratings made before it.
+
+    This is the serving side of :func:`recommendation_data`: a model trained on its training lists
+    scores these rows the way it scored its test lists, with ``as_of`` in the place of a user's
+    cutoff. Nothing at or after ``as_of`` reaches a feature or decides what counts as rated.
+
+    Parameters
+    ----------
+    ratings : Ratings
+    items : Items, optional
+        Genre flags and years (the same ``items`` the model was trained with).
+    as_of : int, optional
+        A Unix time; default: one second after the latest rating (recommend after the last rating).
+    users : array of user ids, optional
+        The users to recommend to (default: every user with a rating before ``as_of``); a user with
+        no rating before it gets the cold-start values (count 0, the global mean).
+    catalog : array of item ids, optional
+        The items to recommend from (default: every item rated before ``as_of``).
+
+    Returns
+    -------
+    RankingDataset
+        Query id = user id, doc id = item id, label 0; rows of a user in item id order, users in
+        increasing id order.
+    """
+    if not isinstance(ratings, Ratings):
+        raise InputError(f"ratings must be a rankwise.data.recsys.Ratings; got {type(ratings).__name__}")
+    if len(ratings) == 0:
+        raise InputError("ratings is empty")
+    if as_of is None:
+        t = int(ratings.timestamp.max()) + 1
+    else:
+        if isinstance(as_of, bool) or not isinstance(as_of, (int, np.integer)) or as_of < 0:
+            raise InputError(f"as_of must be a Unix time (an integer >= 0); got {as_of!r}")
+        t = int(as_of)
+    past = ratings.subset(ratings.timestamp < t)
+    if len(past) == 0:
+        raise InputError(f"no rating is earlier than as_of={t}; nothing to compute features from")
+    users = np.unique(past.user) if users is None else np.unique(_int_ids(users, "users"))
+    if len(users) == 0:
+        raise InputError("users is empty")
+    catalog = np.unique(past.item) if catalog is None else np.unique(_int_ids(catalog, "catalog"))
+    seen_of = _rated_by(past, users)
+    lists = [catalog[~np.isin(catalog, seen_of(j))] for j in range(len(users))]
+    sizes = np.array([len(x) for x in lists])
+    item = np.concatenate(lists).astype(np.int64)
+    if len(item) == 0:
+        raise InputError(f"the {len(users)} users have rated every item of the catalogue ({len(catalog)} items) "
+                         "before as_of: nothing is left to recommend")
+    cands = Candidates(np.repeat(users, sizes), item, np.zeros(len(item)), np.zeros(len(item), bool), "test")
+    split = TimeSplit(past, past.subset(np.zeros(len(past), bool)), users, np.full(len(users), t, dtype=np.int64))
+    return _dataset(split, cands, items)

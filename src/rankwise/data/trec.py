@@ -589,13 +589,16 @@ def write_trec_qrels(qrels, path) -> None:
             fh.write(f"{q} 0 {d} {int(r)}\n")
 
 
-def write_trec_run(run, path, *, scores=None, tag: str = "rankwise") -> None:
+def write_trec_run(run, path, *, scores=None, tag: str = "rankwise", depth: int | None = None) -> None:
     """Write a TREC run: ``{qid: {docno: score}}``, or a RankingDataset with per-row ``scores``.
 
     Documents are written in trec_eval's order (score descending, then docno descending) with
     ``rank`` 1, 2, ... in that order; scores are written with ``repr`` so they read back exactly.
+    ``depth``: write only the first ``depth`` documents of each query in that order (a top-k list).
     """
     _check_token(tag, "tag")
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1):
+        raise InputError(f"depth must be a positive integer or None; got {depth!r}")
     if isinstance(run, RankingDataset):
         ds = run
         if scores is None:
@@ -618,7 +621,7 @@ def write_trec_run(run, path, *, scores=None, tag: str = "rankwise") -> None:
         for q, docs in run.items():
             _check_token(str(q), "query id")
             order = sorted(docs.items(), key=lambda kv: (-float(kv[1]), _Desc(str(kv[0]))))
-            for rank, (d, sc) in enumerate(order, start=1):
+            for rank, (d, sc) in enumerate(order[:depth], start=1):
                 _check_token(str(d), "doc id")
                 if not math.isfinite(float(sc)):
                     raise InputError(f"score of ({q}, {d}) is not finite")

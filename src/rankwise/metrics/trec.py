@@ -681,9 +681,12 @@ def describe_conventions(profile, conv: dict) -> str:
     """One line saying which conventions were in force (printed by the CLI)."""
     if profile in TREC_PROFILES:
         scores = "doubles (trec_eval 10)" if profile == "trec_eval" else "float32 (trec_eval <= 9, pytrec_eval)"
-        parts = [f"profile {profile}: ranked by score ({scores}), ties by docno descending",
+        ties = conv.get("ties", "docid")
+        gain = conv.get("gain", "linear")
+        parts = [f"profile {profile}: ranked by score ({scores}), "
+                 + ("ties by docno descending" if ties == "docid" else f"ties={ties} (overridden)"),
                  f"relevant = grade >= {conv.get('relevance_level', 1)}",
-                 "gain = grade", "unjudged = non-relevant"]
+                 "gain = grade" if gain == "linear" else f"gain={gain} (overridden)", "unjudged = non-relevant"]
         parts.append("topics: every qrels topic (-c)" if conv.get("complete") else "topics: in both run and qrels")
         if conv.get("max_docs") is not None:
             parts.append(f"at most {conv['max_docs']} documents per topic (-M)")
