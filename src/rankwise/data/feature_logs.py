@@ -139,7 +139,7 @@ def _load_documents(source):
         line = raw[:exc.start].count(b"\n") + 1
         raise ParseError(path, line, f"not UTF-8 (byte {raw[exc.start]:#04x}); JSON logs are UTF-8") from None
     try:
-        return str(path), [(None, json.loads(text))]
+        return str(path), [(1 if "\n" not in text.strip() else None, json.loads(text))]
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data" and not _first_line_is_object(text):
             raise ParseError(path, exc.lineno, f"not JSON ({exc.msg} at column {exc.colno}); expected a JSON "
@@ -206,7 +206,7 @@ class _Reader:
         if self.fmt == "opensearch":
             if "responses" in doc and isinstance(doc["responses"], list):
                 return [(r, self._os_hits(r)) for r in doc["responses"]]
-            if "hits" in doc:
+            if "hits" in doc or ("error" in doc and "_id" not in doc):
                 return [(doc, self._os_hits(doc))]
             return None
         if self.fmt == "solr":
@@ -378,7 +378,7 @@ def _hits(reader: _Reader, documents):
             n = reader.n_responses
             reader.n_responses += 1
             for k, hit in enumerate(hits):
-                where = f"response {n + 1}, hit {k + 1}" if line is None else f"hit {k + 1}"
+                where = f"response {n + 1}, hit {k + 1}"
                 if not isinstance(hit, dict):
                     reader.fail(line, where, f"expected a hit object; got {json.dumps(hit)[:60]}")
                 yield hit, resp, n, line, where
