@@ -211,7 +211,11 @@ def test_vespa_matchfeatures_and_summaryfeatures(tmp_path):
                                                                "vespa.summaryFeatures.cached": 0.0}}}]
     p = _write(tmp_path / "s.json", json.dumps(_vespa(summ)))
     log = read_feature_log(p, "vespa", qid=["q"])
-    assert log.feature_names == ["fieldMatch(title)"] and log.doc_ids.tolist() == ["id:a:b::X"]
+    assert log.feature_names == ["fieldMatch(title)"] and log.doc_ids.tolist() == ["X"]
+    assert read_feature_log(p, "vespa", qid=["q"], doc_id="id").doc_ids.tolist() == ["id:a:b::X"]
+    with pytest.raises(ParseError, match=r"s.json:1: response 1, hit 1: doc_id= \(<lambda>\) failed on this hit: "
+                                         r"KeyError: 'docid'"):
+        read_feature_log(p, "vespa", qid=["q"], doc_id=lambda hit: hit["fields"]["docid"])
     tensor = [{"id": "id:a:b::X", "fields": {"matchfeatures": {"t": {"type": "tensor(x[2])", "values": [1, 2]}}}}]
     p = _write(tmp_path / "t.json", json.dumps(_vespa(tensor)))
     with pytest.raises(ParseError, match=r"t.json:1: response 1, hit 1: feature 't' is a tensor"):

@@ -112,6 +112,21 @@ def _lookup(obj, path):
     return cur
 
 
+def _call(fn, hit, what, fail):
+    try:
+        return fn(hit)
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        fail(f"{what}= ({getattr(fn, '__name__', 'a callable')}) failed on this hit: {type(exc).__name__}: {exc}")
+
+
+def _vespa_doc_id(hit):
+    """The user part of a Vespa document id: ``id:<namespace>:<type>::<key>`` -> ``<key>``."""
+    full = hit["id"]
+    if isinstance(full, str) and full.startswith("id:") and "::" in full:
+        return full.split("::", 1)[1]
+    return full
+
+
 def _id_text(value, what: str, fail) -> str:
     if isinstance(value, list) and len(value) == 1:  # OpenSearch `fields` values are lists
         value = value[0]
@@ -246,7 +261,7 @@ class _Reader:
 
         qid = self.qid
         if callable(qid):
-            q = qid(hit)
+            q = _call(qid, hit, "qid", fail)
         elif isinstance(qid, str):
             try:
                 q = _lookup(hit, qid)
@@ -267,7 +282,7 @@ class _Reader:
             if n_resp >= len(qid):
                 fail(f"qid= lists {len(qid)} query ids but the log has more responses")
             q = qid[n_resp]
-        doc = self.doc_id(hit) if callable(self.doc_id) else None
+        doc = _call(self.doc_id, hit, "doc_id", fail) if callable(self.doc_id) else None
         if not callable(self.doc_id):
             try:
                 doc = _lookup(hit, self.doc_id)
@@ -427,8 +442,9 @@ def read_feature_log(source, format: str, *, qid=None, doc_id=None, feature_name
         ``"responseHeader.params.qid"``); a callable ``hit -> id``; a sequence with one id per
         response in file order; ``None``: the response's position (0, 1, ...).
     doc_id : str or callable, optional
-        Path of the document id in a hit: default ``"_id"`` (OpenSearch), ``"id"`` (Solr, Vespa; a
-        Vespa id looks like ``id:namespace:type::key``; pass a callable to cut it).
+        Path of the document id in a hit, or a callable ``hit -> id``: default ``"_id"``
+        (OpenSearch), ``"id"`` (Solr); Vespa: the key of the hit's ``id:namespace:type::key``
+        (``doc_id="id"`` keeps the whole id).
     feature_names : list of str, or feature-set JSON (path or object), optional
         The column order (use the feature set's); default: order of first appearance.
     log_name : str, optional
@@ -469,7 +485,7 @@ def read_feature_log(source, format: str, *, qid=None, doc_id=None, feature_name
     if not (qid is None or isinstance(qid, str) or callable(qid) or isinstance(qid, (list, tuple, np.ndarray))):
         raise InputError(f"qid must be a field path, a callable, a list of ids or None; got {qid!r:.60}")
     if doc_id is None:
-        doc_id = "_id" if fmt == "opensearch" else "id"
+        doc_id = {"opensearch": "_id", "solr": "id", "vespa": _vespa_doc_id}[fmt]
     names_given = _feature_names_from(feature_names)
     path, documents = _load_documents(source)
     options = dict(log_name=log_name, missing_as_zero=missing_as_zero, field=field, key_value_sep=key_value_sep,
