@@ -321,6 +321,18 @@ def test_mq2008_round_trip(tmp_path, mq_rows, fmt, kwargs):
     assert log.values.dtype == np.float64 and log.feature_names == names
     np.testing.assert_array_equal(log.values, expected)  # bit for bit (NaN where removed)
     assert log.qids.tolist() == q.tolist() and log.doc_ids.tolist() == docs.tolist()
+    if kwargs.get("layout") == "hits":  # the same hits logged again (a retried batch) are listed, not doubled
+        lines = (tmp_path / "log").read_bytes().split(b"\r\n")
+        with open(tmp_path / "log", "ab") as fh:
+            fh.write(b"\r\n".join([lines[4], lines[100], lines[4]]) + b"\r\n")
+        log = read_feature_log(tmp_path / "log", fmt, missing_as_zero=kwargs.get("missing_as_zero", False),
+                               **read_kw)
+        np.testing.assert_array_equal(log.values, expected)
+        n = len(X)
+        assert [(d[0], d[1], d[3]) for d in log.duplicates] == [(q[4], docs[4], f"{tmp_path / 'log'}:5"),
+                                                                 (q[100], docs[100], f"{tmp_path / 'log'}:101"),
+                                                                 (q[4], docs[4], f"{tmp_path / 'log'}:5")]
+        assert [d[2] for d in log.duplicates] == [f"{tmp_path / 'log'}:{n + k}" for k in (1, 2, 3)]
 
     # judgments written as TREC qrels, with a third of query 1's judgments dropped and two documents never logged
     qrels = {}
@@ -347,3 +359,42 @@ def test_mq2008_round_trip(tmp_path, mq_rows, fmt, kwargs):
         full = letor.X.copy()
         full[removed] = 0.0 if kwargs.get("missing_as_zero") else np.nan
         np.testing.assert_array_equal(ds.X[:, 2:], full[keep][:, 2:])
+
+
+def test_solr_feature_store_fixture_gives_the_order(data_dir, tmp_path):
+    """Solr's own feature-store test files (serving_fixtures/solr_ltr) name the columns."""
+    stores = data_dir / "serving_fixtures" / "solr_ltr" / "featureExamples"
+    if not stores.is_dir():
+        pytest.skip(f"Solr fixtures absent: expected {stores}")
+    names = [f["name"] for f in json.loads((stores / "multipleadditivetreesmodel_features.json").read_text())]
+    docs = [{"id": "1", "[features]": "userDevice=0.0,matchedTitle=1.0"}]
+    p = _write(tmp_path / "s.json", json.dumps(_solr(docs)))
+    log = read_feature_log(p, "solr", qid=["q"], feature_names=stores / "multipleadditivetreesmodel_features.json",
+                           features_format="sparse")
+    assert log.feature_names == names and names[0] == "matchedTitle"
+    np.testing.assert_array_equal(log.values, [[1.0, 0.0, 0.0]])
+    mixed = stores / "featurevectorcache_features.json"
+    with pytest.raises(InputError, match=r"holds the stores \['_DEFAULT_', 'store1'\]; pass feature_store="):
+        read_feature_log(p, "solr", qid=["q"], feature_names=mixed)
+    entries = json.loads(mixed.read_text())
+    log = read_feature_log(p, "solr", qid=["q"], feature_names=mixed, feature_store="_DEFAULT_",
+                           features_format="sparse", unknown_features="ignore")
+    assert log.feature_names == [f["name"] for f in entries if "store" not in f]
+
+
+def test_ids_from_paths_long_lists_and_gzip(tmp_path):
+    n = 3000  # one long result list, as a deep logging search returns it
+    rng = np.random.default_rng(7)
+    vals = rng.standard_normal(n) * 10.0 ** rng.integers(-12, 12, n)
+    hits = [{"_id": f"doc-{k}", "fields": {"qid": ["topic-1"], "_ltrlog": [{"l": [{"name": "x", "value": v}]}]}}
+            for k, v in enumerate(vals.tolist())]
+    text = json.dumps({"hits": {"hits": hits}}, indent=1)
+    p = tmp_path / "deep.json.gz"
+    with gzip.open(p, "wt", encoding="utf-8") as fh:
+        fh.write(text)
+    for path in ("fields.qid.0", "fields.qid"):
+        log = read_feature_log(p, "opensearch", qid=path)
+        assert log.qids.tolist() == ["topic-1"] * n
+        np.testing.assert_array_equal(log.values[:, 0], vals)
+    with pytest.raises(ParseError, match=r"deep.json.gz: response 1, hit 1: no query id at 'fields.topic'"):
+        read_feature_log(p, "opensearch", qid="fields.topic")

@@ -399,7 +399,7 @@ def _hits(reader: _Reader, documents):
                 yield hit, resp, n, line, where
 
 
-def _feature_names_from(spec):
+def _feature_names_from(spec, store=None):
     """A list of names, or a feature-set / feature-store JSON (OpenSearch ``_featureset``, Solr store)."""
     if spec is None or isinstance(spec, (list, tuple)):
         return None if spec is None else [str(s) for s in spec]
@@ -418,7 +418,14 @@ def _feature_names_from(spec):
     if isinstance(obj, list) and all(isinstance(f, str) for f in obj):
         return list(obj)
     if isinstance(obj, list) and all(isinstance(f, dict) and isinstance(f.get("name"), str) for f in obj):
-        return [f["name"] for f in obj]
+        # a Solr feature-store upload may hold several stores; a feature without "store" is in _DEFAULT_
+        stores = list(dict.fromkeys(f.get("store", "_DEFAULT_") for f in obj))
+        if store is None and len(stores) > 1:
+            raise InputError(f"feature_names: the feature store JSON holds the stores {stores}; pass feature_store= "
+                             "(the [features store=...] of the logging request)")
+        if store is not None and store not in stores:
+            raise InputError(f"feature_store={store!r} is not in the feature store JSON; it holds {stores}")
+        return [f["name"] for f in obj if store is None or f.get("store", "_DEFAULT_") == store]
     raise InputError(f"feature_names: expected a list of names, an OpenSearch feature set "
                      f"({{\"featureset\": {{\"features\": [{{\"name\": ...}}]}}}}) or a Solr feature store "
                      f"([{{\"name\": ...}}]); got {json.dumps(obj)[:80] if not callable(obj) else obj}")
@@ -427,7 +434,8 @@ def _feature_names_from(spec):
 def read_feature_log(source, format: str, *, qid=None, doc_id=None, feature_names=None, log_name=None,
                      missing_as_zero: bool = False, field: str | None = None, features_format: str = "dense",
                      default=0.0, key_value_sep: str = "=", feature_sep: str = ",",
-                     unknown_features: str = "error", duplicates: str = "error") -> FeatureLog:
+                     unknown_features: str = "error", duplicates: str = "error",
+                     feature_store: str | None = None) -> FeatureLog:
     """Read a search engine's feature log.
 
     Parameters
@@ -447,6 +455,9 @@ def read_feature_log(source, format: str, *, qid=None, doc_id=None, feature_name
         (``doc_id="id"`` keeps the whole id).
     feature_names : list of str, or feature-set JSON (path or object), optional
         The column order (use the feature set's); default: order of first appearance.
+    feature_store : str, optional
+        Solr: which store of a feature-store JSON holding several gives ``feature_names``
+        (features without ``"store"`` are in ``"_DEFAULT_"``).
     log_name : str, optional
         OpenSearch: which ``_ltrlog`` entry (the ``log_specs.name``); needed when there are several.
     missing_as_zero : bool
@@ -486,7 +497,7 @@ def read_feature_log(source, format: str, *, qid=None, doc_id=None, feature_name
         raise InputError(f"qid must be a field path, a callable, a list of ids or None; got {qid!r:.60}")
     if doc_id is None:
         doc_id = {"opensearch": "_id", "solr": "id", "vespa": _vespa_doc_id}[fmt]
-    names_given = _feature_names_from(feature_names)
+    names_given = _feature_names_from(feature_names, feature_store)
     path, documents = _load_documents(source)
     options = dict(log_name=log_name, missing_as_zero=missing_as_zero, field=field, key_value_sep=key_value_sep,
                    feature_sep=feature_sep)
