@@ -2,6 +2,8 @@
 Python API's on the same join, the join report is printed, and wrong option sets fail before any reading."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -116,7 +118,8 @@ def test_train_on_solr_and_vespa_logs(logs, capsys, tmp_path, fmt, extra):
     d, _ = logs
     extra = [str(d / e) if e.endswith((".txt", ".qids")) else e for e in extra]
     code, out, err = run_cli(capsys, "train", str(d / f"{fmt}.ndjson"), "--format", fmt, "--judgments",
-                             str(d / "qrels.txt"), "--model", "gbdt", "--param", "n_estimators=3", "--out", str(tmp_path / "m.npz"), *extra)
+                             str(d / "qrels.txt"), "--model", "gbdt", "--param", "n_estimators=3", "--out",
+                             str(tmp_path / "m.npz"), *extra)
     assert code == 0, err
     kept = "kept with grade 0" if fmt == "vespa" else "dropped"
     assert f"unjudged hits: 2 ({kept})" in err and "40 queries" in err
@@ -137,3 +140,25 @@ def test_log_errors_name_the_file(logs, capsys, tmp_path):
     code, _, err = run_cli(capsys, "train", str(d / "valid.ndjson"), "--format", "opensearch", "--judgments",
                            str(d / "qrels.txt"), "--out", str(tmp_path / "m.npz"))
     assert code == 2 and f"{d / 'valid.ndjson'}:1: hit: a hit on its own line carries no query" in err
+
+
+def test_solr_separators_and_store_options(capsys, tmp_path):
+    docs = [{"id": f"d{k}", "fv": f"title:{k / 7!r} body:{k * 1e-5!r}"} for k in range(6)]
+    resp = {"responseHeader": {"params": {"qid": "q1"}}, "response": {"numFound": 6, "docs": docs}}
+    (tmp_path / "log.json").write_text(json.dumps(resp))
+    (tmp_path / "qrels").write_text("".join(f"q1 0 d{k} {k % 3}\n" for k in range(6)))
+    (tmp_path / "store.json").write_text(json.dumps([{"store": "s1", "name": "body", "class": "x", "params": {}},
+                                                     {"store": "s1", "name": "title", "class": "x", "params": {}},
+                                                     {"store": "s2", "name": "other", "class": "x", "params": {}}]))
+    base = ["train", str(tmp_path / "log.json"), "--format", "solr", "--judgments", str(tmp_path / "qrels"),
+            "--qid", "responseHeader.params.qid", "--out", str(tmp_path / "m.npz"), "--param", "max_iter=3"]
+    code, _, err = run_cli(capsys, *base, "--feature-store", "s1", "--feature-set", str(tmp_path / "store.json"),
+                           "--key-value-sep", ":", "--feature-sep", " ")
+    assert code == 2 and "no '[features]' field in the document" in err
+    code, _, err = run_cli(capsys, *base, "--feature-set", str(tmp_path / "store.json"), "--key-value-sep", ":",
+                           "--feature-sep", " ")
+    assert code == 2 and "holds the stores ['s1', 's2']; pass feature_store=" in err
+    code, _, err = run_cli(capsys, *base, "--feature-store", "s1", "--feature-set", str(tmp_path / "store.json"),
+                           "--key-value-sep", ":", "--feature-sep", " ", "--field", "fv")
+    assert code == 0, err
+    assert rankwise.load(tmp_path / "m.npz").n_features_in_ == 2

@@ -41,7 +41,8 @@ def test_opensearch_response_missing_values_and_order(tmp_path):
                          {"name": "popularity", "value": 1.2345678901234567e-07}]),
         _os_hit("1370", [{"name": "title_query", "value": 0.0}, {"name": "body_query", "value": 11.083446},
                          {"name": "popularity", "value": 3.0e+21}]),
-        _os_hit("é-日本-1", [{"name": "title_query"}, {"name": "body_query"}, {"name": "popularity", "value": -0.0}]),
+        _os_hit("é-日本-1", [{"name": "title_query"}, {"name": "body_query"},
+                            {"name": "popularity", "value": -0.0}]),
     ]}}
     p = _write(tmp_path / "rambo.json", json.dumps(resp, indent=2))
     log = read_feature_log(p, "opensearch", qid=["rambo"])
@@ -99,7 +100,8 @@ def test_opensearch_msearch_ndjson_hits_and_log_names(tmp_path):
     ('{"hits": {"hits": [{"_id": "x", "fields": {"_ltrlog": [{"l": [{"name": "a"}, {"name": "a"}]}]}}]}}',
      r"hit 1: feature 'a' is logged twice in one hit"),
     ('{"hits": {"hits": [{"fields": {"_ltrlog": [{"l": [{"name": "a"}]}]}}]}}', r"no document id at '_id'"),
-    ('{"error": {"type": "parsing_exception"}, "status": 400}', r"bad.json:1: response 1: the search failed: \{\"type\": \"parsing_exception\"\}"),
+    ('{"error": {"type": "parsing_exception"}, "status": 400}',
+     r"bad.json:1: response 1: the search failed: \{\"type\": \"parsing_exception\"\}"),
     ('{"hits": {"hits": [\n  {"_id": "x",\n   "fields": }\n]}}', r"bad.json:3: not JSON \(Expecting value"),
 ])
 def test_opensearch_errors_name_the_place(tmp_path, body, message):
@@ -117,7 +119,8 @@ def test_ndjson_error_names_the_line(tmp_path):
     p = _write(tmp_path / "u.ndjson", good.replace('"name": "a"', '"name": "zz"') + "\n")
     with pytest.raises(ParseError, match=r"u.ndjson:1: hit: feature 'zz' is not in feature_names \(1 names"):
         read_feature_log(p, "opensearch", qid="qid", feature_names=["a"])
-    ignored = read_feature_log(p, "opensearch", qid="qid", feature_names=["a"], unknown_features="ignore")
+    ignored = read_feature_log(p, "opensearch", qid="qid", feature_names=["a"], unknown_features="ignore",
+                               absent_features="nan")
     assert ignored.feature_names == ["a"] and np.isnan(ignored.values).tolist() == [[True]]
 
 
@@ -398,3 +401,21 @@ def test_ids_from_paths_long_lists_and_gzip(tmp_path):
         np.testing.assert_array_equal(log.values[:, 0], vals)
     with pytest.raises(ParseError, match=r"deep.json.gz: response 1, hit 1: no query id at 'fields.topic'"):
         read_feature_log(p, "opensearch", qid="fields.topic")
+
+
+def test_a_feature_absent_from_a_hit_is_a_mismatched_feature_set(tmp_path):
+    hits = [_os_hit("d1", [{"name": "a", "value": 1.0}, {"name": "b"}]), _os_hit("d2", [{"name": "a", "value": 2.0}])]
+    p = _write(tmp_path / "a.json", json.dumps({"hits": {"hits": hits}}, indent=2))
+    with pytest.raises(ParseError, match=r"a.json: response 1, hit 2: \['b'\] is not logged for this hit \(the plugin "
+                                         r"lists every feature of the set, a missing one without value\)"):
+        read_feature_log(p, "opensearch", qid=["q"])
+    with pytest.raises(ParseError, match=r"response 1, hit 1: \['c'\] is not logged for this hit"):
+        read_feature_log(p, "opensearch", qid=["q"], feature_names=["a", "b", "c"])
+    log = read_feature_log(p, "opensearch", qid=["q"], absent_features="nan")
+    np.testing.assert_array_equal(log.values, [[1.0, np.nan], [2.0, np.nan]])
+    kids = [{"id": "id:a:b::1", "fields": {"matchfeatures": {"x": 1.0, "y": 2.0}}},
+            {"id": "id:a:b::2", "fields": {"matchfeatures": {"y": 2.5}}}]
+    p = _write(tmp_path / "v.json", json.dumps(_vespa(kids)))
+    with pytest.raises(ParseError, match=r"v.json:1: response 1, hit 2: \['x'\] is not logged for this hit \(a rank "
+                                         r"profile's match-features are the same for every hit\)"):
+        read_feature_log(p, "vespa", qid=["q"])

@@ -24,6 +24,15 @@ def add_arguments(p) -> None:
     g.add_argument("--log-name", help="OpenSearch: the ltr_log log_specs name, when the hits hold several")
     g.add_argument("--feature-set", metavar="FILE", help="feature set / feature store JSON (or one name per "
                                                          "line): the column order")
+    g.add_argument("--field", metavar="NAME", help="Solr: the transformer's field (default [features]); Vespa: "
+                                                   "matchfeatures (default when present) or summaryfeatures")
+    g.add_argument("--feature-store", metavar="NAME", help="Solr: the store of a --feature-set JSON holding several")
+    g.add_argument("--absent-features", choices=("error", "nan"), default="error",
+                   help="a column a hit does not list at all: an error (default; another feature set?) or missing")
+    g.add_argument("--key-value-sep", default="=", metavar="C",
+                   help="Solr: the transformer's csvKeyValueDelimiter (default '=')")
+    g.add_argument("--feature-sep", default=",", metavar="C",
+                   help="Solr: the transformer's csvFeatureSeparator (default ',')")
     g.add_argument("--missing-as-zero", action="store_true", help="OpenSearch: a feature with no value is 0, "
                                                                   "not missing (NaN)")
     g.add_argument("--features-format", choices=("dense", "sparse"), default="dense",
@@ -39,7 +48,7 @@ def uses_feature_log(args) -> bool:
     is_log = args.format in LOG_FORMATS
     if not is_log:
         given = [f"--{n.replace('_', '-')}" for n in ("judgments", "qid", "qids", "doc_id", "log_name",
-                                                       "feature_set") if getattr(args, n, None) is not None]
+                                                       "feature_set", "feature_store", "field") if getattr(args, n, None) is not None]
         if given:
             raise InputError(f"{', '.join(given)} go with a feature log: --format {'|'.join(LOG_FORMATS)}; "
                              f"got --format {args.format}")
@@ -88,7 +97,9 @@ def load(path, args, *, feature_names=None, label: str = "train"):
     log = read_feature_log(path, args.format, qid=qid, doc_id=args.doc_id, log_name=args.log_name,
                            feature_names=feature_names if feature_names is not None else _feature_set(
                                args.feature_set), missing_as_zero=args.missing_as_zero,
-                           features_format=args.features_format, duplicates=args.duplicates)
+                           features_format=args.features_format, duplicates=args.duplicates,
+                           feature_store=args.feature_store, field=args.field, absent_features=args.absent_features,
+                           key_value_sep=args.key_value_sep, feature_sep=args.feature_sep)
     ds, report = join_judgments(log, args.judgments, unjudged=_unjudged(args.unjudged))
     print(f"{label} feature log {path}:\n  " + str(report).replace("\n", "\n  "), file=sys.stderr)
     if getattr(args, "model", "gbdt") != "gbdt" and any(report.missing_per_feature.values()):

@@ -435,7 +435,7 @@ def read_feature_log(source, format: str, *, qid=None, doc_id=None, feature_name
                      missing_as_zero: bool = False, field: str | None = None, features_format: str = "dense",
                      default=0.0, key_value_sep: str = "=", feature_sep: str = ",",
                      unknown_features: str = "error", duplicates: str = "error",
-                     feature_store: str | None = None) -> FeatureLog:
+                     feature_store: str | None = None, absent_features: str = "error") -> FeatureLog:
     """Read a search engine's feature log.
 
     Parameters
@@ -474,6 +474,11 @@ def read_feature_log(source, format: str, *, qid=None, doc_id=None, feature_name
         Solr: the transformer's ``csvKeyValueDelimiter`` and ``csvFeatureSeparator``.
     unknown_features : {"error", "ignore"}
         What to do with a logged name outside ``feature_names``.
+    absent_features : {"error", "nan"}
+        A column name that a hit does not list at all (the plugin lists every feature of its set,
+        a missing one without ``value``; a dense Solr log and Vespa's match-features list every
+        feature too) is an error, a sign of a log made with another feature set; ``"nan"`` reads
+        it as missing. Sparse Solr logs leave features out by design (``default``).
     duplicates : {"error", "first", "last"}
         A (query, document) logged twice with the same values keeps one row (listed in
         ``FeatureLog.duplicates``); with different values it is an error unless ``"first"`` or
@@ -488,7 +493,8 @@ def read_feature_log(source, format: str, *, qid=None, doc_id=None, feature_name
         raise InputError(f"format must be one of {', '.join(FEATURE_LOG_FORMATS)}; got {format!r}")
     for name, value, allowed in (("features_format", features_format, ("dense", "sparse")),
                                  ("unknown_features", unknown_features, ("error", "ignore")),
-                                 ("duplicates", duplicates, ("error", "first", "last"))):
+                                 ("duplicates", duplicates, ("error", "first", "last")),
+                                 ("absent_features", absent_features, ("error", "nan"))):
         if value not in allowed:
             raise InputError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
     if features_format == "sparse" and fmt != "solr":
@@ -562,12 +568,18 @@ def read_feature_log(source, format: str, *, qid=None, doc_id=None, feature_name
         fill = np.full(len(names), np.nan)
     values = np.tile(fill, (len(rows), 1))
     for r, row in enumerate(rows):
-        if fmt == "solr" and not sparse and len(row) != len(names):
+        if not sparse and len(row) != len(names) and absent_features == "error":
             absent = [n for n in names if n not in row]
             line, w = lines[r]
-            reader.fail(line, w, f"a dense Solr log lists every feature, but {absent[:5]} "
-                        f"{'is' if len(absent) == 1 else 'are'} absent; pass features_format='sparse' for "
-                        "[features format=sparse]")
+            verb = "is" if len(absent) == 1 else "are"
+            if fmt == "solr":
+                reader.fail(line, w, f"a dense Solr log lists every feature, but {absent[:5]} {verb} absent; pass "
+                            "features_format='sparse' for [features format=sparse]")
+            what = "the plugin lists every feature of the set, a missing one without value" if fmt == "opensearch" \
+                else "a rank profile's match-features are the same for every hit"
+            reader.fail(line, w, f"{absent[:5]}{'...' if len(absent) > 5 else ''} {verb} not logged for this hit "
+                        f"({what}): was it logged with another feature set? absent_features='nan' reads absent "
+                        "names as missing")
         for name, v in row.items():
             values[r, index[name]] = v
     return FeatureLog(values, np.asarray(qids, dtype=str), np.asarray(docs, dtype=str), names, where, dups,
