@@ -47,8 +47,8 @@ def uses_feature_log(args) -> bool:
     """True when ``args.format`` is a log format; checks the options before any data is read."""
     is_log = args.format in LOG_FORMATS
     if not is_log:
-        given = [f"--{n.replace('_', '-')}" for n in ("judgments", "qid", "qids", "doc_id", "log_name",
-                                                       "feature_set", "feature_store", "field") if getattr(args, n, None) is not None]
+        names = ("judgments", "qid", "qids", "doc_id", "log_name", "feature_set", "feature_store", "field")
+        given = [f"--{n.replace('_', '-')}" for n in names if getattr(args, n, None) is not None]
         if given:
             raise InputError(f"{', '.join(given)} go with a feature log: --format {'|'.join(LOG_FORMATS)}; "
                              f"got --format {args.format}")
