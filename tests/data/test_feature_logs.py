@@ -17,8 +17,7 @@ import re
 import numpy as np
 import pytest
 
-from rankwise.data import (FeatureLog, join_judgments, read_feature_log, read_svmlight, write_feature_log,
-                           write_trec_qrels)
+from rankwise.data import join_judgments, read_feature_log, read_svmlight, write_feature_log, write_trec_qrels
 from rankwise.data.feature_logs import _java_float
 from rankwise.errors import InputError, ParseError
 
