@@ -134,6 +134,11 @@ def test_duplicate_hits(tmp_path):
     last = read_feature_log(p, "opensearch", qid="qid", duplicates="last")
     assert first.values[0, 0] == 0.1 and last.values[0, 0] == 0.2 and len(first) == len(last) == 1
     assert [d[3] for d in first.duplicates] == [f"{p}:1", f"{p}:1"]
+    # the kept hit is the one whose place an error names
+    c = _os_hit("d1", [{"name": "a", "value": 0.3}], qid="q")
+    p = _write(tmp_path / "last.ndjson", "\n".join(json.dumps(h) for h in (a, c)) + "\n")
+    with pytest.raises(ParseError, match=r"last.ndjson:2: hit: \['b'\] is not logged for this hit"):
+        read_feature_log(p, "opensearch", qid="qid", duplicates="last")
     p = _write(tmp_path / "same.ndjson", "\n".join(json.dumps(h) for h in (a, a)) + "\n")
     same = read_feature_log(p, "opensearch", qid="qid")  # identical repeats are dropped and listed
     assert len(same) == 1 and same.duplicates == [("q", "d1", f"{p}:2", f"{p}:1")]

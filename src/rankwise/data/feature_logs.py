@@ -541,7 +541,7 @@ def read_feature_log(source, format: str, *, qid=None, doc_id=None, feature_name
                             f"{where[k]}); pass duplicates='first' or 'last' to keep one")
             dups.append((q, d, loc if duplicates != "last" else where[k], where[k] if duplicates != "last" else loc))
             if duplicates == "last":
-                rows[k], where[k], lines[k] = row, loc, line
+                rows[k], where[k], lines[k] = row, loc, (line, w)
             continue
         seen[key] = len(rows)
         rows.append(row)
