@@ -158,7 +158,9 @@ def test_java_float_strings():
              (-0.0, "-0.0")]
     for v, s in cases:
         assert _java_float(v) == s
-    assert _java_float(math.nan) == "NaN"
+    assert _java_float(math.nan) == "NaN" and _java_float(1e39) == "Infinity" and _java_float(-1e39) == "-Infinity"
+    with pytest.raises(InputError, match=r"beyond float32's range; Solr logs Java floats"):
+        write_feature_log("never-written", "solr", [[1e39]], ["q"], ["d"])
     f32 = np.random.default_rng(3).standard_normal(2000).astype(np.float32) * np.float32(10.0) ** \
         np.random.default_rng(4).integers(-30, 30, 2000).astype(np.float32)
     assert all(np.float32(float(_java_float(float(v)))) == v for v in f32)
@@ -423,3 +425,85 @@ def test_a_feature_absent_from_a_hit_is_a_mismatched_feature_set(tmp_path):
     with pytest.raises(ParseError, match=r"v.json:1: response 1, hit 2: \['x'\] is not logged for this hit \(a rank "
                                          r"profile's match-features are the same for every hit\)"):
         read_feature_log(p, "vespa", qid=["q"])
+
+
+# --------------------------------------------------------------------------------- property and mutation tests
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from rankwise.errors import RankwiseError  # noqa: E402
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=True)
+                     | st.text(max_size=8), lambda kids: st.lists(kids, max_size=3)
+                     | st.dictionaries(st.text(max_size=6), kids, max_size=3), max_leaves=6)
+_READ = {"opensearch": dict(qid=["q1", "q2"]), "solr": dict(qid="responseHeader.params.qid"),
+         "vespa": dict(qid=["q1", "q2"])}
+
+
+def _valid_log(fmt, tmp_path):
+    X = np.array([[0.5, 1e-7, 3.0], [2.0, 0.0, -1.25], [7.0, 8.5, 1e300 if fmt != "solr" else 1e30]])
+    write_feature_log(tmp_path / "base", fmt, X, ["q1", "q1", "q2"], ["a", "b", "c"],
+                      remove=np.array([[False, True, False], [False, False, False], [True, False, False]]))
+    return (tmp_path / "base").read_text(encoding="utf-8")
+
+
+def _nodes(obj, path=()):
+    yield path
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for k, v in items:
+        yield from _nodes(v, path + (k,))
+
+
+@pytest.mark.parametrize("fmt", ["opensearch", "solr", "vespa"])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_mutated_logs_are_read_or_refused_with_a_rankwise_error(tmp_path, fmt, data):
+    """Any node of a valid log replaced by any JSON value (or the text cut anywhere): a FeatureLog or a
+    RankwiseError with the file's name, never another exception."""
+    text = _valid_log(fmt, tmp_path)
+    docs = [json.loads(line) for line in text.splitlines()]
+    k = data.draw(st.integers(0, len(docs) - 1))
+    if data.draw(st.booleans()):
+        paths = list(_nodes(docs[k]))
+        target = data.draw(st.sampled_from(paths[1:]))
+        parent = docs[k]
+        for key in target[:-1]:
+            parent = parent[key]
+        parent[target[-1]] = data.draw(_JSON)
+        out = "\n".join(json.dumps(d) for d in docs)
+    else:
+        out = text[:data.draw(st.integers(0, len(text) - 1))]
+    p = tmp_path / "mutated.ndjson"
+    p.write_text(out, encoding="utf-8")
+    try:
+        log = read_feature_log(p, fmt, **_READ[fmt])
+    except RankwiseError as exc:
+        assert str(p) in str(exc)
+        return
+    assert log.values.shape[1] == len(log.feature_names) and not np.isinf(log.values).any()
+    assert len(log.qids) == len(log.doc_ids) == len(log.values) == len(log.where)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n_rows=st.integers(1, 30), n_features=st.integers(1, 6), seed=st.integers(0, 2**31 - 1),
+       fmt=st.sampled_from(["opensearch", "solr", "vespa"]), crlf=st.booleans())
+def test_round_trip_random_rows(tmp_path, n_rows, n_features, seed, fmt, crlf):
+    """Random rows with NaN removals, ragged queries and tiny/huge magnitudes read back exactly."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n_rows, n_features)) * 10.0 ** rng.integers(-300, 300, (n_rows, n_features))
+    if fmt == "solr":
+        X = rng.standard_normal((n_rows, n_features)) * 10.0 ** rng.integers(-30, 30, (n_rows, n_features))
+    q = np.sort(rng.integers(0, 4, n_rows)).astype(str)
+    docs = np.array([f"d{k}-ü" for k in range(n_rows)])
+    removed = rng.random(X.shape) < 0.3
+    kw = {"layout": "hits"} if fmt == "opensearch" and seed % 2 else {}
+    order = write_feature_log(tmp_path / "r", fmt, X, q, docs, remove=removed, crlf=crlf, **kw)
+    qid = "qid" if kw else ("responseHeader.params.qid" if fmt == "solr" else order)
+    log = read_feature_log(tmp_path / "r", fmt, qid=qid)
+    if fmt == "solr":
+        expected = np.where(removed, 0.0, X.astype(np.float32).astype(np.float64))
+    else:
+        expected = np.where(removed, np.nan, X)
+    cols = [int(n[1:]) - 1 for n in log.feature_names]  # a feature removed everywhere is not seen at all
+    np.testing.assert_array_equal(log.values, expected[:, cols])
+    assert log.qids.tolist() == q.tolist() and log.doc_ids.tolist() == docs.tolist()

@@ -804,9 +804,12 @@ def join_judgments(log: FeatureLog, judgments, *, unjudged="drop"):
 # ---------------------------------------------------------------------------------------------- writing
 def _java_float(v: float) -> str:
     """``Float.toString`` of the float32 nearest ``v`` (shortest digits; ``1.0E-4`` outside [1e-3, 1e7))."""
-    f = np.float32(v)
+    with np.errstate(over="ignore"):
+        f = np.float32(v)
     if np.isnan(f):
         return "NaN"
+    if np.isinf(f):
+        return "Infinity" if f > 0 else "-Infinity"
     if f == 0:
         return "-0.0" if np.signbit(f) else "0.0"
     a = abs(float(f))
@@ -874,6 +877,10 @@ def write_feature_log(path, format: str, X, qid, doc_ids, *, feature_names=None,
     names = [f"f{k + 1}" for k in range(m)] if feature_names is None else [str(f) for f in feature_names]
     if len(names) != m:
         raise InputError(f"feature_names has {len(names)} names but X has {m} columns")
+    if np.isinf(X).any():
+        raise InputError("X holds inf; a feature log holds finite values (NaN for a missing one)")
+    if fmt == "solr" and np.any(np.abs(X[np.isfinite(X)]) > np.finfo(np.float32).max):
+        raise InputError("X holds values beyond float32's range; Solr logs Java floats (they would be Infinity)")
     rm = np.zeros((n, m), dtype=bool) if remove is None else np.asarray(remove, dtype=bool)
     if rm.shape != (n, m):
         raise InputError(f"remove must have X's shape {X.shape}; got {rm.shape}")
