@@ -507,3 +507,25 @@ def test_round_trip_random_rows(tmp_path, n_rows, n_features, seed, fmt, crlf):
     cols = [int(n[1:]) - 1 for n in log.feature_names]  # a feature removed everywhere is not seen at all
     np.testing.assert_array_equal(log.values, expected[:, cols])
     assert log.qids.tolist() == q.tolist() and log.doc_ids.tolist() == docs.tolist()
+
+
+def test_write_from_a_dataset_with_a_share_removed(tmp_path):
+    from rankwise.data import make_synthetic
+
+    ds = make_synthetic(12, n_features=4, list_length=(3, 9), seed=5)
+    ds.feature_names = ["w", "x", "y", "z"]
+    order = write_feature_log(tmp_path / "a.json", "opensearch", ds, remove=0.25, seed=9)
+    mask = np.random.default_rng(9).random(ds.X.shape) < 0.25
+    write_feature_log(tmp_path / "b.json", "opensearch", ds.X, ds.qid, [f"e{k}" for k in range(len(ds))],
+                      feature_names=ds.feature_names, remove=mask)
+    a = read_feature_log(tmp_path / "a.json", "opensearch", qid=order)
+    b = read_feature_log(tmp_path / "b.json", "opensearch", qid=order)
+    np.testing.assert_array_equal(a.values, b.values)
+    assert a.feature_names == ["w", "x", "y", "z"] and np.isnan(a.values).sum() == mask.sum() > 0
+    np.testing.assert_array_equal(a.values, np.where(mask, np.nan, ds.X.astype(np.float64)))
+    within = np.arange(len(ds)) - np.repeat(ds.query_offsets[:-1], ds.query_sizes)
+    assert a.doc_ids.tolist() == [f"d{k}" for k in within.tolist()]
+    with pytest.raises(InputError, match=r"remove as a share of the values must be in \[0, 1\); got 1.5"):
+        write_feature_log(tmp_path / "c.json", "opensearch", ds, remove=1.5)
+    with pytest.raises(InputError, match=r"needs qid= and doc_ids="):
+        write_feature_log(tmp_path / "c.json", "opensearch", ds.X)

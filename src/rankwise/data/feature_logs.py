@@ -827,25 +827,28 @@ def _value_json(v: float, fmt: str):
     return float(v)
 
 
-def write_feature_log(path, format: str, X, qid, doc_ids, *, feature_names=None, remove=None, layout=None,
-                      missing_as_zero: bool = False, features_format: str = "dense", crlf: bool = False,
-                      log_name: str = "log_entry1", scores=None) -> list:
+def write_feature_log(path, format: str, X, qid=None, doc_ids=None, *, feature_names=None, remove=None,
+                      layout=None, missing_as_zero: bool = False, features_format: str = "dense",
+                      crlf: bool = False, log_name: str = "log_entry1", scores=None, seed=0) -> list:
     """Write rows as a search engine's feature log (the inverse of :func:`read_feature_log`).
 
     Parameters
     ----------
     path : path
     format : {"opensearch", "elasticsearch", "solr", "vespa"}
-    X : array (n_rows, n_features)
-        float64 values (written with full precision: ``repr``; Solr as Java floats).
+    X : array (n_rows, n_features) or RankingDataset
+        float64 values (written with full precision: ``repr``; Solr as Java floats). A data set
+        (dense) gives its ``qid``, ``doc_ids`` (``d0, d1, ...`` per query without them) and
+        ``feature_names`` too.
     qid, doc_ids : array-like (n_rows,)
-        Rows of a query must be contiguous; ids are written as strings.
+        Rows of a query must be contiguous; ids are written as strings. Required with an array.
     feature_names : list of str, optional
-        Default ``f1 .. fn``.
-    remove : bool array (n_rows, n_features), optional
-        Values the engine did not log: OpenSearch writes the entry without ``value`` (0 with
-        ``missing_as_zero``), Vespa writes ``"NaN"``, a sparse Solr log leaves the feature out and
-        a dense one writes its default, 0.0.
+        Default: the data set's, else ``f1 .. fn``.
+    remove : bool array (n_rows, n_features) or float, optional
+        Values the engine did not log (a float: that share of the values, drawn with ``seed``):
+        OpenSearch writes the entry without ``value`` (0 with ``missing_as_zero``), Vespa writes
+        ``"NaN"``, a sparse Solr log leaves the feature out and a dense one writes its default,
+        0.0. NaN values of ``X`` are written as missing too.
     layout : str, optional
         OpenSearch: ``"msearch"`` (one ``_msearch`` response, the default), ``"responses"``
         (NDJSON, one search response per line) or ``"hits"`` (NDJSON, one hit per line with its
@@ -866,6 +869,18 @@ def write_feature_log(path, format: str, X, qid, doc_ids, *, feature_names=None,
     fmt = {"elasticsearch": "opensearch"}.get(format, format)
     if fmt not in ("opensearch", "solr", "vespa"):
         raise InputError(f"format must be one of {', '.join(FEATURE_LOG_FORMATS)}; got {format!r}")
+    if isinstance(X, RankingDataset):
+        ds = X
+        if ds.X.__class__ is not np.ndarray:
+            raise InputError("write_feature_log takes a dense data set (a search engine logs every feature)")
+        from rankwise.data.trec import _doc_names
+
+        qid = ds.qid if qid is None else qid
+        doc_ids = _doc_names(ds) if doc_ids is None else doc_ids
+        feature_names = ds.feature_names if feature_names is None else feature_names
+        X = ds.X
+    if qid is None or doc_ids is None:
+        raise InputError("write_feature_log needs qid= and doc_ids= (one per row) with an array X")
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
         raise InputError(f"X must be 2-d (rows, features); got shape {X.shape}")
@@ -881,9 +896,14 @@ def write_feature_log(path, format: str, X, qid, doc_ids, *, feature_names=None,
         raise InputError("X holds inf; a feature log holds finite values (NaN for a missing one)")
     if fmt == "solr" and np.any(np.abs(X[np.isfinite(X)]) > np.finfo(np.float32).max):
         raise InputError("X holds values beyond float32's range; Solr logs Java floats (they would be Infinity)")
+    if isinstance(remove, float):
+        if not 0.0 <= remove < 1.0:
+            raise InputError(f"remove as a share of the values must be in [0, 1); got {remove!r}")
+        remove = np.random.default_rng(seed).random((n, m)) < remove
     rm = np.zeros((n, m), dtype=bool) if remove is None else np.asarray(remove, dtype=bool)
     if rm.shape != (n, m):
         raise InputError(f"remove must have X's shape {X.shape}; got {rm.shape}")
+    rm = rm | np.isnan(X)
     layout = layout or ("msearch" if fmt == "opensearch" else "responses")
     allowed = ("msearch", "responses", "hits") if fmt == "opensearch" else ("responses",)
     if layout not in allowed:
