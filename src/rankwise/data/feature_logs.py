@@ -184,8 +184,12 @@ def _first_line_is_object(text: str) -> bool:
         return False
 
 
-def _number(value, what: str, fail, *, java: bool = False) -> float:
-    """A logged value as float64; NaN for null/"NaN"; strings only where the producer writes them."""
+def _number(value, name: str, fail, *, java: bool = False) -> float:
+    """A logged value of feature ``name`` as float64; NaN for null/"NaN"; strings only where the producer
+    writes them."""
+    if type(value) is float and value - value == 0.0:  # the common case: a finite JSON number
+        return value
+    what = f"feature {name!r}"
     if value is None:
         return math.nan
     if isinstance(value, bool):
@@ -326,7 +330,7 @@ class _Reader:
             if "value" not in e or e["value"] is None:
                 out.append((e["name"], 0.0 if self.o["missing_as_zero"] else math.nan))
             else:
-                out.append((e["name"], _number(e["value"], f"feature {e['name']!r}", fail)))
+                out.append((e["name"], _number(e["value"], e["name"], fail)))
         return out
 
     def _solr_pairs(self, hit, fail):
@@ -347,7 +351,7 @@ class _Reader:
                 fail(f"{fld!r}: expected name{kv}value pairs separated by {sep!r}; got {item[:60]!r} in "
                      f"{text[:80]!r} (key_value_sep= and feature_sep= are the transformer's csvKeyValueDelimiter "
                      "and csvFeatureSeparator)")
-            v = _number(value.strip(), f"feature {name!r}", fail, java=True)
+            v = _number(value.strip(), name, fail, java=True)
             out.append((name.strip(), float(np.float32(v))))  # Solr logs Java floats
         return out
 
@@ -369,7 +373,7 @@ class _Reader:
             if isinstance(value, dict):
                 fail(f"feature {name!r} is a tensor ({json.dumps(value)[:60]}); log a scalar (reduce it in the "
                      "rank profile)")
-            out.append((name, _number(value, f"feature {name!r}", fail)))
+            out.append((name, _number(value, name, fail)))
         return out
 
 
