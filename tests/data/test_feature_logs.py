@@ -80,9 +80,13 @@ def test_opensearch_msearch_ndjson_hits_and_log_names(tmp_path):
     assert log.qids.tolist() == ["q1", "q2", "q1"] and log.where[2] == f"{p}:4"
     with pytest.raises(ParseError, match=r"hits.ndjson:1: hit: a hit on its own line carries no query"):
         read_feature_log(p, "opensearch")
-    # two log specs: choose one by name
+    # script features' extra_logging map (LoggingFetchSubPhase appends it to the entries) is not a feature
+    extra = _os_hit("d1", entries + [{"name": "extra_logging", "value": {"terms": 3, "doc_freq": 1.5e4}}])
+    p = _write(tmp_path / "extra.json", json.dumps({"hits": {"hits": [extra]}}))
+    assert read_feature_log(p, "opensearch").feature_names == ["a", "b"]
+    # two log specs (the plugin puts both in the one map of _ltrlog): choose one by name
     two = _os_hit("d1", entries)
-    two["fields"]["_ltrlog"].append({"log_entry2": [{"name": "c", "value": 2.0}]})
+    two["fields"]["_ltrlog"][0]["log_entry2"] = [{"name": "c", "value": 2.0}]
     p = _write(tmp_path / "two.json", json.dumps({"hits": {"hits": [two]}}))
     with pytest.raises(ParseError, match=r"two.json:1: response 1, hit 1: fields._ltrlog holds the logs "
                                          r"\['log_entry1', 'log_entry2'\]; pass log_name="):

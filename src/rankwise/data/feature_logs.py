@@ -4,10 +4,12 @@ Three producers, read as their own sources write them:
 
 - **OpenSearch / Elasticsearch LTR plugin** (``format="opensearch"``, alias ``"elasticsearch"``):
   each hit of a search logged with ``ext.ltr_log`` carries
-  ``fields._ltrlog = [{"<log name>": [{"name": f, "value": v}, {"name": g}, ...]}]``; an entry
-  without ``value`` is a feature the query did not produce (missing, NaN here; the logging option
-  ``missing_as_zero`` makes the plugin write 0 instead, and ``missing_as_zero=True`` here reads a
-  value-less entry as 0). Input: one search response, an ``_msearch`` response
+  ``fields._ltrlog = [{"<log name>": [{"name": f, "value": v}, {"name": g}, ...]}]`` with one
+  entry per feature of the set, in its order (``LoggingFetchSubPhase``); the values are float32
+  scores; an entry without ``value`` is a feature the query did not produce (missing, NaN here;
+  the logging option ``missing_as_zero`` makes the plugin write 0 instead, and
+  ``missing_as_zero=True`` here reads a value-less entry as 0). The ``extra_logging`` entry that
+  script features may add (a map, not a feature) is left out. Input: one search response, an ``_msearch`` response
   (``{"responses": [...]}``), or NDJSON of responses or of hits.
 - **Solr** ``[features]`` transformer (``format="solr"``): each document of ``response.docs``
   carries a string ``name=value,name=value`` (``CSVFeatureLogger``: the key-value and feature
@@ -327,6 +329,8 @@ class _Reader:
         for k, e in enumerate(entries):
             if not isinstance(e, dict) or not isinstance(e.get("name"), str):
                 fail(f"log {want!r} entry {k}: expected {{\"name\": ..., \"value\": ...}}; got {json.dumps(e)[:80]}")
+            if e["name"] == "extra_logging" and isinstance(e.get("value"), dict):
+                continue  # what script features add with their extra-logging map: not a feature
             if "value" not in e or e["value"] is None:
                 out.append((e["name"], 0.0 if self.o["missing_as_zero"] else math.nan))
             else:
