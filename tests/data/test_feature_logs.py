@@ -190,6 +190,14 @@ def test_solr_dense_sparse_and_separators(tmp_path):
     with pytest.raises(ParseError, match=r"sparse.json:1: response 1, hit 2: a dense Solr log lists every feature, "
                                          r"but \['origScore'\] is absent; pass features_format='sparse'"):
         read_feature_log(p, "solr", qid=["q"])
+    failed = {"responseHeader": {"status": 400}, "error": {"msg": "Missing feature store: s9", "code": 400}}
+    p = _write(tmp_path / "failed.json", json.dumps(failed))
+    with pytest.raises(ParseError, match=r"failed.json:1: response 1: the Solr request failed: .*Missing feature"):
+        read_feature_log(p, "solr", qid=["q"])
+    grouped = {"responseHeader": {"status": 0}, "grouped": {"site": {"matches": 2, "groups": []}}}
+    p = _write(tmp_path / "grouped.json", json.dumps(grouped))
+    with pytest.raises(ParseError, match=r"grouped.json:1: response 1: a grouped Solr response \(group=true\)"):
+        read_feature_log(p, "solr", qid=["q"])
     # a transformer configured with csvKeyValueDelimiter=":" csvFeatureSeparator=" "
     other = [{"id": "a", "fv": "a:0.1 b:0.2"}]
     p = _write(tmp_path / "colon.json", json.dumps(_solr(other)))

@@ -230,6 +230,10 @@ class _Reader:
                 return [(doc, self._os_hits(doc))]
             return None
         if self.fmt == "solr":
+            if "error" in doc and "id" not in doc:
+                raise _Bad(f"the Solr request failed: {json.dumps(doc['error'])[:200]}")
+            if "grouped" in doc and "response" not in doc:
+                raise _Bad("a grouped Solr response (group=true) holds no response.docs; log without grouping")
             if "response" in doc:
                 resp = doc["response"]
                 docs = resp.get("docs") if isinstance(resp, dict) else None
