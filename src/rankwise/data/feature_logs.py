@@ -51,17 +51,6 @@ _MEMORY = "<in-memory log>"
 
 # ---------------------------------------------------------------------------------------------- reading
 @dataclass
-class _Hit:
-    """One logged hit: where it came from and its (name, value) pairs (NaN = missing)."""
-
-    qid: str
-    doc_id: str
-    pairs: list
-    line: int | None
-    where: str
-
-
-@dataclass
 class FeatureLog:
     """Feature vectors logged by a search engine, one row per (query, document).
 
@@ -211,7 +200,7 @@ def _number(value, name: str, fail, *, java: bool = False) -> float:
 
 
 class _Reader:
-    """Walks responses and hits of one format and yields :class:`_Hit` records."""
+    """What one format's responses and hits look like: their hits, ids and (name, value) pairs."""
 
     def __init__(self, fmt, path, qid, doc_id, options):
         self.fmt, self.path, self.qid, self.doc_id, self.o = fmt, path, qid, doc_id, options
