@@ -376,6 +376,10 @@ def test_mq2008_round_trip(tmp_path, mq_rows, fmt, kwargs):
     assert rep.queries_not_logged == ["9999"] and rep.n_hits == len(X) and rep.n_rows == keep.sum()
     missing = np.isnan(expected[keep]).sum(axis=0)
     assert list(rep.missing_per_feature.values()) == missing.tolist()
+    if missing.any():
+        top = np.argsort(-missing, kind="stable")[:5]
+        assert (f"missing values: {missing.sum()} in {(missing > 0).sum()} features (most: "
+                + ", ".join(f"{names[k]}={missing[k]}" for k in top)) in str(rep)
     if fmt != "solr":  # the data set holds what rankwise's LETOR reader reads, NaN where removed
         full = letor.X.copy()
         full[removed] = 0.0 if kwargs.get("missing_as_zero") else np.nan

@@ -634,7 +634,12 @@ class JoinReport:
             lines.append(f"queries left without rows: {len(self.queries_dropped)}")
         if self.duplicates:
             lines.append(f"duplicate hits left out: {len(self.duplicates)}")
-        lines.append("missing values: " + (", ".join(f"{k}={v}" for k, v in miss.items()) if miss else "none"))
+        if len(miss) > 8:  # a long feature set: the total and the five features missing most often
+            top = sorted(miss.items(), key=lambda kv: -kv[1])[:5]
+            lines.append(f"missing values: {sum(miss.values())} in {len(miss)} features (most: "
+                         + ", ".join(f"{k}={v}" for k, v in top) + "; all in missing_per_feature)")
+        else:
+            lines.append("missing values: " + (", ".join(f"{k}={v}" for k, v in miss.items()) if miss else "none"))
         return "\n".join(lines)
 
 
