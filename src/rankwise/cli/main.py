@@ -131,12 +131,17 @@ def _cmd_train(args) -> int:
         get(args.loss)
     model = build_model(args.model, args.loss, parse_params(args.param), args.seed)
     _check_model_params(model)  # e.g. --param max_iter=-3 or alpha=abc, before reading the data
+    from rankwise.cli import feature_logs
+
     with _cli_hints():
-        train = load_dataset(args.train, fmt=args.format, part="train", split=args.split, query_file=args.group)
-        valid = None
-        if args.valid is not None:
-            valid = load_dataset(args.valid, fmt=args.format, part="test", split=args.split,
-                                 n_features=train.X.shape[1])
+        if feature_logs.uses_feature_log(args):
+            train, valid = feature_logs.load_train_valid(args)
+        else:
+            train = load_dataset(args.train, fmt=args.format, part="train", split=args.split, query_file=args.group)
+            valid = None
+            if args.valid is not None:
+                valid = load_dataset(args.valid, fmt=args.format, part="test", split=args.split,
+                                     n_features=train.X.shape[1])
     print(f"training {type(model).__name__} on {train.n_queries} queries, {len(train)} rows, "
           f"{train.X.shape[1]} features", file=sys.stderr)
     model.fit(train, eval_set=valid)
@@ -483,7 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                      "/ time-full (per-user time split; default for 1M and latest)")
 
     p = sub.add_parser("train", help="train a model and save it", description="Train a ranker and save it (no pickle).")
-    p.add_argument("train", help="training data: LETOR/SVMlight file, .parquet, or a MovieLens 100k folder")
+    p.add_argument("train", help="training data: LETOR/SVMlight file, .parquet, a MovieLens 100k folder, or a "
+                                 "search engine's feature log (--format opensearch|elasticsearch|solr|vespa)")
     p.add_argument("--valid", help="validation data (early stopping, best point)")
     p.add_argument("--model", choices=MODELS, default="linear")
     p.add_argument("--loss", help="a rankwise loss name (see `rankwise theory losses`), 'native:lambdarank' "
@@ -495,6 +501,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--group", help="SVMlight without qid: file of query sizes, one per line (LightGBM .query)")
     data_opts(p)
+    from rankwise.cli import feature_logs
+
+    feature_logs.add_arguments(p)  # --format opensearch|elasticsearch|solr|vespa: a feature log + --judgments
     p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("predict", help="score a data set with a saved model")

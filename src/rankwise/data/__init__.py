@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from rankwise.data.dataset import PaddedBatch, Query, RankingDataset, concat
 from rankwise.data.events import from_events
+from rankwise.data.feature_logs import (FEATURE_LOG_FORMATS, FeatureLog, JoinReport, join_judgments,
+                                         read_feature_log, write_feature_log)
 from rankwise.data.fetchers import DATASETS, fetch
 from rankwise.data.frames import from_pandas, read_parquet, to_pandas, write_parquet
 from rankwise.data.groups import Grouping, group_by_qid, offsets_from_sizes, padded_index
@@ -23,4 +25,5 @@ __all__ = [
     "fetch", "DATASETS", "load_movielens_100k", "from_events",
     "make_synthetic", "SyntheticTruth",
     "Grouping", "group_by_qid", "offsets_from_sizes", "padded_index",
+    "read_feature_log", "join_judgments", "write_feature_log", "FeatureLog", "JoinReport", "FEATURE_LOG_FORMATS",
 ]
