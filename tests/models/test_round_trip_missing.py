@@ -365,3 +365,19 @@ def test_forged_xgboost_categories_are_refused():
     bad["learner"]["feature_types"][0] = "z"
     with pytest.raises(BoosterTextError, match="feature types"):
         check_xgboost_json(json.dumps(bad))
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_resume_from_a_named_checkpoint_takes_the_names_of_the_data_it_continues_on(tmp_path, backend):
+    X, y, q = _synthetic(0)
+    frame = pd.DataFrame(X, columns=[f"c{i}" for i in range(X.shape[1])])
+    ck = tmp_path / "ck.npz"
+    kw = dict(backend=backend, random_state=0, n_jobs=1, verbose=False)
+    GBDTRanker("lambdarank", n_estimators=3, **kw).fit(frame, y, qid=q, checkpoint=ck)
+    for data, names in ((X, None), (frame, list(frame.columns))):
+        m = GBDTRanker("lambdarank", n_estimators=5, **kw).fit(data, y, qid=q, resume=ck)
+        assert m.n_estimators_ == 5
+        if backend == "xgboost":
+            assert m.booster_.feature_names == names
+        else:
+            assert m.booster_.feature_name() == (names or [f"Column_{i}" for i in range(X.shape[1])])

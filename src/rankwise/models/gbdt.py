@@ -506,6 +506,7 @@ class GBDTRanker(BaseRanker):
         if init_text is not None:
             init = xgb.Booster()
             init.load_model(bytearray(np.asarray(init_text, dtype=np.uint8).tobytes()))
+            init.feature_names, init.feature_types = self._names, types  # this fit's columns name the booster
 
         class CB(xgb.callback.TrainingCallback):
             def after_iteration(cb, model, epoch, evals_log):
