@@ -453,8 +453,15 @@ class GBDTRanker(BaseRanker):
         if obj is not None:
             params["objective"] = obj
         sizes = np.diff(train.offsets)
+        cats = params.get("categorical_feature")  # column indices: the Dataset's argument (LightGBM warns in params)
+        if isinstance(cats, str) and all(t.strip().isdigit() for t in cats.split(",")) or \
+                isinstance(cats, (list, tuple)) and all(isinstance(c, int) for c in cats):
+            params.pop("categorical_feature")
+            cats = [int(c) for c in (cats.split(",") if isinstance(cats, str) else cats)]
+        else:
+            cats = "auto"
         dtrain = lgb.Dataset(train.X, label=train.y, group=sizes, weight=train.sample_weight,
-                             params={"verbosity": -1}, free_raw_data=False,
+                             params={"verbosity": -1}, free_raw_data=False, categorical_feature=cats,
                              feature_name=self._names if self._names is not None else "auto")
         init = None if init_text is None else lgb.Booster(model_str=persistence.array_to_text(init_text))
         valid_sets, feval, latest = None, None, {}
