@@ -294,9 +294,9 @@ def main(argv=None) -> int:
     tally.seconds["model files, damaged"] += time.perf_counter() - t0
     t0 = time.perf_counter()
     texts = {b: persistence._array(files[b], "booster", persistence.raw_entries(files[b])["booster"]).tobytes()
-             for b in ("lightgbm", "xgboost")}
+             for b in T.GBDT_SEEDS}  # with the seeds holding NaN splits, categorical splits and linear trees
     for _ in range(plan["model files, forged"]):
-        b = rng.choice(["lightgbm", "xgboost"])
+        b = rng.choice(T.GBDT_SEEDS)
         blob = T.mutate_text(texts[b], rng)
         e = dict(persistence.raw_entries(files[b]), booster=persistence._npy_bytes(np.frombuffer(blob, dtype=np.uint8)))
         persistence.forge(case, e)

@@ -379,17 +379,30 @@ def model_files(folder: str) -> dict:
     X = rng.normal(size=(40, 4)).astype(np.float32)
     y = (X[:, 0] > 0).astype(np.float64) + (X[:, 1] > 1)
     qid = np.repeat(np.arange(8), 5)
+    # the same rows with missing values (absent more often for the relevant rows: splits that send
+    # NaN one way, 'inf' thresholds in LightGBM's text) and a categorical column
+    Xm = X.copy()
+    Xm[(y > 0) & (rng.random(40) < 0.8), 2] = np.nan
+    Xm[:, 3] = np.where(y > 0, 5, rng.integers(0, 9, 40))
+    Xm[rng.random(40) < 0.1, 3] = np.nan
     out = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for name, m in (("linear", LinearRanker("listnet", max_iter=5, random_state=0)),
-                        ("neural", NeuralRanker("listnet", hidden=(4,), epochs=1, random_state=0)),
-                        ("lightgbm", GBDTRanker("native:lambdarank", n_estimators=3, min_child_samples=2,
-                                                random_state=0)),
-                        ("xgboost", GBDTRanker("native:rank:ndcg", backend="xgboost", n_estimators=3,
-                                               random_state=0))):
-            out[name] = str(m.fit(X, y, qid=qid).save(os.path.join(folder, f"{name}.npz")))
+        for name, m, data in (
+                ("linear", LinearRanker("listnet", max_iter=5, random_state=0), X),
+                ("neural", NeuralRanker("listnet", hidden=(4,), epochs=1, random_state=0), X),
+                ("lightgbm", GBDTRanker("native:lambdarank", n_estimators=3, min_child_samples=2, random_state=0), X),
+                ("xgboost", GBDTRanker("native:rank:ndcg", backend="xgboost", n_estimators=3, random_state=0), X),
+                ("lightgbm-missing", GBDTRanker("lambdarank", n_estimators=3, min_child_samples=2, random_state=0,
+                                                backend_params={"categorical_feature": "3", "linear_tree": True,
+                                                                "min_data_per_group": 2, "cat_smooth": 1}), Xm),
+                ("xgboost-missing", GBDTRanker("lambdarank", backend="xgboost", n_estimators=3, random_state=0,
+                                               backend_params={"feature_types": ["q", "q", "q", "c"]}), Xm)):
+            out[name] = str(m.fit(data, y, qid=qid).save(os.path.join(folder, f"{name}.npz")))
     return out
+
+
+GBDT_SEEDS = ("lightgbm", "xgboost", "lightgbm-missing", "xgboost-missing")
 
 
 PROBE = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4)

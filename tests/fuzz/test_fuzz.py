@@ -259,7 +259,7 @@ def test_model_loading_mutations(seed_models, loader):
             n += 1
             if outcome not in ("ok", "rankwise_error"):
                 bad.append((case, outcome, detail))
-        if name in ("lightgbm", "xgboost"):
+        if name in T.GBDT_SEEDS:
             entries = persistence.raw_entries(path)
             text = persistence._array(path, "booster", entries["booster"]).tobytes()
             for k in range(60):  # a forger's file: valid digests around a mutated booster text
@@ -270,7 +270,7 @@ def test_model_loading_mutations(seed_models, loader):
                 n += 1
                 if outcome not in ("ok", "rankwise_error"):
                     bad.append((case, outcome, detail))
-    assert n == 4 * 25 + 2 * 60
+    assert n == len(files) * 25 + len(T.GBDT_SEEDS) * 60
     assert not bad, bad[:5]
 
 

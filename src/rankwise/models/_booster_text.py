@@ -14,8 +14,17 @@ ensemble of the kind rankwise trains:
 - **trees**: every child index in range, each node reached exactly once from the root (so no
   cycle, no shared or orphan node), parent links consistent (XGBoost);
 - **numbers**: integers in the plain ASCII form and in range, split features inside the model's
-  width (equal to ``n_features``), thresholds, leaf values and weights finite;
-- no categorical splits, linear trees or multi-output models (rankwise never writes them).
+  width (equal to ``n_features``), leaf values and weights finite; thresholds finite, except
+  LightGBM's ``inf`` on a numerical split (the upper bound of its last bin before the missing-value
+  bin: "every value left, NaN right");
+- **categorical splits** (LightGBM ``categorical_feature``, XGBoost categorical ``feature_types``):
+  LightGBM's ``cat_boundaries`` from 0, increasing, ending at the length of ``cat_threshold``,
+  each categorical node's threshold an index ``0..num_cat-1`` used once; XGBoost's category lists
+  consistent with the nodes whose ``split_type`` is 1, categories in ``[0, 2**24]``;
+- **linear trees** (LightGBM ``linear_tree``): ``leaf_const``, ``num_features`` and the
+  per-leaf ``leaf_features`` / ``leaf_coeff`` lists laid out exactly as LightGBM writes them,
+  features inside the model's width, coefficients finite;
+- no multi-output models or forests (rankwise predicts one score per row).
 
 A file that passes is handed to the library unchanged (XGBoost: duplicate JSON keys are refused,
 so that what was checked is what the library reads). The functions raise :class:`ValueError`
@@ -37,6 +46,10 @@ _FLOAT_RE = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?\Z
 _INT_LINE_RE = re.compile(r"-?[0-9]{1,10}(?: -?[0-9]{1,10})*\Z")
 _FLOAT_LINE_RE = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]{1,4})?"
                             r"(?: [-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]{1,4})?)*\Z")
+#: LightGBM's thresholds: numbers, or ``inf`` (checked per node: numerical splits only)
+_THRESHOLD_TOKEN = r"(?:[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]{1,4})?|inf)"
+_THRESHOLD_LINE_RE = re.compile(_THRESHOLD_TOKEN + "(?: " + _THRESHOLD_TOKEN + r")*\Z")
+_THRESHOLD_RE = re.compile(_THRESHOLD_TOKEN + r"\Z")
 _INT32 = 2**31 - 1
 #: a model wider than this is not something rankwise trains; it bounds what a crafted file can ask for
 MAX_FEATURES = 2**31 - 2
@@ -57,10 +70,17 @@ _LGB_HEADER_KEYS = ("version", "num_class", "num_tree_per_iteration", "label_ind
 _LGB_TREE_KEYS = ("num_leaves", "num_cat", "split_feature", "split_gain", "threshold", "decision_type",
                   "left_child", "right_child", "leaf_value", "leaf_weight", "leaf_count", "internal_value",
                   "internal_weight", "internal_count", "is_linear", "shrinkage")
+_LGB_CAT_KEYS = ("cat_boundaries", "cat_threshold")  # with num_cat > 0
+_LGB_LINEAR_KEYS = ("leaf_const", "num_features", "leaf_features", "leaf_coeff")  # with is_linear=1
 _OBJECTIVE_RE = re.compile(r"[a-z_]+(?: [a-z_]+:[-+.0-9eE]+)*\Z")
-_FEATURE_INFO_RE = re.compile(r"none\Z|\[[-+.0-9eE]+:[-+.0-9eE]+\]\Z")
+# numerical: [min:max] or none (a feature without a split); categorical: its categories, "-1:7:0:3"
+_FEATURE_INFO_RE = re.compile(r"none\Z|\[[-+.0-9eE]+:[-+.0-9eE]+\]\Z|-?[0-9]{1,10}(?::-?[0-9]{1,10})*\Z")
+# what LightGBM holds in a feature name: no whitespace or control characters, none of its JSON specials
+_FEATURE_NAME_RE = re.compile(r'[^\x00-\x20\x7f",:\[\]{}]+\Z')
 _PARAM_RE = re.compile(r"\[[a-z0-9_]+: [\x20-\x7e]*\]\Z")
-_IMPORTANCE_RE = re.compile(r"[\x21-\x7e]+=[0-9]+\Z")
+_IMPORTANCE_RE = re.compile(r'[^\x00-\x20\x7f",:\[\]{}]+=[0-9]+\Z')
+#: largest category XGBoost takes (categories are exact in float32)
+_MAX_CATEGORY = 1 << 24
 
 
 def _int(tok: str, where: str, lo: int = -_INT32 - 1, hi: int = _INT32) -> int:
@@ -113,13 +133,14 @@ def _check_tree_links(left: list, right: list, n_leaves: int, where: str) -> Non
 def _lgb_tree(block: list[tuple[int, str]], k: int, n_features: int) -> None:
     where0 = f"line {block[0][0]} (Tree={k})"
     kv: dict[str, tuple[int, str]] = {}
+    known = _LGB_TREE_KEYS + _LGB_CAT_KEYS + _LGB_LINEAR_KEYS
     for lineno, line in block[1:]:
         if not line:
             continue
         key, eq, val = line.partition("=")
-        if not eq or key not in _LGB_TREE_KEYS:
+        if not eq or key not in known:
             _fail(f"line {lineno} (Tree={k})", f"unexpected line {line[:60]!r}; expected one of "
-                                                f"{', '.join(_LGB_TREE_KEYS)} as key=value")
+                                                f"{', '.join(known)} as key=value")
         if key in kv:
             _fail(f"line {lineno} (Tree={k})", f"{key} given twice")
         kv[key] = (lineno, val)
@@ -131,12 +152,14 @@ def _lgb_tree(block: list[tuple[int, str]], k: int, n_features: int) -> None:
         return f"line {kv[key][0]} (Tree={k}, {key})"
 
     n_leaves = _int(kv["num_leaves"][1], at("num_leaves"), 1, 1 << 24)
-    if _int(kv["num_cat"][1], at("num_cat"), 0) != 0:
-        _fail(at("num_cat"), "categorical splits are not written by rankwise")
-    if _int(kv["is_linear"][1], at("is_linear"), 0, 1) != 0:
-        _fail(at("is_linear"), "linear trees are not written by rankwise")
-    _float(kv["shrinkage"][1], at("shrinkage"))
     n_int = n_leaves - 1
+    n_cat = _int(kv["num_cat"][1], at("num_cat"), 0, n_int)
+    linear = _int(kv["is_linear"][1], at("is_linear"), 0, 1) == 1
+    for keys, present, why in ((_LGB_CAT_KEYS, n_cat > 0, "num_cat > 0"), (_LGB_LINEAR_KEYS, linear, "is_linear=1")):
+        for key in keys:
+            if (key in kv) != present:
+                _fail(where0, f"{key} {'missing' if present else 'given'}, but it comes with {why} only")
+    _float(kv["shrinkage"][1], at("shrinkage"))
 
     def arr(key, n, kind, lo=None, hi=None, allow_empty=False):
         """One space-separated array line, checked whole (regex) and converted by numpy."""
@@ -144,31 +167,28 @@ def _lgb_tree(block: list[tuple[int, str]], k: int, n_features: int) -> None:
         count = val.count(" ") + 1 if val else 0
         if count != n and not (allow_empty and count == 0):
             _fail(at(key), f"{count} values, expected {n} (num_leaves={n_leaves})")
-        if count == 0:
-            return np.zeros(0, dtype=np.int64 if kind == "int" else np.float64)
-        if not (_INT_LINE_RE if kind == "int" else _FLOAT_LINE_RE).match(val):
-            bad = next((t for t in val.split(" ") if not (_INT_RE if kind == "int" else _FLOAT_RE).match(t)), val)
-            _fail(at(key), f"{bad[:40]!r} is not {'an integer' if kind == 'int' else 'a finite decimal number'}")
-        if kind == "int":
-            a = np.array(val.split(" "), dtype=np.int64)
-            if (lo is not None and a.min() < lo) or (hi is not None and a.max() > hi):
-                v = int(a[(a < lo) | (a > hi)][0]) if lo is not None and hi is not None else int(a.min())
-                _fail(at(key), f"{v} is out of range [{lo}, {hi}]")
-            return a
-        with np.errstate(over="ignore"):
-            a = np.array(val.split(" "), dtype=np.float64)
-        if not np.all(np.isfinite(a)):
-            _fail(at(key), "a value is not finite")
-        return a
+        return _numbers(val, count, kind, at(key), lo, hi)
 
     arr("split_feature", n_int, "int", 0, n_features - 1)
     arr("split_gain", n_int, "float")
-    arr("threshold", n_int, "float")
+    thresholds = arr("threshold", n_int, "threshold")
     dts = arr("decision_type", n_int, "int", 0, 15)
-    if np.any(dts & 1):
-        _fail(at("decision_type"), "categorical splits are not written by rankwise")
     if np.any((dts >> 2) & 3 == 3):
         _fail(at("decision_type"), "a decision type has an unknown missing-value rule")
+    categorical = (dts & 1) == 1
+    if n_cat:
+        # categorical node i splits on the bitset cat_threshold[cat_boundaries[t]:cat_boundaries[t+1]],
+        # t = its threshold: the indices 0..num_cat-1, one per categorical node
+        cat_t = thresholds[categorical]
+        if len(cat_t) != n_cat or not np.array_equal(np.sort(cat_t), np.arange(n_cat)):
+            _fail(at("threshold"), f"the categorical nodes' thresholds must be the indices 0..{n_cat - 1}, "
+                                   "one per categorical node")
+        bounds = arr("cat_boundaries", n_cat + 1, "int", 0, 1 << 24)
+        if bounds[0] != 0 or np.any(np.diff(bounds) <= 0):
+            _fail(at("cat_boundaries"), "expected 0 first, then increasing values")
+        arr("cat_threshold", int(bounds[-1]), "int", 0, 2**32 - 1)
+    elif np.any(categorical):
+        _fail(at("decision_type"), "a categorical split in a tree with num_cat=0")
     left = arr("left_child", n_int, "int", -n_leaves, n_int - 1).tolist()
     right = arr("right_child", n_int, "int", -n_leaves, n_int - 1).tolist()
     arr("leaf_value", n_leaves, "float")
@@ -177,8 +197,57 @@ def _lgb_tree(block: list[tuple[int, str]], k: int, n_features: int) -> None:
     arr("internal_value", n_int, "float")
     arr("internal_weight", n_int, "float")
     arr("internal_count", n_int, "int", 0, _INT32)
+    if linear:
+        arr("leaf_const", n_leaves, "float")
+        sizes = arr("num_features", n_leaves, "int", 0, n_features).tolist()
+        _lgb_leaf_lists(kv["leaf_features"][1], sizes, "int", at("leaf_features"), n_features)
+        _lgb_leaf_lists(kv["leaf_coeff"][1], sizes, "float", at("leaf_coeff"), n_features)
     if n_int:
         _check_tree_links(left, right, n_leaves, f"line {kv['left_child'][0]} (Tree={k})")
+
+
+def _numbers(val: str, count: int, kind: str, where: str, lo=None, hi=None) -> np.ndarray:
+    """``count`` space-separated integers in [lo, hi], finite floats, or thresholds (finite or ``inf``)."""
+    if count == 0:
+        return np.zeros(0, dtype=np.int64 if kind == "int" else np.float64)
+    line_re, tok_re, what = {"int": (_INT_LINE_RE, _INT_RE, "an integer"),
+                             "float": (_FLOAT_LINE_RE, _FLOAT_RE, "a finite decimal number"),
+                             "threshold": (_THRESHOLD_LINE_RE, _THRESHOLD_RE, "a threshold (a number or inf)")}[kind]
+    if not line_re.match(val):
+        bad = next((t for t in val.split(" ") if not tok_re.match(t)), val)
+        _fail(where, f"{bad[:40]!r} is not {what}")
+    if kind == "int":
+        a = np.array(val.split(" "), dtype=np.int64)
+        if (lo is not None and a.min() < lo) or (hi is not None and a.max() > hi):
+            v = int(a[(a < lo) | (a > hi)][0]) if lo is not None and hi is not None else int(a.min())
+            _fail(where, f"{v} is out of range [{lo}, {hi}]")
+        return a
+    with np.errstate(over="ignore"):
+        a = np.array(val.split(" "), dtype=np.float64)
+    bad = ~np.isfinite(a)
+    if kind == "threshold":  # the token 'inf' itself is allowed, a finite-looking number that overflows is not
+        bad &= np.array([t != "inf" for t in val.split(" ")]) if bad.any() else bad
+    if np.any(bad):
+        _fail(where, "a value is not finite")
+    return a
+
+
+def _lgb_leaf_lists(val: str, sizes: list, kind: str, where: str, n_features: int) -> None:
+    """A linear tree's ``leaf_features`` / ``leaf_coeff`` line: for each leaf, its ``sizes[i]`` values
+    followed by a space when there are any, then one more space (LightGBM's layout, to the byte)."""
+    toks = val.split(" ")
+    flat = [t for t in toks if t]
+    if len(flat) != sum(sizes):
+        _fail(where, f"{len(flat)} values, expected {sum(sizes)} (the sum of num_features)")
+    pos, parts = 0, []
+    for n in sizes:
+        parts.append(" ".join(flat[pos:pos + n]) + " " if n else "")
+        parts.append(" ")
+        pos += n
+    if "".join(parts) != val:
+        _fail(where, "the per-leaf lists are not laid out as LightGBM writes them")
+    if flat:
+        _numbers(" ".join(flat), len(flat), kind, where, 0, n_features - 1)
 
 
 def check_lightgbm_text(text: str, *, n_features: int | None = None) -> None:
@@ -225,7 +294,7 @@ def check_lightgbm_text(text: str, *, n_features: int | None = None) -> None:
         _fail(hat("max_feature_idx"), f"the booster has {width} features but the model file says {n_features}")
     if "objective" in header and not _OBJECTIVE_RE.match(header["objective"][1]):
         _fail(hat("objective"), f"unexpected objective {header['objective'][1][:60]!r}")
-    for key, pat in (("feature_names", re.compile(r"[\x21-\x7e]+\Z")), ("feature_infos", _FEATURE_INFO_RE)):
+    for key, pat in (("feature_names", _FEATURE_NAME_RE), ("feature_infos", _FEATURE_INFO_RE)):
         if key in header:
             toks = header[key][1].split(" ")
             if len(toks) != width:
@@ -381,16 +450,14 @@ def _xgb_tree(t, k, n_features):
         _fail(f"{where} size_leaf_vector", "multi-output leaves are not written by rankwise")
     if _xnum(t["id"], f"{where} id", integer=True) != k:
         _fail(f"{where} id", f"expected {k}")
-    for key in ("categories", "categories_nodes", "categories_segments", "categories_sizes"):
-        if _list(t[key], f"{where} {key}"):
-            _fail(f"{where} {key}", "categorical splits are not written by rankwise")
     for key in ("base_weights", "loss_changes", "split_conditions", "sum_hessian"):
         _xarray(t[key], f"{where} {key}", n)
-    for key, lo, hi in (("default_left", 0, 1), ("split_type", 0, 0), ("split_indices", 0, max(n_features - 1, 0)),
+    for key, lo, hi in (("default_left", 0, 1), ("split_type", 0, 1), ("split_indices", 0, max(n_features - 1, 0)),
                         ("left_children", -1, n - 1), ("right_children", -1, n - 1),
                         ("parents", 0, 2147483647)):
         _xarray(t[key], f"{where} {key}", n, integer=True, lo=lo, hi=hi)
     left, right, parents = t["left_children"], t["right_children"], t["parents"]
+    _xgb_categories(t, where, n)
     if parents[0] != 2147483647:
         _fail(f"{where} parents", "the root's parent must be 2147483647")
     seen = [False] * n
@@ -412,6 +479,31 @@ def _xgb_tree(t, k, n_features):
             stack.append(c)
     if not all(seen):
         _fail(where, "some nodes are not reachable from the root")
+
+
+def _xgb_categories(t, where, n):
+    """Categorical splits: ``categories_nodes`` are the split nodes whose ``split_type`` is 1, in
+    order; node i's categories are ``categories[segments[i]:segments[i] + sizes[i]]`` (at least one,
+    increasing, in [0, 2**24]); the segments tile ``categories``."""
+    nodes = _list(t["categories_nodes"], f"{where} categories_nodes")
+    m = len(nodes)
+    _xarray(nodes, f"{where} categories_nodes", m, integer=True, lo=0, hi=n - 1)
+    _xarray(t["categories_segments"], f"{where} categories_segments", m, integer=True, lo=0, hi=1 << 40)
+    _xarray(t["categories_sizes"], f"{where} categories_sizes", m, integer=True, lo=1, hi=_MAX_CATEGORY + 1)
+    cats = _list(t["categories"], f"{where} categories")
+    _xarray(cats, f"{where} categories", len(cats), integer=True, lo=0, hi=_MAX_CATEGORY)
+    cat_nodes = [i for i, s in enumerate(t["split_type"]) if s == 1]
+    if nodes != cat_nodes:
+        _fail(f"{where} categories_nodes", "expected the nodes whose split_type is 1, in order")
+    if any(t["left_children"][i] == -1 for i in nodes):
+        _fail(f"{where} categories_nodes", "a leaf cannot have a categorical split")
+    segments, sizes = t["categories_segments"], t["categories_sizes"]
+    if segments != [sum(sizes[:i]) for i in range(m)] or sum(sizes) != len(cats):
+        _fail(f"{where} categories_segments", "the segments and sizes do not tile the category list")
+    for i in range(m):
+        part = cats[segments[i]:segments[i] + sizes[i]]
+        if any(a >= b for a, b in zip(part, part[1:])):
+            _fail(f"{where} categories", f"node {nodes[i]}: categories not in increasing order")
 
 
 def check_xgboost_json(text: str, *, n_features: int | None = None) -> None:
@@ -448,6 +540,8 @@ def check_xgboost_json(text: str, *, n_features: int | None = None) -> None:
             vals = _list(learner[key], key)
             if vals and (len(vals) != width or not all(isinstance(v, str) and len(v) < 1000 for v in vals)):
                 _fail(key, f"expected {width} strings")
+            if key == "feature_types" and not set(vals) <= {"q", "c", "int", "float", "i"}:
+                _fail(key, "expected XGBoost's feature types: q, c, int, float or i")
     if "attributes" in learner:
         attrs = _obj(learner["attributes"], "attributes")
         if not all(isinstance(v, str) for v in attrs.values()):

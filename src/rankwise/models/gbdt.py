@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+import unicodedata
 
 import numpy as np
 import scipy.sparse as sp
@@ -56,6 +57,29 @@ def _check_native_labels(backend: str, native: str, y: np.ndarray, *params) -> N
                              f"{float(y.max()):g}. Pass loss_params={{'label_gain': [...]}} with one gain per grade")
 
 
+#: characters a booster's feature name cannot hold: LightGBM refuses its JSON specials and splits the
+#: names on spaces, XGBoost refuses ``[``, ``]`` and ``<``
+_NAME_SPECIALS = frozenset('",:[]{}<')
+
+
+def booster_feature_names(names) -> list[str] | None:
+    """The feature names handed to LightGBM / XGBoost for the model's column names ``names``.
+
+    Every character that a booster cannot hold in a name -- whitespace, control and other
+    non-printing characters, and any of ``" , : [ ] { } <`` -- becomes ``_``. If the names are
+    then not all distinct (``"a b"`` and ``"a_b"``) or one is empty, every name gets its column
+    index appended (``a_b_0``, ``a_b_1``), which makes them distinct. ``None`` stays ``None``
+    (the libraries' defaults, ``Column_0`` / ``f0``, are used).
+    """
+    if names is None:
+        return None
+    out = ["".join("_" if c in _NAME_SPECIALS or unicodedata.category(c)[0] in "CZ" else c for c in str(n))
+           for n in names]
+    if len(set(out)) != len(out) or "" in out:
+        out = [f"{n}_{i}" for i, n in enumerate(out)]
+    return out
+
+
 # Fitters for out-of-core collections, registered by the layers above (``rankwise.distributed``
 # registers ``"dask"`` when imported), so that this module never imports upwards.
 _COLLECTION_FIT: dict = {}
@@ -97,7 +121,9 @@ class GBDTRanker(BaseRanker):
         Tree and boosting parameters (mapped to each library's names; ``num_leaves`` is
         LightGBM's, ``max_depth`` XGBoost's main size control).
     backend_params : dict, optional
-        Further parameters passed to the library unchanged.
+        Further parameters passed to the library unchanged (e.g. LightGBM's ``linear_tree`` or
+        ``categorical_feature="0,3"``). ``feature_types`` (XGBoost, e.g. ``["q", "c", ...]``) goes
+        to its ``DMatrix`` with ``enable_categorical``: ``"c"`` marks a categorical column.
     eval_metric, early_stopping_rounds, random_state, n_jobs, verbose
         Validation metric string, patience in boosting rounds, seed, threads, progress bar.
     loss_every : int or None, default 10
@@ -111,12 +137,16 @@ class GBDTRanker(BaseRanker):
     Attributes
     ----------
     booster_ : lightgbm.Booster or xgboost.Booster
+        Every round boosted. Its feature names are the model's column names (a DataFrame's, or a
+        RankingDataset's ``feature_names``) as :func:`booster_feature_names` adapts them.
     n_estimators_ : int
-        Trees in the booster.
+        Trees in the booster (rounds boosted).
     best_iteration_, best_score_ : int, float
         With ``early_stopping_rounds`` only: the best round (0-based) on ``eval_set`` and its
-        metric; ``predict`` then uses rounds ``0..best_iteration_``. Without early stopping the
-        whole booster predicts, even when an ``eval_set`` was given.
+        metric; ``predict`` then uses rounds ``0..best_iteration_``, and ``save`` writes those
+        ``best_iteration_ + 1`` trees only (the booster in the file predicts what ``predict``
+        does). Without early stopping the whole booster predicts, even when an ``eval_set`` was
+        given.
     history_ : History
         One entry per boosting round: ``"iteration"``; ``"loss"`` (rankwise losses only, not
         native objectives; in the rounds ``loss_every`` selects, None in the others): the
@@ -255,7 +285,7 @@ class GBDTRanker(BaseRanker):
             p["base_score"] = 0.0  # a custom objective starts from F_0 = 0 (no label-mean intercept)
         if self.n_jobs is not None:
             p["nthread"] = int(self.n_jobs)
-        p.update(self.backend_params or {})
+        p.update({k: v for k, v in (self.backend_params or {}).items() if k != "feature_types"})  # DMatrix's
         return p
 
     # -- fit ----------------------------------------------------------------------------------
@@ -328,6 +358,10 @@ class GBDTRanker(BaseRanker):
             stopper.load_state(tstate.get("stopper", {}))
         native, obj = self._objective(on_value, start=done)
         self.n_features_in_ = train.X.shape[1]
+        names = getattr(self, "feature_names_in_", None)
+        if names is None and hasattr(X, "query_offsets"):  # a RankingDataset's own names
+            names = getattr(X, "feature_names", None)
+        self._names = booster_feature_names(names)
         self.history_ = History(history)
         for k in ("best_iteration_", "best_score_", "eval_scores_"):  # from a previous fit of this instance
             self.__dict__.pop(k, None)
@@ -419,8 +453,16 @@ class GBDTRanker(BaseRanker):
         if obj is not None:
             params["objective"] = obj
         sizes = np.diff(train.offsets)
+        cats = params.get("categorical_feature")  # column indices: the Dataset's argument (LightGBM warns in params)
+        if isinstance(cats, str) and all(t.strip().isdigit() for t in cats.split(",")) or \
+                isinstance(cats, (list, tuple)) and all(isinstance(c, int) for c in cats):
+            params.pop("categorical_feature")
+            cats = [int(c) for c in (cats.split(",") if isinstance(cats, str) else cats)]
+        else:
+            cats = "auto"
         dtrain = lgb.Dataset(train.X, label=train.y, group=sizes, weight=train.sample_weight,
-                             params={"verbosity": -1}, free_raw_data=False)
+                             params={"verbosity": -1}, free_raw_data=False, categorical_feature=cats,
+                             feature_name=self._names if self._names is not None else "auto")
         init = None if init_text is None else lgb.Booster(model_str=persistence.array_to_text(init_text))
         valid_sets, feval, latest = None, None, {}
         if val is not None:
@@ -448,7 +490,10 @@ class GBDTRanker(BaseRanker):
 
         params = self._xgb_params(native, seed)
         sizes = np.diff(train.offsets)
-        dtrain = xgb.DMatrix(train.X, label=train.y, missing=np.nan)
+        types = (self.backend_params or {}).get("feature_types")
+        dm_kw = {"missing": np.nan, "feature_names": self._names, "feature_types": types,
+                 "enable_categorical": types is not None}
+        dtrain = xgb.DMatrix(train.X, label=train.y, **dm_kw)
         dtrain.set_group(sizes)
         if train.sample_weight is not None:
             w = train.sample_weight
@@ -462,12 +507,13 @@ class GBDTRanker(BaseRanker):
         if val is not None:
             # a DMatrix in evals is in the booster's prediction cache: predict() adds the new tree's
             # output to the kept scores instead of running every tree again
-            dval = xgb.DMatrix(val.X, missing=np.nan)
+            dval = xgb.DMatrix(val.X, **dm_kw)
             evals = [(dval, "eval_set")]
         init = None
         if init_text is not None:
             init = xgb.Booster()
             init.load_model(bytearray(np.asarray(init_text, dtype=np.uint8).tobytes()))
+            init.feature_names, init.feature_types = self._names, types  # this fit's columns name the booster
 
         class CB(xgb.callback.TrainingCallback):
             def after_iteration(cb, model, epoch, evals_log):
@@ -498,13 +544,20 @@ class GBDTRanker(BaseRanker):
 
         dm = xgb.DMatrix(Xv, missing=np.nan)
         rng = (0, 0) if best is None else (0, best + 1)
-        return np.asarray(self.booster_.predict(dm, output_margin=True, iteration_range=rng), dtype=np.float64)
+        # the columns were checked against feature_names_in_; the booster's names (given at fit
+        # or set later) only label its dumps
+        return np.asarray(self.booster_.predict(dm, output_margin=True, iteration_range=rng, validate_features=False),
+                          dtype=np.float64)
 
     # -- persistence: the library's own text format inside the rankwise file ---------------------
     def _booster_to_text(self) -> str:
+        """The booster as the library writes it, with the trees ``predict`` uses: after early
+        stopping rounds ``0..best_iteration_`` only, so that the text predicts what ``predict`` does."""
+        best = getattr(self, "best_iteration_", None)
         if self.backend == "lightgbm":
-            return self.booster_.model_to_string()
-        return bytes(self.booster_.save_raw("json")).decode("utf-8")
+            return self.booster_.model_to_string(num_iteration=-1 if best is None else best + 1)
+        booster = self.booster_ if best is None else self.booster_[:best + 1]
+        return bytes(booster.save_raw("json")).decode("utf-8")
 
     def _get_state(self):
         text = getattr(self, "_ckpt_text", None)  # set only while a checkpoint is written during fit
