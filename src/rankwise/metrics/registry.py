@@ -17,6 +17,7 @@ from rankwise.metrics import _trec_kernel as TK
 from rankwise.metrics import binary, cascade, correlation, graded
 from rankwise.metrics._common import run_metric
 from rankwise.metrics._prepare import check_k
+from rankwise.metrics._trec_measures import trec_values
 
 COMMON = ("ties", "empty", "doc_ids")
 
@@ -44,8 +45,6 @@ class _Entry:
 def _trec_only(name):
     """values function of a measure computed by the trec_eval kernel alone."""
     def values(prep, *, k=0, x=None, threshold=1.0):
-        from rankwise.metrics.trec import trec_values
-
         return trec_values(prep, metric=Metric(name, k or None, _ENTRIES[name], x), threshold=threshold)
     return values
 
