@@ -257,3 +257,139 @@ def get_metric(spec) -> Metric:
         raise InputError(f"{spec!r} needs a cutoff, as in '{name}@{'0.1' if entry.fraction else '10'}' "
                          f"(trec_eval: '{entry.trec_cut_name}_{'0.10' if entry.fraction else '10'}')")
     return Metric(name, k, entry, param)
+
+
+# ---------------------------------------------------------------------------- measures added by users
+
+#: names added by :func:`register` (only these can be removed by :func:`unregister`)
+_REGISTERED: set = set()
+#: names a measure cannot take: trec_eval's groups and string measures, read before the registry
+_RESERVED = ("runid", "relstring")
+
+
+def _check_name(name) -> str:
+    from rankwise.metrics._trec_measures import GROUPS
+
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii() or name != name.lower():
+        raise InputError(f"a measure name must be a lower-case identifier such as 'my_measure' (its cutoff is "
+                         f"written 'my_measure@10'); got {name!r}")
+    clash = (f"a measure named {name!r} is already registered" if name in _ENTRIES
+             else f"{name!r} is an alias of {_ALIASES[name]!r}" if name in _ALIASES
+             else f"{name!r} is a trec_eval measure group" if name in GROUPS
+             else f"{name!r} is reserved by trec_eval's output" if name.startswith(_RESERVED) else None)
+    if clash:
+        raise InputError(f"cannot register {name!r}: {clash}")
+    return name
+
+
+def _check_signature(name: str, fn, takes_k: bool, options: tuple) -> None:
+    import inspect
+
+    if not callable(fn):
+        raise InputError(f"register({name!r}): fn must be callable as fn(labels{', *, k' if takes_k else ''}, ...); "
+                         f"got {type(fn).__name__}")
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        raise InputError(f"register({name!r}): cannot read the signature of {fn!r}; pass a Python function") from None
+    P = inspect.Parameter
+    positional = [p for p in params if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+    if not positional and not any(p.kind is P.VAR_POSITIONAL for p in params):
+        raise InputError(f"register({name!r}): fn must take the labels of one query as its first argument")
+    first = positional[0].name if positional else None  # the labels
+    keywords = {p.name for p in params if p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY) and p.name != first}
+    var_kw = any(p.kind is P.VAR_KEYWORD for p in params)
+    wanted = (("k",) if takes_k else ()) + options
+    missing = [w for w in wanted if w not in keywords and not var_kw]
+    if missing:
+        raise InputError(f"register({name!r}): fn is called as fn(labels, {', '.join(f'{w}=...' for w in wanted)}) "
+                         f"but takes no keyword {missing[0]!r}")
+    given = {first, *wanted}
+    required = [p.name for p in params if p.default is P.empty and p.kind not in (P.VAR_POSITIONAL, P.VAR_KEYWORD)
+                and p.name not in given]
+    if required:
+        raise InputError(f"register({name!r}): fn requires {required[0]!r}, which the metrics never pass "
+                         f"(it is called as fn(labels{''.join(f', {w}=...' for w in wanted)}))")
+
+
+def _user_values(name: str, fn, takes_k: bool):
+    """The registry's values function of a measure given per query: ``fn(labels in rank order, ...)``."""
+    import numpy as np
+
+    def values(prep, *, k=None, **options):
+        if not prep.singletons:
+            raise InputError(f"{name} (a registered measure) is defined on one ranking, and the scores hold ties: "
+                             "pass ties='pessimistic', 'optimistic', 'input' or 'docid'")
+        off, y = prep.offsets, prep.labels
+        out = np.zeros(prep.n_queries)
+        empty = np.zeros(prep.n_queries, dtype=bool)
+        kw = dict(options, k=k or None) if takes_k else options  # the kernels' k=0 is the whole list
+        for i in range(prep.n_queries):
+            v = fn(y[off[i]:off[i + 1]].copy(), **kw)
+            if v is None:  # undefined on this query: the `empty` rule applies
+                empty[i] = True
+                continue
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or not np.isfinite(v):
+                qid = "" if prep.qids is None else f" (query id {prep.qids[i]})"
+                raise InputError(f"measure {name!r} returned {v!r} on query {i}{qid}; it must return a finite "
+                                 "number, or None where it is undefined")
+            out[i] = float(v)
+        return out, empty
+    return values
+
+
+def register(name: str, fn, *, takes_k: bool = False, options=(), higher_is_better: bool = True) -> Metric:
+    """Add a measure: from then on :func:`get_metric`, :func:`rankwise.metrics.evaluate`, the command
+    line (``rankwise evaluate --metrics NAME@10``), early stopping and model selection read its name
+    like a built-in one.
+
+    Parameters
+    ----------
+    name : str
+        A lower-case identifier not yet taken by a measure, an alias or a trec_eval name.
+    fn : callable
+        ``fn(labels, *, k, **options) -> float | None``, called once per query with the labels of
+        that query in rank order (descending score; ties broken by the ``ties`` rule, which must
+        break them: ``"average"`` is refused on tied scores). ``k`` (the cutoff, None for the whole
+        list) is passed when ``takes_k``; ``None`` marks a query on which the measure is undefined
+        (``empty=`` decides its value). The measure sees the ranked documents only: judged
+        documents a run did not retrieve (``evaluate(retrieved=...)``) are dropped before it.
+    takes_k : bool
+        Whether the measure takes a cutoff (``name@k``).
+    options : tuple of str
+        The conventions it takes, passed as keywords when given (e.g. ``("threshold",)``); each one
+        an existing convention name (:data:`CONVENTIONS`).
+    higher_is_better : bool
+
+    Returns
+    -------
+    Metric
+        The measure, whole list (callable like the built-ins: ``m(scores, labels, qid=q)``).
+
+    Raises
+    ------
+    InputError
+        For a name already taken, a bad name, or ``fn``'s signature not matching how it is called.
+    """
+    name = _check_name(name)
+    if isinstance(options, str) or not all(isinstance(o, str) for o in options):
+        raise InputError(f"register({name!r}): options must be a tuple of convention names; got {options!r}")
+    options = tuple(options)
+    bad = [o for o in options if o not in CONVENTIONS or o in COMMON]
+    if bad:
+        raise InputError(f"register({name!r}): {bad[0]!r} is not a measure convention; valid: "
+                         f"{', '.join(c for c in CONVENTIONS if c not in COMMON)}")
+    _check_signature(name, fn, bool(takes_k), options)
+    _ENTRIES[name] = _Entry(name, _user_values(name, fn, bool(takes_k)), bool(takes_k), options,
+                            higher_is_better=bool(higher_is_better), retrieval_aware=False)
+    _REGISTERED.add(name)
+    return get_metric(name)
+
+
+def unregister(name: str) -> None:
+    """Remove a measure added by :func:`register` (built-in measures cannot be removed)."""
+    if name not in _REGISTERED:
+        raise InputError(f"{name!r} was not added by rankwise.metrics.register; registered: {sorted(_REGISTERED)}")
+    _REGISTERED.discard(name)
+    del _ENTRIES[name]
