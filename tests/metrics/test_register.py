@@ -74,15 +74,30 @@ def test_options_and_undefined_queries(registered):
         assert res.per_query["hits@5"].isna().to_numpy().tolist() == (~relevant).tolist()  # None -> empty
 
 
-def test_ties_must_be_broken(registered):
+def test_tied_scores_are_averaged_exactly_over_their_orders(registered):
+    """ties='average': the mean over every order of the tied labels, as the built-in kernels compute it."""
+    import itertools
+
     registered("linear_dcg", linear_dcg, takes_k=True)
-    s = np.array([0.5, 0.5, 0.1, 2e-7])
-    y = np.array([0.0, 3.0, 1.0, 2.0])
-    with pytest.raises(InputError, match="scores hold ties: pass ties='pessimistic'"):
-        metrics.evaluate(s, y, None, metrics=["linear_dcg"])
-    for ties in ("pessimistic", "optimistic"):
-        got = metrics.evaluate(s, y, None, metrics=["linear_dcg", "dcg"], gain="linear", ties=ties).mean
+    rng = np.random.default_rng(3)
+    q = np.repeat(np.arange(40), rng.integers(1, 9, 40))
+    s = np.round(rng.standard_normal(len(q)), 1) * 1e-3  # many ties, within and across labels
+    y = rng.integers(0, 4, len(q)).astype(float)
+    for k in (None, 2, 5):
+        got = metrics.get_metric("linear_dcg" if k is None else f"linear_dcg@{k}")(s, y, qid=q, reduction="none")
+        want = metrics.dcg(s, y, qid=q, k=k, gain="linear", ties="average", reduction="none")
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+    # brute force on one small query: every permutation of the tied items, equally likely
+    s1, y1 = np.array([0.5, 0.5, 0.5, 0.1, 0.1]), np.array([2.0, 0.0, 1.0, 0.0, 3.0])
+    perms = [p + r for p in itertools.permutations([0, 1, 2]) for r in itertools.permutations([3, 4])]
+    brute = np.mean([linear_dcg(y1[list(p)], k=2) for p in perms])
+    assert metrics.get_metric("linear_dcg@2")(s1, y1) == pytest.approx(brute, rel=1e-12)
+    for ties in ("pessimistic", "optimistic", "input"):
+        got = metrics.evaluate(s, y, q, metrics=["linear_dcg", "dcg"], gain="linear", ties=ties).mean
         assert got["linear_dcg"] == pytest.approx(got["dcg"], rel=1e-12)
+    # too many orders to enumerate (30 tied documents, 15 relevant): refused, naming the way out
+    with pytest.raises(InputError, match="too many to enumerate: pass ties='pessimistic'"):
+        metrics.evaluate(np.zeros(30), np.arange(30) % 2, None, metrics=["linear_dcg"])
 
 
 def test_the_command_line_reads_a_registered_name(registered, tmp_path, capsys):

@@ -17,7 +17,7 @@ from rankwise.metrics import _trec_kernel as TK
 from rankwise.metrics import binary, cascade, correlation, graded
 from rankwise.metrics._common import run_metric
 from rankwise.metrics._prepare import check_k
-from rankwise.metrics._trec_measures import trec_values
+from rankwise.metrics._trec_measures import GROUPS, trec_values
 
 COMMON = ("ties", "empty", "doc_ids")
 
@@ -268,8 +268,6 @@ _RESERVED = ("runid", "relstring")
 
 
 def _check_name(name) -> str:
-    from rankwise.metrics._trec_measures import GROUPS
-
     if not isinstance(name, str) or not name.isidentifier() or not name.isascii() or name != name.lower():
         raise InputError(f"a measure name must be a lower-case identifier such as 'my_measure' (its cutoff is "
                          f"written 'my_measure@10'); got {name!r}")
@@ -312,37 +310,91 @@ def _check_signature(name: str, fn, takes_k: bool, options: tuple) -> None:
                          f"(it is called as fn(labels{''.join(f', {w}=...' for w in wanted)}))")
 
 
-def _user_values(name: str, fn, takes_k: bool):
-    """The registry's values function of a measure given per query: ``fn(labels in rank order, ...)``."""
+#: ties="average" on a registered measure: the distinct orders of a query's tied labels are enumerated
+#: while (orders x query length) stays at most this; beyond it, a tie rule that breaks ties is asked for
+_MAX_TIE_WORK = 2_000_000
+
+
+def _distinct_orders(values: list) -> list:
+    """Every distinct order of a multiset, in lexicographic order (the next-permutation algorithm)."""
+    a = sorted(values)
+    out = [tuple(a)]
+    while True:
+        i = len(a) - 2
+        while i >= 0 and a[i] >= a[i + 1]:
+            i -= 1
+        if i < 0:
+            return out
+        j = len(a) - 1
+        while a[j] <= a[i]:
+            j -= 1
+        a[i], a[j] = a[j], a[i]
+        a[i + 1:] = reversed(a[i + 1:])
+        out.append(tuple(a))
+
+
+def _tie_orders(labels, gstart):
+    """The rankings uniformly random tie-breaking gives, each equally likely: the product over tie
+    groups of the distinct orders of the group's labels (every distinct order is reached by the same
+    number of permutations of the items). None when there are too many to enumerate."""
+    import itertools
+    import math
+
     import numpy as np
 
+    groups = np.split(labels, np.flatnonzero(gstart)[1:]) if len(labels) else []
+    count = 1
+    for g in groups:
+        counts = np.unique(g, return_counts=True)[1]
+        count *= math.factorial(len(g)) // math.prod(math.factorial(int(c)) for c in counts)
+        if count * len(labels) > _MAX_TIE_WORK:
+            return None
+    per_group = [_distinct_orders(g.tolist()) for g in groups]
+    return (np.array([x for part in order for x in part]) for order in itertools.product(*per_group))
+
+
+def _user_values(name: str, fn, takes_k: bool):
+    """The registry's values function of a measure given per query: ``fn(labels in rank order, ...)``;
+    under ``ties="average"``, its mean over the orders of the tied labels."""
+    import numpy as np
+
+    def checked(v, i, prep):
+        if v is None:
+            return None
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(v):
+            qid = "" if prep.qids is None else f" (query id {prep.qids[i]})"
+            raise InputError(f"measure {name!r} returned {v!r} on query {i}{qid}; it must return a finite "
+                             "number, or None where it is undefined")
+        return float(v)
+
     def values(prep, *, k=None, **options):
-        if not prep.singletons:
-            raise InputError(f"{name} (a registered measure) is defined on one ranking, and the scores hold ties: "
-                             "pass ties='pessimistic', 'optimistic', 'input' or 'docid'")
         off, y = prep.offsets, prep.labels
         out = np.zeros(prep.n_queries)
         empty = np.zeros(prep.n_queries, dtype=bool)
         kw = dict(options, k=k or None) if takes_k else options  # the kernels' k=0 is the whole list
         for i in range(prep.n_queries):
-            v = fn(y[off[i]:off[i + 1]].copy(), **kw)
-            if v is None:  # undefined on this query: the `empty` rule applies
-                empty[i] = True
-                continue
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) \
-                    or not np.isfinite(v):
+            a, b = off[i], off[i + 1]
+            tied = not prep.singletons and not prep.gstart[a:b].all()
+            orders = _tie_orders(y[a:b], prep.gstart[a:b]) if tied else [y[a:b].copy()]
+            if orders is None:
                 qid = "" if prep.qids is None else f" (query id {prep.qids[i]})"
-                raise InputError(f"measure {name!r} returned {v!r} on query {i}{qid}; it must return a finite "
-                                 "number, or None where it is undefined")
-            out[i] = float(v)
+                raise InputError(f"{name} (a registered measure) is averaged over the orders of tied scores, and "
+                                 f"query {i}{qid} has too many to enumerate: pass ties='pessimistic', "
+                                 "'optimistic', 'input' or 'docid'")
+            vals = [checked(fn(order, **kw), i, prep) for order in orders]
+            if any(v is None for v in vals):  # undefined on this query: the `empty` rule applies
+                empty[i] = True
+            else:
+                out[i] = sum(vals) / len(vals)
         return out, empty
     return values
 
 
 def register(name: str, fn, *, takes_k: bool = False, options=(), higher_is_better: bool = True) -> Metric:
-    """Add a measure: from then on :func:`get_metric`, :func:`rankwise.metrics.evaluate`, the command
-    line (``rankwise evaluate --metrics NAME@10``), early stopping and model selection read its name
-    like a built-in one.
+    """Add a measure: from then on :func:`get_metric`, :func:`rankwise.metrics.evaluate` and the command
+    line (``rankwise evaluate --metrics NAME@10``, in the same process) read its name like a built-in
+    one. It is computed per query in Python.
 
     Parameters
     ----------
@@ -350,10 +402,11 @@ def register(name: str, fn, *, takes_k: bool = False, options=(), higher_is_bett
         A lower-case identifier not yet taken by a measure, an alias or a trec_eval name.
     fn : callable
         ``fn(labels, *, k, **options) -> float | None``, called once per query with the labels of
-        that query in rank order (descending score; ties broken by the ``ties`` rule, which must
-        break them: ``"average"`` is refused on tied scores). ``k`` (the cutoff, None for the whole
-        list) is passed when ``takes_k``; ``None`` marks a query on which the measure is undefined
-        (``empty=`` decides its value). The measure sees the ranked documents only: judged
+        that query in rank order (descending score, ties broken by the ``ties`` rule; under
+        ``ties="average"`` the value is the mean over every order of the tied labels, exact, and
+        refused where there are too many orders to enumerate). ``k`` (the cutoff, None for the
+        whole list) is passed when ``takes_k``; ``None`` marks a query on which the measure is
+        undefined (``empty=`` decides its value). The measure sees the ranked documents only: judged
         documents a run did not retrieve (``evaluate(retrieved=...)``) are dropped before it.
     takes_k : bool
         Whether the measure takes a cutoff (``name@k``).
