@@ -11,8 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("dask.dataframe", reason="rankwise[dask] extra not installed")
-import torch  # noqa: E402
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (DDP training needs it; Dask it does not)")
 
 from rankwise.data import RankingDataset, concat, make_synthetic, read_svmlight, write_svmlight  # noqa: E402
 from rankwise.distributed import fit_ddp, fit_shard  # noqa: E402

@@ -81,7 +81,7 @@ def test_standardised_models_keep_raw_feature_coefficients_and_round_trip(tmp_pa
 
 @pytest.mark.parametrize("kind", ["linear", "neural", "reduction", "structured"])
 def test_the_cli_gives_every_model_the_same_preprocessing(kind):
-    from rankwise.cli.main import build_model
+    from rankwise.cli.inputs import build_model
 
     model = build_model(kind, None, {}, 0)
     assert model.get_params()["standardize"] is True  # GBDT: trees do not depend on feature scales
@@ -202,7 +202,7 @@ def test_cli_predicts_sparse_files_with_fewer_features_and_unlabelled_rows(tmp_p
 # ---------------------------------------------------------------------------------- item 6: one default
 
 def test_gbdt_default_loss_is_the_same_in_the_cli_and_in_python():
-    from rankwise.cli.main import build_model
+    from rankwise.cli.inputs import build_model
 
     assert build_model("gbdt", None, {}, 0).loss == GBDTRanker().loss
     assert build_model("linear", None, {}, 0).loss == LinearRanker().loss

@@ -128,7 +128,7 @@ def test_bad_names_and_inputs_raise_clear_errors():
         get_measure("bleu")
     with pytest.raises(InputError, match="needs a cutoff"):
         get_measure("p")
-    with pytest.raises(InputError, match="cutoff k must be at least 1"):
+    with pytest.raises(InputError, match=r"cutoff in 'ndcg@0' must be an integer >= 1"):
         get_measure("ndcg@0")
     with pytest.raises(InputError, match="sigma must be a permutation"):
         get_measure("dcg").value([1, 0, 2], [0, 0, 1])

@@ -198,8 +198,7 @@ def run_clicks(args) -> int:
               "(documents are row numbers of --data)")
         return 0
     if cmd == "train":
-        from rankwise.cli.inputs import parse_params
-        from rankwise.cli.main import build_model
+        from rankwise.cli.inputs import build_model, parse_params
         from rankwise.clicks import click_dataset, fit_debiased
 
         log = _read_log(args)

@@ -20,51 +20,6 @@ def _csv(text: str) -> list[str]:
 
 
 # ---------------------------------------------------------------- train / predict
-def build_model(kind: str, loss: str | None, params: dict, seed):
-    """The model a ``rankwise train`` command line describes.
-
-    Defaults are the Python API's (one place: the model's constructor; e.g. GBDTRanker's
-    default loss); every model standardises its features itself (trees need not), so every
-    ``--model`` gets the same preprocessing.
-    """
-    from rankwise import models
-    from rankwise.errors import InputError
-    from rankwise.models.reduction import make_classifier
-
-    params = dict(params)
-    if kind == "reduction":
-        clf = params.pop("classifier", "logistic")
-        if loss is not None:
-            raise InputError("--loss does not apply to --model reduction; choose the classifier with "
-                             "--param classifier=NAME and the pair weights with --param weights=kemeny|ndcg")
-        try:
-            estimator = make_classifier(clf, seed)
-        except InputError as exc:
-            raise InputError(f"--param {exc}") from None
-        cls, args = models.PairwiseReductionRanker, {"estimator": estimator}
-    elif kind == "structured":
-        cls, args = models.StructuredHingeRanker, {} if loss is None else {"measure": loss}
-    else:
-        cls = {"linear": models.LinearRanker, "neural": models.NeuralRanker, "gbdt": models.GBDTRanker}[kind]
-        args = {} if loss is None else {"loss": loss}
-    for old in [k for k in params if k in cls._deprecated_params]:  # former names, for one release
-        new = cls._deprecated_params[old]
-        new, convert = (new, None) if isinstance(new, str) else new
-        print(f"rankwise: --param {old} is deprecated; use --param {new}", file=sys.stderr)
-        value = params.pop(old)
-        params[new] = value if convert is None else convert(value)
-    args.update(params)
-    valid = set(cls().get_params())
-    if "random_state" in valid:
-        args.setdefault("random_state", seed)
-    unknown = sorted(set(args) - valid)
-    if unknown:
-        raise InputError(f"--param {unknown[0]} is not a parameter of {cls.__name__}; valid: {', '.join(sorted(valid))}")
-    model = cls(**args)
-    model._validate_params()  # a bad value fails before the data is read
-    return model
-
-
 def best_point(history, metric):
     """``(index, value)`` of the best (highest) validation value in a training history, or None.
 
@@ -121,7 +76,7 @@ def _check_model_params(model) -> None:
 
 
 def _cmd_train(args) -> int:
-    from rankwise.cli.inputs import load_dataset, parse_params
+    from rankwise.cli.inputs import build_model, load_dataset, parse_params
 
     # cheap checks first: a typo in --loss, --param or --out must not cost a training run
     _check_out_dir(args.out)

@@ -495,11 +495,28 @@ class RankingDataset:
             raise InputError(f"{path}: corrupt saved RankingDataset (labels are not finite floats)")
         return ds
 
-    def to_pandas(self, **kwargs):
-        """See :func:`rankwise.data.to_pandas`."""
-        from rankwise.data.frames import to_pandas
+    def to_pandas(self, *, qid: str = "qid", label: str = "label", doc_id: str = "doc_id"):
+        """DataFrame with columns ``qid``, ``label``, (``doc_id``), then one column per feature.
 
-        return to_pandas(self, **kwargs)
+        Feature columns are named by ``feature_names`` or ``f0, f1, ...``. A CSR ``X`` becomes
+        pandas sparse columns (not densified). :func:`rankwise.data.from_pandas` reads it back.
+        """
+        import pandas as pd
+
+        names = self.feature_names or [f"f{j}" for j in range(self.n_features)]
+        if sp.issparse(self.X):
+            feats = pd.DataFrame.sparse.from_spmatrix(self.X, columns=names)
+        else:
+            feats = pd.DataFrame(self.X, columns=names, copy=False)
+        head = {qid: self.qid, label: self.labels}
+        if self.doc_ids is not None:
+            head[doc_id] = self.doc_ids
+        front = pd.DataFrame(head)
+        clash = set(front.columns) & set(names)
+        if clash:
+            raise InputError(f"feature names {sorted(clash)} clash with the qid/label/doc_id column names; "
+                             "pass other names via qid=/label=/doc_id=")
+        return pd.concat([front, feats], axis=1)
 
 
 def concat(datasets) -> RankingDataset:

@@ -112,27 +112,11 @@ def _sparse_features(frame, features) -> sp.csr_matrix:
 
 
 def to_pandas(dataset: RankingDataset, *, qid: str = "qid", label: str = "label", doc_id: str = "doc_id"):
-    """DataFrame with columns ``qid``, ``label``, (``doc_id``), then one column per feature.
-
-    Feature columns are named by ``feature_names`` or ``f0, f1, ...``. A CSR ``X`` becomes
-    pandas sparse columns (not densified).
-    """
-    import pandas as pd
-
-    names = dataset.feature_names or [f"f{j}" for j in range(dataset.n_features)]
-    if sp.issparse(dataset.X):
-        feats = pd.DataFrame.sparse.from_spmatrix(dataset.X, columns=names)
-    else:
-        feats = pd.DataFrame(dataset.X, columns=names, copy=False)
-    head = {qid: dataset.qid, label: dataset.labels}
-    if dataset.doc_ids is not None:
-        head[doc_id] = dataset.doc_ids
-    front = pd.DataFrame(head)
-    clash = set(front.columns) & set(names)
-    if clash:
-        raise InputError(f"feature names {sorted(clash)} clash with the qid/label/doc_id column names; "
-                         "pass other names via qid=/label=/doc_id=")
-    return pd.concat([front, feats], axis=1)
+    """DataFrame with columns ``qid``, ``label``, (``doc_id``), then one column per feature
+    (see :meth:`RankingDataset.to_pandas`)."""
+    if not isinstance(dataset, RankingDataset):
+        raise InputError(f"to_pandas takes a RankingDataset; got {type(dataset).__name__}")
+    return dataset.to_pandas(qid=qid, label=label, doc_id=doc_id)
 
 
 def write_parquet(dataset: RankingDataset, path, **kwargs) -> None:

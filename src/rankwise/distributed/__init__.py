@@ -6,19 +6,16 @@ PyTorch ``DistributedDataParallel`` (gloo, CPU) for data-parallel linear and neu
 The invariant every function keeps: **a query is never split across partitions** (or ranks),
 so per-query quantities — metrics, listwise gradients — are the single-machine ones.
 
-Needs the optional extra ``pip install rankwise[dask]``; ``import rankwise`` does not import
-this package.
+The Dask functions need the optional extra ``pip install rankwise[dask]``: each imports Dask
+when called, and says what to install when it is missing. The DDP functions (``fit_ddp``,
+``fit_shard``, ``python -m rankwise.distributed.ddp``) need PyTorch only. ``import rankwise``
+does not import this package, and importing it imports neither Dask nor PyTorch.
 """
 from __future__ import annotations
 
-from rankwise.distributed._deps import require_dask, require_distributed
-
-require_dask()
-require_distributed()
-
-from rankwise.distributed.evaluate import evaluate  # noqa: E402
-from rankwise.distributed.gbdt import fit_gbdt  # noqa: E402
-from rankwise.distributed.partition import (  # noqa: E402
+from rankwise.distributed.evaluate import evaluate
+from rankwise.distributed.gbdt import fit_gbdt
+from rankwise.distributed.partition import (
     check_whole_queries,
     from_dataset,
     from_pandas,
@@ -27,7 +24,7 @@ from rankwise.distributed.partition import (  # noqa: E402
     to_dataset,
     whole_queries,
 )
-from rankwise.distributed.predict import predict  # noqa: E402
+from rankwise.distributed.predict import predict
 
 __all__ = [
     "from_pandas", "from_dataset", "read_svmlight", "read_parquet", "whole_queries",

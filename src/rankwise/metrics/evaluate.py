@@ -8,6 +8,7 @@ import numpy as np
 
 from rankwise.errors import InputError
 from rankwise.metrics._prepare import TIES, check_choice, check_empty, check_k, flatten, prepare_flat, unrank
+from rankwise.metrics._trec_measures import expand_groups
 from rankwise.metrics.profiles import get_profile
 from rankwise.metrics.registry import CONVENTIONS, get_metric
 
@@ -88,8 +89,6 @@ def evaluate(scores, labels, qid=_NO_QID, metrics=("ndcg@10", "err@10", "map"), 
         ``.mean`` (dict) and ``.per_query`` (pandas DataFrame).
     """
     import pandas as pd
-
-    from rankwise.metrics.trec import expand_groups
 
     if qid is _NO_QID:
         qid = None

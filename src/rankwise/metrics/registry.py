@@ -17,6 +17,7 @@ from rankwise.metrics import _trec_kernel as TK
 from rankwise.metrics import binary, cascade, correlation, graded
 from rankwise.metrics._common import run_metric
 from rankwise.metrics._prepare import check_k
+from rankwise.metrics._trec_measures import GROUPS, trec_values
 
 COMMON = ("ties", "empty", "doc_ids")
 
@@ -44,8 +45,6 @@ class _Entry:
 def _trec_only(name):
     """values function of a measure computed by the trec_eval kernel alone."""
     def values(prep, *, k=0, x=None, threshold=1.0):
-        from rankwise.metrics.trec import trec_values
-
         return trec_values(prep, metric=Metric(name, k or None, _ENTRIES[name], x), threshold=threshold)
     return values
 
@@ -258,3 +257,192 @@ def get_metric(spec) -> Metric:
         raise InputError(f"{spec!r} needs a cutoff, as in '{name}@{'0.1' if entry.fraction else '10'}' "
                          f"(trec_eval: '{entry.trec_cut_name}_{'0.10' if entry.fraction else '10'}')")
     return Metric(name, k, entry, param)
+
+
+# ---------------------------------------------------------------------------- measures added by users
+
+#: names added by :func:`register` (only these can be removed by :func:`unregister`)
+_REGISTERED: set = set()
+#: names a measure cannot take: trec_eval's groups and string measures, read before the registry
+_RESERVED = ("runid", "relstring")
+
+
+def _check_name(name) -> str:
+    if not isinstance(name, str) or not name.isidentifier() or not name.isascii() or name != name.lower():
+        raise InputError(f"a measure name must be a lower-case identifier such as 'my_measure' (its cutoff is "
+                         f"written 'my_measure@10'); got {name!r}")
+    clash = (f"a measure named {name!r} is already registered" if name in _ENTRIES
+             else f"{name!r} is an alias of {_ALIASES[name]!r}" if name in _ALIASES
+             else f"{name!r} is a trec_eval measure group" if name in GROUPS
+             else f"{name!r} is reserved by trec_eval's output" if name.startswith(_RESERVED) else None)
+    if clash:
+        raise InputError(f"cannot register {name!r}: {clash}")
+    return name
+
+
+def _check_signature(name: str, fn, takes_k: bool, options: tuple) -> None:
+    import inspect
+
+    if not callable(fn):
+        raise InputError(f"register({name!r}): fn must be callable as fn(labels{', *, k' if takes_k else ''}, ...); "
+                         f"got {type(fn).__name__}")
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        raise InputError(f"register({name!r}): cannot read the signature of {fn!r}; pass a Python function") from None
+    P = inspect.Parameter
+    positional = [p for p in params if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+    if not positional and not any(p.kind is P.VAR_POSITIONAL for p in params):
+        raise InputError(f"register({name!r}): fn must take the labels of one query as its first argument")
+    first = positional[0].name if positional else None  # the labels
+    keywords = {p.name for p in params if p.kind in (P.POSITIONAL_OR_KEYWORD, P.KEYWORD_ONLY) and p.name != first}
+    var_kw = any(p.kind is P.VAR_KEYWORD for p in params)
+    wanted = (("k",) if takes_k else ()) + options
+    missing = [w for w in wanted if w not in keywords and not var_kw]
+    if missing:
+        raise InputError(f"register({name!r}): fn is called as fn(labels, {', '.join(f'{w}=...' for w in wanted)}) "
+                         f"but takes no keyword {missing[0]!r}")
+    given = {first, *wanted}
+    required = [p.name for p in params if p.default is P.empty and p.kind not in (P.VAR_POSITIONAL, P.VAR_KEYWORD)
+                and p.name not in given]
+    if required:
+        raise InputError(f"register({name!r}): fn requires {required[0]!r}, which the metrics never pass "
+                         f"(it is called as fn(labels{''.join(f', {w}=...' for w in wanted)}))")
+
+
+#: ties="average" on a registered measure: the distinct orders of a query's tied labels are enumerated
+#: while (orders x query length) stays at most this; beyond it, a tie rule that breaks ties is asked for
+_MAX_TIE_WORK = 2_000_000
+
+
+def _distinct_orders(values: list) -> list:
+    """Every distinct order of a multiset, in lexicographic order (the next-permutation algorithm)."""
+    a = sorted(values)
+    out = [tuple(a)]
+    while True:
+        i = len(a) - 2
+        while i >= 0 and a[i] >= a[i + 1]:
+            i -= 1
+        if i < 0:
+            return out
+        j = len(a) - 1
+        while a[j] <= a[i]:
+            j -= 1
+        a[i], a[j] = a[j], a[i]
+        a[i + 1:] = reversed(a[i + 1:])
+        out.append(tuple(a))
+
+
+def _tie_orders(labels, gstart):
+    """The rankings uniformly random tie-breaking gives, each equally likely: the product over tie
+    groups of the distinct orders of the group's labels (every distinct order is reached by the same
+    number of permutations of the items). None when there are too many to enumerate."""
+    import itertools
+    import math
+
+    import numpy as np
+
+    groups = np.split(labels, np.flatnonzero(gstart)[1:]) if len(labels) else []
+    count = 1
+    for g in groups:
+        counts = np.unique(g, return_counts=True)[1]
+        count *= math.factorial(len(g)) // math.prod(math.factorial(int(c)) for c in counts)
+        if count * len(labels) > _MAX_TIE_WORK:
+            return None
+    per_group = [_distinct_orders(g.tolist()) for g in groups]
+    return (np.array([x for part in order for x in part]) for order in itertools.product(*per_group))
+
+
+def _user_values(name: str, fn, takes_k: bool):
+    """The registry's values function of a measure given per query: ``fn(labels in rank order, ...)``;
+    under ``ties="average"``, its mean over the orders of the tied labels."""
+    import numpy as np
+
+    def checked(v, i, prep):
+        if v is None:
+            return None
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(v):
+            qid = "" if prep.qids is None else f" (query id {prep.qids[i]})"
+            raise InputError(f"measure {name!r} returned {v!r} on query {i}{qid}; it must return a finite "
+                             "number, or None where it is undefined")
+        return float(v)
+
+    def values(prep, *, k=None, **options):
+        off, y = prep.offsets, prep.labels
+        out = np.zeros(prep.n_queries)
+        empty = np.zeros(prep.n_queries, dtype=bool)
+        kw = dict(options, k=k or None) if takes_k else options  # the kernels' k=0 is the whole list
+        for i in range(prep.n_queries):
+            a, b = off[i], off[i + 1]
+            tied = not prep.singletons and not prep.gstart[a:b].all()
+            orders = _tie_orders(y[a:b], prep.gstart[a:b]) if tied else [y[a:b].copy()]
+            if orders is None:
+                qid = "" if prep.qids is None else f" (query id {prep.qids[i]})"
+                raise InputError(f"{name} (a registered measure) is averaged over the orders of tied scores, and "
+                                 f"query {i}{qid} has too many to enumerate: pass ties='pessimistic', "
+                                 "'optimistic', 'input' or 'docid'")
+            vals = [checked(fn(order, **kw), i, prep) for order in orders]
+            if any(v is None for v in vals):  # undefined on this query: the `empty` rule applies
+                empty[i] = True
+            else:
+                out[i] = sum(vals) / len(vals)
+        return out, empty
+    return values
+
+
+def register(name: str, fn, *, takes_k: bool = False, options=(), higher_is_better: bool = True) -> Metric:
+    """Add a measure: from then on :func:`get_metric`, :func:`rankwise.metrics.evaluate` and the command
+    line (``rankwise evaluate --metrics NAME@10``, in the same process) read its name like a built-in
+    one. It is computed per query in Python.
+
+    Parameters
+    ----------
+    name : str
+        A lower-case identifier not yet taken by a measure, an alias or a trec_eval name.
+    fn : callable
+        ``fn(labels, *, k, **options) -> float | None``, called once per query with the labels of
+        that query in rank order (descending score, ties broken by the ``ties`` rule; under
+        ``ties="average"`` the value is the mean over every order of the tied labels, exact, and
+        refused where there are too many orders to enumerate). ``k`` (the cutoff, None for the
+        whole list) is passed when ``takes_k``; ``None`` marks a query on which the measure is
+        undefined (``empty=`` decides its value). The measure sees the ranked documents only: judged
+        documents a run did not retrieve (``evaluate(retrieved=...)``) are dropped before it.
+    takes_k : bool
+        Whether the measure takes a cutoff (``name@k``).
+    options : tuple of str
+        The conventions it takes, passed as keywords when given (e.g. ``("threshold",)``); each one
+        an existing convention name (:data:`CONVENTIONS`).
+    higher_is_better : bool
+
+    Returns
+    -------
+    Metric
+        The measure, whole list (callable like the built-ins: ``m(scores, labels, qid=q)``).
+
+    Raises
+    ------
+    InputError
+        For a name already taken, a bad name, or ``fn``'s signature not matching how it is called.
+    """
+    name = _check_name(name)
+    if isinstance(options, str) or not all(isinstance(o, str) for o in options):
+        raise InputError(f"register({name!r}): options must be a tuple of convention names; got {options!r}")
+    options = tuple(options)
+    bad = [o for o in options if o not in CONVENTIONS or o in COMMON]
+    if bad:
+        raise InputError(f"register({name!r}): {bad[0]!r} is not a measure convention; valid: "
+                         f"{', '.join(c for c in CONVENTIONS if c not in COMMON)}")
+    _check_signature(name, fn, bool(takes_k), options)
+    _ENTRIES[name] = _Entry(name, _user_values(name, fn, bool(takes_k)), bool(takes_k), options,
+                            higher_is_better=bool(higher_is_better), retrieval_aware=False)
+    _REGISTERED.add(name)
+    return get_metric(name)
+
+
+def unregister(name: str) -> None:
+    """Remove a measure added by :func:`register` (built-in measures cannot be removed)."""
+    if name not in _REGISTERED:
+        raise InputError(f"{name!r} was not added by rankwise.metrics.register; registered: {sorted(_REGISTERED)}")
+    _REGISTERED.discard(name)
+    del _ENTRIES[name]

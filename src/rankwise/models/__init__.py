@@ -11,3 +11,9 @@ from rankwise.models.gbdt import GBDTRanker
 from rankwise.models.reduction import PairwiseReductionRanker
 from rankwise.models.structured import StructuredHingeRanker
 from rankwise.models.baselines import FeatureRanker, ItemMeanRanker, PopularityRanker
+
+__all__ = [
+    "BaseRanker", "load",
+    "LinearRanker", "NeuralRanker", "GBDTRanker", "PairwiseReductionRanker", "StructuredHingeRanker",
+    "FeatureRanker", "ItemMeanRanker", "PopularityRanker",
+]

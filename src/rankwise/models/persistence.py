@@ -363,8 +363,8 @@ def restore_state(model, state, arrays: dict, path) -> None:
 
 
 def _build(meta: dict, arrays: dict, path):
-    import rankwise.models  # noqa: F401  (fills the registry)
-
+    # The registry is full: importing this module ran rankwise/models/__init__.py first, which
+    # imports every model module (importing the package here would close an import cycle).
     name = meta.get("class")
     cls = MODEL_REGISTRY.get(name) if isinstance(name, str) else None
     if cls is None:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -356,44 +355,38 @@ def average_precision() -> RankMeasure:
 
 
 MEASURE_NAMES = ("dcg", "dcg@k", "ndcg", "ndcg@k", "p@k", "r@k", "auc", "spearman", "err", "ap")
-_NAME = re.compile(r"^(dcg|ndcg|p|precision|r|recall|auc|spearman|err|ap|map)(?:@(\d+))?$")
+# the registry's canonical names (rankwise.metrics.get_metric, the one parser of measure names) that
+# have a form here: with a cutoff (None = whole list where allowed), and without
+_CUT = {"dcg": dcg, "ndcg": ndcg, "precision": precision, "recall": recall}
+_NEEDS_CUT = {"precision": "p@2", "recall": "r@2"}
+_UNCUT = {"auc": auc, "spearman": spearman, "err": err, "map": average_precision}
 
 
 def get_measure(metric) -> GPPM | RankMeasure:
     """Resolve ``"ndcg@3"``, ``"dcg"``, ``"p@2"``, ``"err"``, ``"ap"``, ... to a measure object.
 
+    The name is read by :func:`rankwise.metrics.get_metric` (its aliases and trec_eval spellings,
+    ``"P_5"``, ``"ndcg_cut_3"``, included); the measures with a form here are ``MEASURE_NAMES``.
     A :class:`GPPM` or :class:`RankMeasure` passes through unchanged. ``"dcg"``/``"ndcg"`` use the
-    exp2 gain; ``"dcg_linear@k"`` style names are not parsed — build ``dcg(k, gain="linear")``.
+    exp2 gain; build ``dcg(k, gain="linear")`` for another.
     """
+    from rankwise.metrics.registry import get_metric
+
     if isinstance(metric, (GPPM, RankMeasure)):
         return metric
     if not isinstance(metric, str):
         raise InputError(f"metric must be a name like 'ndcg@3' or a GPPM/RankMeasure; got {type(metric).__name__}")
-    m = _NAME.match(metric.strip().lower())
-    if not m:
-        raise InputError(f"unknown metric {metric!r}; valid names: {', '.join(MEASURE_NAMES)} (k a positive integer)")
-    base, k = m.group(1), m.group(2)
-    k = int(k) if k is not None else None
-    if k == 0:
-        raise InputError(f"metric {metric!r}: the cutoff k must be at least 1")
-    if base == "dcg":
-        return dcg(k)
-    if base == "ndcg":
-        return ndcg(k)
-    if base in ("p", "precision"):
-        if k is None:
-            raise InputError(f"metric {metric!r} needs a cutoff, e.g. 'p@2'")
-        return precision(k)
-    if base in ("r", "recall"):
-        if k is None:
-            raise InputError(f"metric {metric!r} needs a cutoff, e.g. 'r@2'")
-        return recall(k)
-    if k is not None:
-        raise InputError(f"metric {metric!r}: '{base}' takes no cutoff here")
-    if base == "auc":
-        return auc()
-    if base == "spearman":
-        return spearman()
-    if base == "err":
-        return err()
-    return average_precision()
+    try:
+        spec = get_metric(metric)
+    except InputError as exc:
+        raise InputError(f"{exc} (measures of rankwise.theory: {', '.join(MEASURE_NAMES)})") from None
+    if spec.name in _UNCUT:
+        if spec.k is not None:
+            raise InputError(f"metric {metric!r}: '{spec.name}' takes no cutoff here")
+        return _UNCUT[spec.name]()
+    if spec.name not in _CUT or spec.param is not None:
+        raise InputError(f"metric {metric!r} ({spec.spec}) has no GPPM or RankMeasure form in rankwise.theory; "
+                         f"valid names: {', '.join(MEASURE_NAMES)}")
+    if spec.k is None and spec.name in _NEEDS_CUT:
+        raise InputError(f"metric {metric!r} needs a cutoff, e.g. {_NEEDS_CUT[spec.name]!r}")
+    return _CUT[spec.name](spec.k)
