@@ -97,10 +97,10 @@ def _combmed(v, present, fill, n_runs, missing):
 _COMBINE = {
     "combsum": _combsum,
     "combmnz": _combmnz,
-    "combanz": _combanz,
     "combmax": _extreme(np.max, -np.inf),
     "combmin": _extreme(np.min, np.inf),
     "combmed": _combmed,
+    "combanz": _combanz,
     "rrf": _combsum,  # of 1 / (k + rank)
 }
 FUSION_METHODS = tuple(_COMBINE)
