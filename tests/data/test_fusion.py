@@ -156,15 +156,15 @@ def test_matches_the_formulas(method, norm, missing):
             assert ours[q][d] == pytest.approx(v, rel=1e-12, abs=1e-12), (q, d)
 
 
-def test_missing_zero_changes_combmin_only_where_a_run_missed_a_document():
+def test_missing_zero_counts_a_document_a_run_missed_as_0():
     a = {"q": {"d1": 3.0, "d2": 2.0, "d3": 1.0}}
     b = {"q": {"d1": 5.0, "d2": 1.0}}
     skip = fuse([a, b], method="combmin").to_dict()["q"]
     zero = fuse([a, b], method="combmin", missing="zero").to_dict()["q"]
     assert skip == {"d1": 1.0, "d2": 0.0, "d3": 0.0}  # min-max: a -> 1, 1/2, 0; b -> 1, 0
     assert zero == {"d1": 1.0, "d2": 0.0, "d3": 0.0}
-    mnz = fuse([a, b], method="combanz", missing="zero").to_dict()["q"]
-    assert mnz == {"d1": 1.0, "d2": 0.25, "d3": 0.0}
+    anz = fuse([a, b], method="combanz", missing="zero").to_dict()["q"]
+    assert anz == {"d1": 1.0, "d2": 0.25, "d3": 0.0}
     assert fuse([a, b], method="combanz").to_dict()["q"] == {"d1": 1.0, "d2": 0.25, "d3": 0.0}
     c = {"q": {"d1": 1.0, "d3": 2.0, "d2": 0.0}}
     assert fuse([b, c], method="combanz").to_dict()["q"]["d3"] == 1.0

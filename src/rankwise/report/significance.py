@@ -95,26 +95,6 @@ def paired_randomization_test(a, b, *, n_resamples: int = 10_000, random_state=0
     return float((1 + count) / (1 + n_resamples))
 
 
-def holm_correction(p_values) -> np.ndarray:
-    r"""Holm–Bonferroni adjusted p-values (step-down; controls the family-wise error rate).
-
-    With the m p-values sorted increasingly, :math:`\tilde p_{(i)} = \max_{j \le i}
-    \min(1, (m - j + 1)\, p_{(j)})`; returned in the input order.
-    """
-    p = np.asarray(p_values, dtype=np.float64)
-    if p.ndim != 1:
-        raise InputError("p_values must be 1-d")
-    if np.any((p < 0) | (p > 1)) or not np.all(np.isfinite(p)):
-        raise InputError("p_values must lie in [0, 1]")
-    m = p.size
-    order = np.argsort(p, kind="stable")
-    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
-    adjusted = np.maximum.accumulate(scaled)
-    out = np.empty(m)
-    out[order] = adjusted
-    return out
-
-
 def _check_p(p_values) -> np.ndarray:
     p = np.asarray(p_values, dtype=np.float64)
     if p.ndim != 1:
@@ -122,6 +102,22 @@ def _check_p(p_values) -> np.ndarray:
     if not np.all(np.isfinite(p)) or np.any((p < 0) | (p > 1)):
         raise InputError("p_values must lie in [0, 1]")
     return p
+
+
+def holm_correction(p_values) -> np.ndarray:
+    r"""Holm–Bonferroni adjusted p-values (step-down; controls the family-wise error rate).
+
+    With the m p-values sorted increasingly, :math:`\tilde p_{(i)} = \max_{j \le i}
+    \min(1, (m - j + 1)\, p_{(j)})`; returned in the input order.
+    """
+    p = _check_p(p_values)
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    adjusted = np.maximum.accumulate(scaled)
+    out = np.empty(m)
+    out[order] = adjusted
+    return out
 
 
 def bonferroni_correction(p_values) -> np.ndarray:
