@@ -253,3 +253,11 @@ def test_bad_inputs():
         fuse_scores(np.ones((2, 3)), [1, 1])
     with pytest.raises(InputError, match="2-d array"):
         fuse_scores(np.ones(3), [1, 1, 1])
+
+
+def test_max_norm_warns_on_lists_without_a_positive_score():
+    a = {"q": {"d1": -1.0, "d2": -2.0}, "r": {"d1": 2.0}}
+    b = {"q": {"d1": 3.0, "d3": 1.0}, "r": {"d2": 1.0}}
+    with pytest.warns(UserWarning, match=r"in 1 of 4 \(run, query\) lists the largest score is <= 0"):
+        fused = fuse([a, b], method="combsum", norm="max").to_dict()
+    assert fused["q"]["d1"] == pytest.approx(-1e9 + 1.0)  # ranx's definition, said in the warning

@@ -21,7 +21,8 @@ Normalisations (per run and query, over the documents the run retrieved; :math:`
 :math:`\\epsilon = 10^{-9}` keeps a constant list finite, as in ranx):
 
 * ``"min-max"`` :math:`(s - \\min) / \\max(\\max - \\min, \\epsilon)`;
-* ``"max"`` :math:`s / \\max(\\max s, \\epsilon)` (meant for non-negative scores);
+* ``"max"`` :math:`s / \\max(\\max s, \\epsilon)` (meant for non-negative scores: a list whose
+  largest score is not positive is divided by :math:`\\epsilon`, with a warning);
 * ``"sum"`` :math:`(s - \\min) / \\max(\\sum s - n \\min, \\epsilon)`;
 * ``"zmuv"`` (z-score) :math:`(s - \\bar s) / \\max(\\sigma, \\epsilon)`, :math:`\\sigma` the
   population standard deviation;
@@ -60,6 +61,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rankwise._validation import warn_user
 from rankwise.data.trec import Run, _Ids
 from rankwise.errors import InputError
 
@@ -118,6 +120,10 @@ def _minmax(score, seg, starts, counts, rank, n_cand):
 
 def _max(score, seg, starts, counts, rank, n_cand):
     hi = np.maximum.reduceat(score, starts)
+    if np.any(hi <= 0):
+        warn_user(f"norm='max': in {int(np.count_nonzero(hi <= 0))} of {len(hi)} (run, query) lists the largest "
+                  f"score is <= 0, so their scores are divided by {_EPS:g} (as ranx does) and outweigh the others; "
+                  "use 'min-max', 'sum' or 'zmuv' for runs with negative scores")
     return score / np.maximum(hi, _EPS)[seg]
 
 
