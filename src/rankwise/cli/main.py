@@ -340,13 +340,32 @@ def _per_query_runs(args):
     return results, metrics
 
 
+def _add_significance_options(p) -> None:
+    p.add_argument("--correction", default="holm", choices=("holm", "bonferroni", "bh", "none"),
+                   help="multiple-comparison correction: holm (default), bonferroni, bh (Benjamini-Hochberg), none")
+    p.add_argument("--family", default="all", choices=("all", "metric"),
+                   help="correct over all (pair, metric) tests (default) or over the pairs of each metric")
+    p.add_argument("--tukey", action="store_true", help="add the randomised Tukey HSD p-values (Carterette 2012)")
+    p.add_argument("--effect-size", action="store_true", help="add Cohen's d_z of the paired differences")
+    p.add_argument("--bootstrap", type=int, default=0, metavar="N",
+                   help="add percentile bootstrap confidence intervals of the mean differences (N resamples)")
+    p.add_argument("--alpha", type=float, default=0.05,
+                   help="level of the intervals and of the resolution note (default 0.05)")
+
+
 def _cmd_compare(args) -> int:
+    import warnings
+
     from rankwise.report import compare_systems
 
     results, _ = _per_query_runs(args)
-    table = compare_systems({n: r.per_query for n, r in results.items()}, n_resamples=args.resamples,
-                            random_state=args.seed)
-    print(table)
+    with warnings.catch_warnings():  # the notes (a resolution floor) are printed with the table
+        warnings.simplefilter("ignore", UserWarning)
+        table = compare_systems({n: r.per_query for n, r in results.items()}, n_resamples=args.resamples,
+                                random_state=args.seed, correction=args.correction, family=args.family,
+                                tukey_hsd=args.tukey, effect_size=args.effect_size, n_bootstrap=args.bootstrap,
+                                alpha=args.alpha)
+    print(table)  # with its notes
     return 0
 
 
@@ -504,7 +523,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "time-full (per-user time split; default for 1M and latest)")
     p.set_defaults(func=_cmd_evaluate)
 
-    for name, helptext in (("compare", "compare runs: means, paired tests with Holm correction, win/tie/loss"),
+    for name, helptext in (("compare", "compare runs: means, paired tests (Holm, Bonferroni or BH; Tukey HSD), "
+                                       "effect sizes, bootstrap intervals, win/tie/loss"),
                            ("report", "plots (PNG) and a Markdown summary for several runs")):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("runs", nargs="+", help="TREC run files")
@@ -513,6 +533,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--resamples", type=int, default=10_000, help="randomisation-test resamples")
         p.add_argument("--seed", type=int, default=0)
         eval_opts(p)
+        if name == "compare":
+            _add_significance_options(p)
         if name == "report":
             p.add_argument("--out", required=True, help="output folder")
             p.add_argument("--model", action="append", default=[], help="saved model whose training history to plot")
@@ -538,6 +560,9 @@ def build_parser() -> argparse.ArgumentParser:
     from rankwise.cli.recommend import add_recommend_parser
 
     add_recommend_parser(sub)
+    from rankwise.cli.fusion import add_fuse_parser
+
+    add_fuse_parser(sub)
     p = sub.add_parser("bench", help="run the benchmarks (from a source checkout) and rewrite BENCHMARKS.md")
     p.add_argument("--only", nargs="*", help="benchmark names, e.g. bench_metrics")
     p.set_defaults(func=_cmd_bench)

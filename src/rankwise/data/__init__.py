@@ -11,6 +11,7 @@ from rankwise.data.feature_logs import (FEATURE_LOG_FORMATS, FeatureLog, JoinRep
                                          read_feature_log, write_feature_log)
 from rankwise.data.fetchers import DATASETS, fetch
 from rankwise.data.frames import from_pandas, read_parquet, to_pandas, write_parquet
+from rankwise.data.fusion import fuse, fuse_scores
 from rankwise.data.groups import Grouping, group_by_qid, offsets_from_sizes, padded_index
 from rankwise.data.movielens import load_movielens_100k
 from rankwise.data.svmlight import read_group_file, read_svmlight, write_svmlight
@@ -21,6 +22,7 @@ __all__ = [
     "RankingDataset", "Query", "PaddedBatch", "concat",
     "read_svmlight", "write_svmlight", "read_group_file",
     "read_trec_qrels", "write_trec_qrels", "read_trec_run", "write_trec_run", "Qrels", "Run",
+    "fuse", "fuse_scores",
     "from_pandas", "to_pandas", "read_parquet", "write_parquet",
     "fetch", "DATASETS", "load_movielens_100k", "from_events",
     "make_synthetic", "SyntheticTruth",

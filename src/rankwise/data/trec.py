@@ -590,7 +590,7 @@ def write_trec_qrels(qrels, path) -> None:
 
 
 def write_trec_run(run, path, *, scores=None, tag: str = "rankwise", depth: int | None = None) -> None:
-    """Write a TREC run: ``{qid: {docno: score}}``, or a RankingDataset with per-row ``scores``.
+    """Write a TREC run: a :class:`Run`, ``{qid: {docno: score}}``, or a RankingDataset with per-row ``scores``.
 
     Documents are written in trec_eval's order (score descending, then docno descending) with
     ``rank`` 1, 2, ... in that order; scores are written with ``repr`` so they read back exactly.
@@ -599,6 +599,8 @@ def write_trec_run(run, path, *, scores=None, tag: str = "rankwise", depth: int 
     _check_token(tag, "tag")
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1):
         raise InputError(f"depth must be a positive integer or None; got {depth!r}")
+    if isinstance(run, Run) and scores is None:
+        run = run.to_dict()
     if isinstance(run, RankingDataset):
         ds = run
         if scores is None:

@@ -61,7 +61,7 @@ def write_report(results: dict, out_dir, *, metrics, curves: dict | None = None,
         pairs = table.pairs.set_index(["system_a", "system_b", "metric"]).rename_axis(["run A", "run B", "metric"])
         parts += ["## Paired significance tests (Holm-corrected over all pairs and metrics)", "",
                   _md_table(pairs[["mean_diff", "p_ttest_holm", "p_randomization_holm", "wins", "ties", "losses"]],
-                            "{:.4g}"), ""]
+                            "{:.4g}"), ""] + [f"Note: {note}\n" for note in table.notes]
         a, b = names[0], names[1]
         m = metrics[0]
         plot_difference_histogram(results[a].per_query[m].to_numpy(float), results[b].per_query[m].to_numpy(float),
