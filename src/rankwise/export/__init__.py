@@ -1,0 +1,1 @@
+"""Models out: serving targets (see docs/serving.md)."""
