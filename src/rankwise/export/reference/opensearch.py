@@ -102,7 +102,7 @@ class PluginModel:
         for slot, (kind, a, b) in self.normalizers.items():
             a32, b32 = np.float32(a), np.float32(b)
             X32[:, slot] = (X32[:, slot] - a32) / (b32 if kind == "standard" else b32 - a32)
-        if self.kind != "trees" or self.missing_as_zero or missing == "zero":
+        if self.kind != "trees" or self.model_type == "model/ranklib" or self.missing_as_zero or missing == "zero":
             X32 = np.where(np.isnan(X32), np.float32(0.0), X32)
         return X32
 
