@@ -260,9 +260,9 @@ def _xgb_base_margin(config: dict, objective: str) -> float:
     vals = json.loads(raw) if raw.startswith("[") else [float(raw)]
     if len(vals) != 1:
         _refuse(f"XGBoost model with {len(vals)} base scores (multi-output)")
-    bs = float(np.float32(vals[0]))
+    bs = float(vals[0])  # XGBoost maps the base score to a margin in double, then keeps a float32
     if objective in _XGB_IDENTITY_BASE:
-        return bs
+        return float(np.float32(bs))
     if objective in _XGB_LOGIT_BASE:
         return float(np.float32(-math.log(1.0 / bs - 1.0)))
     raise InputError(f"XGBoost objective {objective!r}: rankwise.export knows the base margin of "
