@@ -106,3 +106,23 @@ def test_refusals():
         tree_ensemble(lin)
     with pytest.raises(InputError, match="expected a fitted GBDTRanker"):
         tree_ensemble(object())
+
+
+def test_lightgbm_reads_the_zero_band_as_zero():
+    """LightGBM's predict drops |x| <= 1e-35f from dense rows (they become 0.0); the reference does too.
+
+    Its splits at -1e-35f / +1e-35f then decide x = -1e-35f as 0.0 (right of -1e-35f), not by x <= t.
+    """
+    import lightgbm as lgb
+
+    x = np.concatenate([np.full(200, -1e-30), np.zeros(200), np.full(200, 1e-30)])
+    y = np.concatenate([np.zeros(200), np.ones(200), np.full(200, 2.0)])
+    booster = lgb.train({"objective": "regression", "min_data_in_leaf": 5, "verbosity": -1, "num_leaves": 4},
+                        lgb.Dataset(x[:, None], y), 3)
+    ens = tree_ensemble(booster)
+    assert {float(abs(t)) for t in ens.trees[0].threshold[ens.trees[0].feature >= 0]} == {LIGHTGBM_ZERO_THRESHOLD}
+    z = LIGHTGBM_ZERO_THRESHOLD
+    q = np.array([-1e-30, -np.nextafter(z, 1.0), -z, -z / 2, -0.0, 0.0, z / 2, z, np.nextafter(z, 1.0), 1e-30,
+                  np.nan])[:, None]
+    np.testing.assert_array_equal(ens.raw_score(q), booster.predict(q, raw_score=True))
+    assert ens.raw_score(q[2:3])[0] == ens.raw_score(q[5:6])[0] != ens.raw_score(q[1:2])[0]

@@ -11,6 +11,7 @@ everything a serving target needs to decide exactly as the booster does:
   left iff ``float32(x) < t``) and the precision features are compared in;
 - the node's default direction and LightGBM's ``missing_type`` (``None``: NaN counts as 0;
   ``Zero``: NaN and ``|x| <= 1e-35f`` take the default side; ``NaN``: NaN takes the default side);
+  LightGBM's ``predict`` also reads ``|x| <= 1e-35f`` as 0.0 (dense rows become sparse pairs);
 - the leaf values (shrinkage included) and the base margin XGBoost adds (LightGBM folds its
   initial score into the first tree's leaves).
 
@@ -145,6 +146,8 @@ class TreeEnsemble:
                 cmp = xv < t.astype(np.float32)
             return np.where(nan, dl, cmp)
         xv = np.where(nan & (mt != MISSING_NAN), 0.0, x)  # LightGBM: NaN counts as 0 unless missing_type=NaN
+        # LightGBM's predict reads dense rows as sparse pairs and drops |x| <= kZeroThreshold: those are 0.0
+        xv = np.where(np.abs(xv) <= LIGHTGBM_ZERO_THRESHOLD, 0.0, xv)
         with np.errstate(invalid="ignore"):
             cmp = xv <= t if self.decision == "<=" else xv < t
         to_default = ((mt == MISSING_ZERO) & (np.abs(xv) <= LIGHTGBM_ZERO_THRESHOLD)) | ((mt == MISSING_NAN) & nan)

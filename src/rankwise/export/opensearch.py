@@ -147,17 +147,31 @@ def _zero_goes_left(ens: TreeEnsemble, tree, k: int) -> bool:
     return 0.0 < tree.threshold[k]
 
 
-def _check_zero_band(ens: TreeEnsemble, tree, t: int, k: int, target: str) -> None:
-    """LightGBM ``missing_type=Zero`` sends ``|x| <= 1e-35f`` to the default side; a threshold test must too."""
-    if ens.source != "lightgbm" or tree.missing_type[k] != MISSING_ZERO:
-        return
-    thr = tree.threshold[k]
-    ends = (-LIGHTGBM_ZERO_THRESHOLD <= thr, LIGHTGBM_ZERO_THRESHOLD <= thr)
-    if ends != (bool(tree.default_left[k]),) * 2:
+def _left_max32(ens: TreeEnsemble, tree, t: int, k: int, target: str) -> np.float32:
+    """The largest float32 the booster sends left at split ``k`` (every smaller one goes left too).
+
+    XGBoost: ``prev32(t)``. LightGBM reads ``|x| <= 1e-35f`` as 0.0 (and with ``missing_type=Zero``
+    sends that band to the default side), so its decision on float32 values is ``x <= t`` outside
+    the band and one fixed side inside it; that is a threshold test only when the sides agree in
+    order, which is checked here.
+    """
+    thr = float(tree.threshold[k])
+    if ens.source != "lightgbm":
+        return prev32(np.float32(thr))
+    zero = np.float32(LIGHTGBM_ZERO_THRESHOLD)
+    band = bool(tree.default_left[k]) if tree.missing_type[k] == MISSING_ZERO else 0.0 <= thr
+    below, above = float(prev32(-zero)) <= thr, float(next32(zero)) <= thr
+    if (band and not below) or (above and not band):
         raise ExportError(
             f"tree {t} node {k}: LightGBM missing_type=Zero sends every |x| <= 1e-35 to the "
-            f"{'left' if tree.default_left[k] else 'right'} child, but the threshold {thr!r} splits that band; "
-            f"{target} decides by the threshold alone and cannot represent it (retrain with zero_as_missing=False)")
+            f"{'left' if band else 'right'} child, but the threshold {thr!r} sends the values just outside that band "
+            f"the other way; {target} decides by one threshold and cannot represent it (retrain with "
+            "zero_as_missing=False)")
+    if above:
+        return floor32(thr)
+    if band:
+        return zero
+    return min(floor32(thr), prev32(-zero)) if below else np.float32(-np.inf)
 
 
 def _missing_mismatches(ens: TreeEnsemble) -> list:
@@ -183,13 +197,10 @@ def _shift_value(shift, lower_bound) -> float:
 
 
 # -- trees ----------------------------------------------------------------------------------------
-def _split_threshold(ens: TreeEnsemble, t: float, rule: str) -> np.float32:
-    """The float32 threshold that decides, for every float32 x, as the booster does on (double) x."""
-    if ens.source == "lightgbm":  # x <= t in double
-        lo = floor32(t)
-        return next32(lo) if rule == "<" else lo
-    f = np.float32(t)  # XGBoost: x < t in float32
-    return f if rule == "<" else prev32(f)
+def _split_threshold(ens: TreeEnsemble, tree, t: int, k: int, rule: str, target: str) -> np.float32:
+    """The float32 threshold that decides, for every float32 x, as the booster does on x."""
+    g = _left_max32(ens, tree, t, k, target)
+    return next32(g) if rule == "<" else g
 
 
 def _xgboost_json(ens: TreeEnsemble, names: list, shift: float, missing_as_zero: bool) -> tuple[str, list]:
@@ -197,15 +208,12 @@ def _xgboost_json(ens: TreeEnsemble, names: list, shift: float, missing_as_zero:
     if ens.base_score != 0.0:
         trees.append({"nodeid": 0, "leaf": _json_float(np.float32(ens.base_score))})
     for ti, tree in enumerate(ens.trees):
-        for k in np.flatnonzero(tree.feature >= 0):
-            _check_zero_band(ens, tree, ti, int(k), "model/xgboost+json")
-
-        def node(k, depth, tree=tree):
+        def node(k, depth, tree=tree, ti=ti):
             if tree.feature[k] < 0:
                 return {"nodeid": int(k), "leaf": _json_float(np.float32(tree.value[k]))}
             yes, no = int(tree.left[k]), int(tree.right[k])
             return {"nodeid": int(k), "depth": depth, "split": names[tree.feature[k]],
-                    "split_condition": _json_float(_split_threshold(ens, tree.threshold[k], "<")),
+                    "split_condition": _json_float(_split_threshold(ens, tree, ti, k, "<", "model/xgboost+json")),
                     "yes": yes, "no": no, "missing": yes if _nan_goes_left(ens, tree, k) else no,
                     "children": [node(yes, depth + 1), node(no, depth + 1)]}
 
@@ -222,16 +230,17 @@ def _xgboost_json(ens: TreeEnsemble, names: list, shift: float, missing_as_zero:
 def _ranklib_trees(ens: TreeEnsemble, shift: float) -> str:
     out = []
 
-    def node(tree, k, indent):
+    def node(tree, k, indent, ti):
         pad = "\t" * indent
         if tree.feature[k] < 0:
             out.append(f"{pad}<output> {_text_float(np.float32(tree.value[k]))} </output>")
             return
         out.append(f"{pad}<feature> {int(tree.feature[k]) + 1} </feature>")
-        out.append(f"{pad}<threshold> {_text_float(_split_threshold(ens, tree.threshold[k], '<='))} </threshold>")
+        thr = _split_threshold(ens, tree, ti, k, "<=", "model/ranklib")
+        out.append(f"{pad}<threshold> {_text_float(thr)} </threshold>")
         for side, child in (("left", tree.left[k]), ("right", tree.right[k])):
             out.append(f"{pad}<split pos=\"{side}\">")
-            node(tree, child, indent + 1)
+            node(tree, child, indent + 1, ti)
             out.append(f"{pad}</split>")
 
     def constant_tree(value):
@@ -247,11 +256,11 @@ def _ranklib_trees(ens: TreeEnsemble, shift: float) -> str:
             "<ensemble>"]
     if ens.base_score != 0.0:
         constant_tree(ens.base_score)
-    for tree in ens.trees:
+    for ti, tree in enumerate(ens.trees):
         len_trees[0] += 1
         out.append(f"\t<tree id=\"{len_trees[0]}\" weight=\"1.0\">")
         out.append("\t\t<split>")
-        node(tree, 0, 3)
+        node(tree, 0, 3, ti)
         out.append("\t\t</split>")
         out.append("\t</tree>")
     if shift:
@@ -267,9 +276,6 @@ def _export_trees(model, fmt, names, shift, missing, missing_as_zero) -> OpenSea
     if fmt == "xgboost+json":
         definition, notes = _xgboost_json(ens, names, s, missing_as_zero)
         return OpenSearchExport("model/xgboost+json", definition, names, score_offset=s, notes=notes)
-    for ti, tree in enumerate(ens.trees):
-        for k in np.flatnonzero(tree.feature >= 0):
-            _check_zero_band(ens, tree, ti, int(k), "model/ranklib")
     notes = []
     bad = _missing_mismatches(ens)
     if bad:

@@ -205,8 +205,9 @@ def _parse_xgboost_json(d, feature_set):
         return node["children"][0], node["children"][1]
 
     def read_split(node):
-        return (index[node["split"]], float(np.float32(_number(node["split_condition"], "split_condition"))),
-                node.get("missing", node["no"]) == node["yes"], MISSING_NAN)
+        with np.errstate(over="ignore"):  # a threshold beyond float32 is +-Infinity for the plugin too
+            t = float(np.float32(_number(node["split_condition"], "split_condition")))
+        return index[node["split"]], t, node.get("missing", node["no"]) == node["yes"], MISSING_NAN
 
     trees = [_flatten(root, is_leaf=lambda n: "leaf" in n, read_split=read_split,
                       read_leaf=lambda n: float(np.float32(_number(n["leaf"], "leaf"))), children=children)
