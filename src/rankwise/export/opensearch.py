@@ -283,7 +283,8 @@ def _export_trees(model, fmt, names, shift, missing, missing_as_zero) -> OpenSea
                f"node {bad[0][1]}); model/ranklib sees an absent feature as 0.0")
         if missing != "as_zero":
             raise ExportError(msg + ": use format 'xgboost+json' (it keeps the missing branches), or pass "
-                                    "missing='as_zero' if every feature is always present when serving")
+                                    "missing='as_zero' (--missing as_zero) if every feature is always present when "
+                                    "serving")
         notes.append(msg + " (accepted: missing='as_zero')")
     return OpenSearchExport("model/ranklib", _ranklib_trees(ens, s), names, score_offset=s, notes=notes)
 
@@ -309,8 +310,8 @@ def _export_linear(model, fmt, names, shift, drop_intercept) -> OpenSearchExport
                           "use format 'ranklib' (Linear Regression carries an intercept)")
     if b != 0.0 and not drop_intercept:
         raise ExportError(f"model/linear has no intercept and the model's is {b!r}: every served score would be "
-                          f"{-b!r} off predict (the ranking is unchanged). Pass drop_intercept=True to accept it, or "
-                          "use format 'ranklib' (Linear Regression carries the intercept)")
+                          f"{-b!r} off predict (the ranking is unchanged). Pass drop_intercept=True (--drop-intercept) "
+                          "to accept it, or use format 'ranklib' (Linear Regression carries the intercept)")
     weights = {n: float(w) for n, w in zip(names, coef)}
     return OpenSearchExport("model/linear", json.dumps(weights), names, normalizers, score_offset=-b,
                             notes=[f"intercept {b!r} dropped: served score = predict - ({b!r})"] if b else [])
