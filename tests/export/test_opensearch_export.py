@@ -182,3 +182,28 @@ def test_compare_scores_counts_rankings_and_ties():
     assert tie.identical_rankings == 0.5  # a tie that was not one changes the ranking
     with pytest.raises(InputError, match="finite"):
         compare_scores(offline, offline * np.nan, qid)
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+@pytest.mark.parametrize("fmt", ["xgboost+json", "ranklib"])
+def test_parity_with_negative_features_and_adversarial_rows(backend, fmt):
+    """Features of both signs (MQ2008's are all in [0, 1]): negative thresholds, NaN, +-0 and the float32
+    neighbours of every threshold, for both boosters and both tree formats."""
+    from rankwise.data import make_synthetic
+    from rankwise.models.gbdt import GBDTRanker
+
+    data = make_synthetic(80, n_features=6, list_length=(5, 20), seed=0)
+    X = np.array(data.X, dtype=np.float64)
+    X[np.random.default_rng(0).random(X.shape) < 0.05] = np.nan
+    model = GBDTRanker("lambdarank", backend=backend, n_estimators=25, n_jobs=1, random_state=0,
+                       verbose=False).fit(X, data.labels, qid=data.qid)
+    export = to_opensearch(model, fmt, feature_names=list("abcdef"), missing="as_zero")
+    present = np.nan_to_num(X, nan=0.5)
+    assert parity_report(model, export, present, data.qid).passed
+    rows, groups = _adversarial(model, present[0])
+    report = parity_report(model, export, rows, groups)
+    if fmt == "ranklib":
+        assert all(np.isnan(rows[r["row"]]).any() for r in report.differing_rows)
+    else:
+        assert report.passed and not report.differing_rows, str(report)
+        assert parity_report(model, export, X, data.qid).passed

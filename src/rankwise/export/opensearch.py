@@ -171,7 +171,7 @@ def _left_max32(ens: TreeEnsemble, tree, t: int, k: int, target: str) -> np.floa
         return floor32(thr)
     if band:
         return zero
-    return min(floor32(thr), prev32(-zero)) if below else np.float32(-np.inf)
+    return min(floor32(thr), prev32(-zero))  # outside the band x <= t; the band goes right
 
 
 def _missing_mismatches(ens: TreeEnsemble) -> list:
