@@ -35,6 +35,7 @@ import numpy as np
 
 from rankwise.errors import InputError
 from rankwise.export._trees import MISSING_NAN, Tree, _flatten
+from rankwise.export.reference import EngineRejection
 
 __all__ = ["EngineRejection", "PluginModel", "parse_model", "MODEL_TYPES", "OBJECTIVES", "feature_vectors",
            "check_normalizers"]
@@ -51,10 +52,6 @@ _NODE_FIELDS = _SPLIT_FIELDS | {"missing", "leaf"}
 _OBJECT_FIELDS = {"objective", "splits", "missing_as_zero"}
 _BAD_STRUCT = "Split structure is invalid, yes, no and/or missing branches does not point to the proper children."
 _PARSE_FAILED = "Unable to parse XGBoost object"
-
-
-class EngineRejection(InputError):
-    """The plugin's parser would reject this definition; the message is the plugin's."""
 
 
 @dataclass
