@@ -10,7 +10,8 @@
 See docs/serving.md.
 """
 from rankwise.export._trees import TreeEnsemble, adversarial_rows, tree_ensemble
-from rankwise.export.opensearch import ExportError, OpenSearchExport, featureset_body, to_opensearch
+from rankwise.export._common import ExportError
+from rankwise.export.opensearch import OpenSearchExport, featureset_body, to_opensearch
 from rankwise.export.parity import ParityReport, compare_scores, parity_report
 
 __all__ = ["TreeEnsemble", "tree_ensemble", "adversarial_rows", "ExportError", "OpenSearchExport", "to_opensearch",

@@ -37,17 +37,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rankwise.errors import InputError
-from rankwise.export._trees import (LIGHTGBM_ZERO_THRESHOLD, MISSING_NAN, MISSING_NONE, MISSING_ZERO, TreeEnsemble,
-                                    floor32, next32, prev32, tree_ensemble)
+from rankwise.export._common import (ExportError, feature_names_for, left_max32, min_score, missing_mismatches,
+                                     nan_goes_left, shift_value)
+from rankwise.export._trees import TreeEnsemble, next32, tree_ensemble
 from rankwise.export.reference import opensearch as plugin
 
 __all__ = ["ExportError", "OpenSearchExport", "to_opensearch", "featureset_body", "FORMATS"]
 
 FORMATS = ("xgboost+json", "ranklib", "linear")
-
-
-class ExportError(InputError):
-    """The target cannot represent the model exactly (the message says why and what to do)."""
 
 
 @dataclass
@@ -105,19 +102,7 @@ def featureset_body(name: str, feature_names, templates: dict, *, params=("keywo
         for f in feature_names]}}
 
 
-# -- helpers --------------------------------------------------------------------------------------
-def _feature_names(model, n_features: int, feature_names) -> list:
-    names = feature_names if feature_names is not None else getattr(model, "feature_names_in_", None)
-    if names is None:
-        raise InputError("feature_names: the plugin addresses features by their names in the feature set; give "
-                         f"the {n_features} names in the model's column order (feature_names=[...])")
-    names = [str(n) for n in names]
-    if len(names) != n_features or len(set(names)) != len(names):
-        raise InputError(f"feature_names: expected {n_features} distinct names (one per model column), got "
-                         f"{len(names)} ({len(set(names))} distinct)")
-    return names
-
-
+# -- number formats --------------------------------------------------------------------------------
 def _json_float(v) -> float | str:
     """A float32 value as a JSON number that reads back (as double, then float) exactly; +-1e39 for +-inf."""
     v = float(v)
@@ -131,75 +116,10 @@ def _text_float(v) -> str:
     return ("Infinity" if v > 0 else "-Infinity") if np.isinf(v) else repr(v)
 
 
-def _nan_goes_left(ens: TreeEnsemble, tree, k: int) -> bool:
-    """The side the booster sends NaN to at split ``k``."""
-    if ens.source == "lightgbm" and tree.missing_type[k] == MISSING_NONE:
-        return 0.0 <= tree.threshold[k]  # NaN counts as 0.0
-    return bool(tree.default_left[k])
-
-
-def _zero_goes_left(ens: TreeEnsemble, tree, k: int) -> bool:
-    """The side the booster sends an explicit 0.0 to at split ``k``."""
-    if ens.source == "lightgbm":
-        if tree.missing_type[k] == MISSING_ZERO:
-            return bool(tree.default_left[k])
-        return 0.0 <= tree.threshold[k]
-    return 0.0 < tree.threshold[k]
-
-
-def _left_max32(ens: TreeEnsemble, tree, t: int, k: int, target: str) -> np.float32:
-    """The largest float32 the booster sends left at split ``k`` (every smaller one goes left too).
-
-    XGBoost: ``prev32(t)``. LightGBM reads ``|x| <= 1e-35f`` as 0.0 (and with ``missing_type=Zero``
-    sends that band to the default side), so its decision on float32 values is ``x <= t`` outside
-    the band and one fixed side inside it; that is a threshold test only when the sides agree in
-    order, which is checked here.
-    """
-    thr = float(tree.threshold[k])
-    if ens.source != "lightgbm":
-        return prev32(np.float32(thr))
-    zero = np.float32(LIGHTGBM_ZERO_THRESHOLD)
-    band = bool(tree.default_left[k]) if tree.missing_type[k] == MISSING_ZERO else 0.0 <= thr
-    below, above = float(prev32(-zero)) <= thr, float(next32(zero)) <= thr
-    if (band and not below) or (above and not band):
-        raise ExportError(
-            f"tree {t} node {k}: LightGBM missing_type=Zero sends every |x| <= 1e-35 to the "
-            f"{'left' if band else 'right'} child, but the threshold {thr!r} sends the values just outside that band "
-            f"the other way; {target} decides by one threshold and cannot represent it (retrain with "
-            "zero_as_missing=False)")
-    if above:
-        return floor32(thr)
-    if band:
-        return zero
-    return min(floor32(thr), prev32(-zero))  # outside the band x <= t; the band goes right
-
-
-def _missing_mismatches(ens: TreeEnsemble) -> list:
-    """Splits where NaN and 0.0 take different sides (targets that see an absent feature as 0.0)."""
-    return [(t, k) for t, tree in enumerate(ens.trees) for k in np.flatnonzero(tree.feature >= 0)
-            if _nan_goes_left(ens, tree, k) != _zero_goes_left(ens, tree, k)]
-
-
-def _min_score(ens: TreeEnsemble) -> float:
-    return ens.base_score + sum(float(np.nanmin(np.where(tr.feature < 0, tr.value, np.nan))) for tr in ens.trees)
-
-
-def _shift_value(shift, lower_bound) -> float:
-    if shift is None:
-        return 0.0
-    if shift == "auto":
-        if lower_bound is None:
-            raise ExportError("shift='auto': the scores of a linear model have no lower bound; give shift=<float> "
-                              "(at least minus the lowest score you expect)")
-        # margin so that float32 rounding of the shifted sum cannot go below 0
-        return 0.0 if lower_bound >= 0 else float(np.float32(-lower_bound * (1 + 1e-5)))
-    return float(shift)
-
-
 # -- trees ----------------------------------------------------------------------------------------
 def _split_threshold(ens: TreeEnsemble, tree, t: int, k: int, rule: str, target: str) -> np.float32:
     """The float32 threshold that decides, for every float32 x, as the booster does on x."""
-    g = _left_max32(ens, tree, t, k, target)
+    g = left_max32(ens, tree, t, k, target)
     return next32(g) if rule == "<" else g
 
 
@@ -214,7 +134,7 @@ def _xgboost_json(ens: TreeEnsemble, names: list, shift: float, missing_as_zero:
             yes, no = int(tree.left[k]), int(tree.right[k])
             return {"nodeid": int(k), "depth": depth, "split": names[tree.feature[k]],
                     "split_condition": _json_float(_split_threshold(ens, tree, ti, k, "<", "model/xgboost+json")),
-                    "yes": yes, "no": no, "missing": yes if _nan_goes_left(ens, tree, k) else no,
+                    "yes": yes, "no": no, "missing": yes if nan_goes_left(ens, tree, k) else no,
                     "children": [node(yes, depth + 1), node(no, depth + 1)]}
 
         trees.append(node(0, 0))
@@ -271,13 +191,13 @@ def _ranklib_trees(ens: TreeEnsemble, shift: float) -> str:
 
 def _export_trees(model, fmt, names, shift, missing, missing_as_zero) -> OpenSearchExport:
     ens = tree_ensemble(model)
-    names = _feature_names(model, ens.n_features, names)
-    s = _shift_value(shift, _min_score(ens))
+    names = feature_names_for(model, ens.n_features, names)
+    s = shift_value(shift, min_score(ens))
     if fmt == "xgboost+json":
         definition, notes = _xgboost_json(ens, names, s, missing_as_zero)
         return OpenSearchExport("model/xgboost+json", definition, names, score_offset=s, notes=notes)
     notes = []
-    bad = _missing_mismatches(ens)
+    bad = missing_mismatches(ens)
     if bad:
         msg = (f"{len(bad)} split(s) send a missing value (NaN) to another side than 0.0 (first: tree {bad[0][0]} "
                f"node {bad[0][1]}); model/ranklib sees an absent feature as 0.0")
@@ -295,13 +215,13 @@ def _export_linear(model, fmt, names, shift, drop_intercept) -> OpenSearchExport
         raise ExportError(f"LinearRanker(feature_map={model.feature_map!r}) scores a non-linear map of the features; "
                           "the plugin's linear models take the features themselves (retrain with feature_map=None)")
     coef = np.asarray(model.coef_, dtype=np.float64)
-    names = _feature_names(model, len(coef), names)
+    names = feature_names_for(model, len(coef), names)
     mean, scale = np.asarray(model.scaler_mean_, dtype=np.float64), np.asarray(model.scaler_scale_, dtype=np.float64)
     normalizers = {n: {"standard": {"mean": float(m), "standard_deviation": float(s)}}
                    for n, m, s in zip(names, mean, scale) if (m, s) != (0.0, 1.0)}
     b = float(model.intercept_)
     if fmt == "ranklib":
-        s = _shift_value(shift, None)
+        s = shift_value(shift, None)
         pairs = [f"0:{b + s!r}"] + [f"{j + 1}:{float(w)!r}" for j, w in enumerate(coef)]
         text = "## Linear Regression\n## exported by rankwise (0: intercept; features: ordinals in the feature set)\n"
         return OpenSearchExport("model/ranklib", text + " ".join(pairs) + "\n", names, normalizers, score_offset=s)
