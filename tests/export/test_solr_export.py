@@ -72,3 +72,29 @@ def test_linear_model_in_solr(linear_model, mq_fold1, mq_names):
     store = export.feature_store({n: {"class": "org.apache.solr.ltr.feature.ValueFeature", "params": {"value": 0}}
                                   for n in mq_names})
     assert [f["name"] for f in store] == mq_names and {f["store"] for f in store} == {export.store}
+
+
+def test_mlp_as_neural_network_model(mq_fold1, mq_names):
+    """The MLP (ReLU layers) as NeuralNetworkModel, the standardiser as normalisers or folded into layer 0."""
+    import torch
+
+    from rankwise.models.neural import NeuralRanker
+
+    torch.set_num_threads(1)
+    train, test = mq_fold1
+    mlp = NeuralRanker("listnet", hidden=(16, 8), max_iter=3, random_state=0).fit(train)
+    for standardizer in ("normalizer", "fold"):
+        export = to_solr(mlp, feature_names=mq_names, standardizer=standardizer)
+        layers = export.document["params"]["layers"]
+        assert [layer["activation"] for layer in layers] == ["relu", "relu", "identity"]
+        assert ("norm" in export.document["features"][0]) == (standardizer == "normalizer")
+        report = parity_report(mlp, export, test.X, test.qid)
+        # torch sums in its own order, Solr sequentially, both in float32: scores agree to 1e-6 of the range;
+        # a query may order a near-tie differently, and then only pairs closer than the float32 error swap
+        assert report.max_rel_diff <= 1e-6 and report.top10_equal == 1.0, str(report)
+        assert all(r["max_gap"] <= 2 * report.max_abs_diff for r in report.reordered), str(report)
+        assert report.identical_rankings >= 0.99
+    attention = NeuralRanker("listnet", architecture="attention", hidden=(8,), max_iter=1, random_state=0)
+    attention.fit(train.X[:300], train.labels[:300], qid=train.qid[:300])
+    with pytest.raises(ExportError, match="in the context of the other documents"):
+        to_solr(attention, feature_names=mq_names)

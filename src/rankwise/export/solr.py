@@ -1,4 +1,4 @@
-"""Models out to Apache Solr's LTR module: ``LinearModel`` and ``MultipleAdditiveTreesModel``.
+"""Models out to Apache Solr's LTR module: ``LinearModel``, ``MultipleAdditiveTreesModel``, ``NeuralNetworkModel``.
 
 :func:`to_solr` writes a fitted model as a model-store document (``PUT /solr/<coll>/schema/model-store``)
 over a feature store whose feature names are the model's columns in order:
@@ -14,6 +14,9 @@ over a feature store whose feature names are the model's columns in order:
   base margin is a first one-leaf tree; every tree has weight 1.
 - a :class:`~rankwise.models.LinearRanker` as ``LinearModel`` with its standardiser as each
   feature's ``StandardNormalizer`` (no intercept: refused unless ``drop_intercept=True``).
+- a :class:`~rankwise.models.NeuralRanker` with ``architecture="mlp"`` as ``NeuralNetworkModel``
+  (ReLU hidden layers, identity output), the standardiser as ``StandardNormalizer``s or folded
+  into the first layer; the attention scorer is refused (it scores a document with its list).
 """
 from __future__ import annotations
 
@@ -144,13 +147,45 @@ def _linear_document(model, names, name, store, drop_intercept):
                       notes=[f"intercept {b!r} dropped: served score = predict - ({b!r})"] if b else [])
 
 
+def _neural_document(model, names, name, store, standardizer):
+    if getattr(model, "architecture", "mlp") != "mlp":
+        raise ExportError(f"NeuralRanker(architecture={model.architecture!r}) scores a document in the context of the "
+                          "other documents of its query; Solr scores each document alone (NeuralNetworkModel is a "
+                          "per-document MLP): export architecture='mlp' models, or use ONNX")
+    linears = [m for m in model.module_.net if type(m).__name__ == "Linear"]
+    acts = [type(m).__name__ for m in model.module_.net if type(m).__name__ not in ("Linear", "Dropout")]
+    if set(acts) - {"ReLU"}:
+        raise ExportError(f"NeuralRanker layers {sorted(set(acts))}: only ReLU maps to a Solr activation here")
+    mats = [lin.weight.detach().double().numpy() for lin in linears]
+    biases = [lin.bias.detach().double().numpy() for lin in linears]
+    names = feature_names_for(model, mats[0].shape[1], names)
+    mean = np.asarray(model.scaler_mean_, dtype=np.float64)
+    scale = np.asarray(model.scaler_scale_, dtype=np.float64)
+    feats = [{"name": n} for n in names]
+    if standardizer == "fold":  # W (x - m) / s + b = (W / s) x + (b - W (m / s))
+        biases[0] = biases[0] - mats[0] @ (mean / scale)
+        mats[0] = mats[0] / scale[None, :]
+    elif standardizer == "normalizer":
+        for f, m, sd in zip(feats, mean, scale):
+            if (float(m), float(sd)) != (0.0, 1.0):
+                f["norm"] = {"class": engine.STANDARD, "params": {"avg": repr(float(m)), "std": repr(float(sd))}}
+    else:
+        raise InputError(f"standardizer: expected 'normalizer' or 'fold', got {standardizer!r}")
+    layers = [{"matrix": W.tolist(), "bias": b.tolist(), "activation": "relu" if i < len(mats) - 1 else "identity"}
+              for i, (W, b) in enumerate(zip(mats, biases))]
+    doc = {"class": engine.NEURAL, "name": name, "store": store, "features": feats, "params": {"layers": layers}}
+    return SolrExport(doc, names, store)
+
+
 def to_solr(model, *, feature_names=None, name: str = "rankwise_model", store: str = "rankwise",
-            shift=None, drop_intercept: bool = False, accept_inexact: bool = False) -> SolrExport:
+            shift=None, drop_intercept: bool = False, accept_inexact: bool = False,
+            standardizer: str = "normalizer") -> SolrExport:
     """Write a fitted GBDTRanker or LinearRanker as a Solr LTR model document (validated before it is returned).
 
     ``shift`` (trees only): ``"auto"`` or a constant added as a last one-leaf tree. ``accept_inexact``
     (trees only): write splits whose threshold Solr's slack cannot reproduce exactly, with a note
-    giving the values that decide differently.
+    giving the values that decide differently. ``standardizer`` (NeuralRanker): the standardiser as
+    per-feature ``StandardNormalizer``s, or ``"fold"``ed into the first layer's weights and bias.
     """
     if hasattr(model, "booster_"):
         out = _trees_document(model, feature_names, name, store, shift, accept_inexact)
@@ -158,8 +193,13 @@ def to_solr(model, *, feature_names=None, name: str = "rankwise_model", store: s
         if shift is not None:
             raise ExportError("Solr's LinearModel has no intercept, so no constant can be added")
         out = _linear_document(model, feature_names, name, store, drop_intercept)
+    elif hasattr(model, "module_") and hasattr(model, "architecture"):
+        if shift is not None:
+            raise ExportError("shift: the NeuralNetworkModel export takes no shift (add it to the last bias yourself)")
+        out = _neural_document(model, feature_names, name, store, standardizer)
     else:
         raise ExportError(f"{type(model).__name__}: rankwise writes Solr models for GBDTRanker "
-                          "(MultipleAdditiveTreesModel) and LinearRanker (LinearModel) only")
+                          "(MultipleAdditiveTreesModel), LinearRanker (LinearModel) and NeuralRanker with "
+                          "architecture='mlp' (NeuralNetworkModel) only")
     out.reference()
     return out
