@@ -250,3 +250,30 @@ def test_mq2008_gbdt_with_rankwise_objectives_matches_the_builtin_lambdarank(mq2
                         d, 50, obj=as_objective("listnet", "xgboost"))
     got_x = _mean_ndcg10(booster.predict(xgb.DMatrix(Xte)), yte, gte)
     assert got_x > ref - 0.03, (got_x, ref)
+
+
+def test_the_objective_resolves_its_loss_once_not_every_round(monkeypatch):
+    """Issue 28: GBDTRanker built its objective twice and grad_hess re-resolved the loss, re-checked its
+    hyperparameters and rebuilt the kernel every boosting round."""
+    pytest.importorskip("lightgbm")
+    from rankwise.losses import objective
+    from rankwise.models import GBDTRanker
+
+    kernels = []
+    real = objective._resolved
+
+    def counting(loss, hyper):
+        sp, h, kernel = real(loss, hyper)
+        kernels.append(kernel)
+        return sp, h, kernel
+    monkeypatch.setattr(objective, "_resolved", counting)
+    X, y, group = _toy(3)
+    qid = np.repeat(np.arange(len(group)), group)
+    for rounds in (2, 6):
+        kernels.clear()
+        m = GBDTRanker("lambdarank", n_estimators=rounds, min_child_samples=5, n_jobs=1, random_state=0)
+        m.fit(X, y, qid=qid)
+        assert m.n_estimators_ == rounds and len(m.history_) == rounds
+        assert len(kernels) == 1 and kernels[0] is not None  # one resolution per fit, the compiled kernel
+    loss_rounds = [r for r, v in zip(m.history_["iteration"], m.history_["loss"]) if v is not None]
+    assert loss_rounds == [0]  # loss_every=10: the value only in round 0
