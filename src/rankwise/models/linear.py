@@ -63,7 +63,7 @@ class LinearRanker(_TorchRanker):
       ranking and are held constant in the step (``lambdarank``, ``lambdaloss``, ``delta_ndcg``
       pair weights, a ``truncation_level``, ``norm=True``). From L-BFGS's all-zero start every score ties, and
       such a loss's value there differs from its value at scores 1e-8 apart (lambdarank: 3.18
-      against 7.67 on an MSLR excerpt): the line search sees a cliff and L-BFGS stops where it
+      against 7.67 on an MSLR excerpt, issue 28): the line search sees a cliff and L-BFGS stops where it
       began, at ``w = 0``. Adam uses the gradient as the step direction, which is what these losses
       define (as boosting does). The choice is kept in ``solver_``; a callable loss gets ``"lbfgs"``.
 
