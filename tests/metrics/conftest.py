@@ -1,6 +1,7 @@
 """The trec_eval 10 binary, built from its C sources (``$TREC_EVAL_SRC``, else
-``../shared/tools/trec_eval-10.0-src``, else ``tools/trec_eval-10.0-src`` beside ``$RANKWISE_DATA``) into a temporary folder once per session; the tests that need it skip with a
-message where the sources, a C compiler or make are absent."""
+``../shared/tools/trec_eval-10.0-src``, else ``tools/trec_eval-10.0-src`` beside
+``$RANKWISE_DATA``) into a temporary folder once per session; the tests that need it skip with
+a message where the sources, a C compiler or make are absent."""
 from __future__ import annotations
 
 import os
