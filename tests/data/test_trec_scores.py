@@ -2,21 +2,26 @@
 notation, long digit strings, tabs and runs of spaces, CRLF, gzip.
 
 Every score must be exactly Python's ``float()`` of its token, and reading must do a bounded
-amount of Python work whatever the number of scores outside the kernel's exact fast path: a
-full-precision score (17 significant digits) is outside it, and the reader once re-split the
-whole file for each such line (a quadratic read: 20,000 lines of ``repr`` scores took 20 s).
-Linearity is checked structurally, never by timing: the Python calls made while reading (every
-``bytes.split`` included) are counted for a run with 40 such scores and one with 4,000, and must
-be the same.
+amount of Python work whatever the number of scores the compiled parser leaves to ``float()``
+(more than 18 significant digits, subnormal results): the reader once re-split the whole file
+for each such line, and every full-precision ``repr`` score was one (a quadratic read: 20,000
+lines of ``repr`` scores took 20 s). Linearity is checked structurally, never by timing: the
+Python calls made while reading (every ``bytes.split`` included) are counted for a run with 40
+such scores and one with 4,000, and must be the same. The compiled parser (Clinger's fast path,
+then Eisel-Lemire up to 18 digits) is checked against ``float()`` on decimals next to the
+halfway points between doubles, where a wrong rounding would show.
 """
 from __future__ import annotations
 
+import decimal
 import gzip
+import math
 import sys
 
 import numpy as np
 import pytest
 
+from rankwise.data import _svmlight_kernel as NK
 from rankwise.data.trec import Qrels, Run, read_trec_run, write_trec_run
 from rankwise.errors import ParseError
 
@@ -117,7 +122,8 @@ def test_reading_full_precision_scores_is_one_pass(tmp_path):
     rng = np.random.default_rng(3)
     counts = []
     for n in (40, 4000):
-        tokens = [repr(v) for v in rng.uniform(0.1, 0.9, size=n).tolist()]  # 17 digits: all off the fast path
+        # 25 decimals (beyond the compiled parser's 18 digits: float()) and repr scores, in turn
+        tokens = [f"{v:.25f}" if i % 2 else repr(v) for i, v in enumerate(rng.uniform(0.1, 0.9, size=n).tolist())]
         path = tmp_path / f"run{n}.txt"
         path.write_text(_run_text(tokens, n_topics=4, grouped=True))
         Run.read(path)  # kernels compiled / loaded, lazy imports done
@@ -164,3 +170,31 @@ def test_bad_scores_name_the_line(tmp_path, token, message):
     path.write_text(f"1 Q0 a 1 0.12345678901234567 t\n1 Q0 b 2 0.5 t\n1 Q0 c 3 {token} t\n")
     with pytest.raises(ParseError, match=message):
         Run.read(path)
+
+
+def _parse(token: str):
+    buf = np.frombuffer(token.encode(), dtype=np.uint8)
+    return NK._parse_number(buf, 0, len(buf), NK._POW10)
+
+
+def test_the_compiled_parser_rounds_as_float_next_to_halfway_points():
+    decimal.getcontext().prec = 60
+    rng = np.random.default_rng(5)
+    values = np.abs(rng.normal(size=4000)) * 10.0 ** rng.integers(-320, 308, size=4000)
+    tokens = ["9007199254740993", "9007199254740995", "1e23", "8.98846567431158e307", "1.7976931348623157e308",
+              "1.7976931348623159e308", "2.2250738585072014e-308", "2.2250738585072011e-308", "4.9e-324",
+              "123456789012345678e-5", "0.000000000000000000000000000001234567890123456789"]
+    for v in values.tolist():
+        if v == 0 or not math.isfinite(v):
+            continue
+        mid = (decimal.Decimal(v) + decimal.Decimal(math.nextafter(v, math.inf))) / 2  # exact halfway point
+        tokens += [repr(v), f"{v:.16e}", f"{mid:.16e}", f"{mid:.17e}", f"-{mid:.15e}", f"{mid:.17e}".upper()]
+    compiled = 0
+    for tok in tokens:
+        status, value = _parse(tok)
+        assert status in (0, 1), tok
+        if status == 0:  # decided by the compiled parser (status 1: left to float())
+            compiled += 1
+            assert value == float(tok) and math.copysign(1, value) == math.copysign(1, float(tok)), tok
+    assert compiled > 0.9 * len(tokens)
+    assert _parse("0.12345678901234567")[0] == 0 and _parse("9007199254740993")[0] == 1  # a true halfway: float()

@@ -163,12 +163,12 @@ def scan(buf, kind, max_rows, pow10):
     per record its 1-based line, the spans of query id and document id and their hashes
     (computed here, while the bytes are in cache), the relevance (qrels)
     or score (runs), and the first run tag.
-    A score outside ``_parse_number``'s exact fast path (digits beyond 2**53, as in every
-    full-precision ``repr`` score with 17 significant digits, or an exponent beyond ±22) is
-    well-formed decimal syntax here (``_digit_led``): ``fb[i] = (row, start, end)`` for
-    ``i < n_fb``, the row's score being Python's float() of ``buf[start:end]``, all of them
-    converted in one call after the scan (``fallback_tokens``). A score without digits
-    (``nan``, ``inf``, a word) is ``E_SCORE``.
+    Scores are converted exactly by ``_parse_number`` (full-precision ``repr`` scores, 17
+    significant digits, included). One it leaves to Python (more than 18 significant digits,
+    a subnormal or overflowing value, an undecided rounding) is well-formed decimal syntax here
+    (``_digit_led``): ``fb[i] = (row, start, end)`` for ``i < n_fb``, the row's score being
+    Python's float() of ``buf[start:end]``, all of them converted in one call after the scan
+    (``fallback_tokens``). A score without digits (``nan``, ``inf``, a word) is ``E_SCORE``.
     Blank lines and lines starting with ``#`` are skipped.
     """
     n_buf = buf.shape[0]
