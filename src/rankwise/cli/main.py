@@ -590,6 +590,9 @@ def build_parser() -> argparse.ArgumentParser:
     from rankwise.cli.export import add_export_parser
 
     add_export_parser(sub)
+    from rankwise.cli.trec_eval import add_trec_eval_parser
+
+    add_trec_eval_parser(sub)
     p = sub.add_parser("bench", help="run the benchmarks (from a source checkout) and rewrite BENCHMARKS.md")
     p.add_argument("--only", nargs="*", help="benchmark names, e.g. bench_metrics")
     p.set_defaults(func=_cmd_bench)
