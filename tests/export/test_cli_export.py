@@ -41,6 +41,15 @@ def test_export_cli(mq2008_dir, tmp_path, capsys):
     assert main(["export", str(tmp_path / "gbdt.rw"), "--format", "ranklib", "--featureset", str(fs),
                  "--definition-only", "--out", str(tmp_path / "m.txt")]) == 0
     assert (tmp_path / "m.txt").read_text().startswith("## LambdaMART\n")
+    # Solr: LightGBM's splits at 1e-35 need --accept-inexact; the parity on MQ2008 rows still passes
+    assert main(["export", str(tmp_path / "gbdt.rw"), "--target", "solr", "--feature-names", names,
+                 "--out", str(tmp_path / "solr.json")]) == 2
+    assert "cannot be written exactly for Solr" in capsys.readouterr().err
+    assert main(["export", str(tmp_path / "gbdt.rw"), "--target", "solr", "--feature-names", names, "--accept-inexact",
+                 "--store", "mq", "--out", str(tmp_path / "solr.json"), "--check", str(test)]) == 0
+    assert "PASSED" in capsys.readouterr().out
+    doc = json.loads((tmp_path / "solr.json").read_text())
+    assert doc["store"] == "mq" and doc["class"].endswith("MultipleAdditiveTreesModel")
     # refusals: one line on stderr, exit code 2
     assert main(["train", str(train), "--model", "linear", "--out", str(tmp_path / "lin.rw")]) == 0
     capsys.readouterr()

@@ -178,6 +178,7 @@ def test_compare_scores_counts_rankings_and_ties():
     swapped = compare_scores(offline, np.array([3.0, 1.0, 2.0, 0.5, 0.25]), qid)
     assert swapped.identical_rankings == 0.5 and swapped.top10_equal == 0.5 and not swapped.passed
     assert [r["row"] for r in swapped.differing_rows] == [1, 2]
+    assert swapped.reordered == [{"qid": 1, "max_gap": 1.0}]
     tie = compare_scores(offline, np.array([3.0, 2.0, 1.0, 0.5, 0.5]), qid)
     assert tie.identical_rankings == 0.5  # a tie that was not one changes the ranking
     with pytest.raises(InputError, match="finite"):

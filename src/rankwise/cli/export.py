@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rankwise.errors import InputError
 
-TARGETS = ("opensearch",)
+TARGETS = ("opensearch", "solr")
 
 
 def _feature_names(args):
@@ -36,20 +36,26 @@ def _cmd_export(args) -> int:
     import numpy as np
 
     import rankwise
-    from rankwise.export import parity_report, to_opensearch
+    from rankwise.export import parity_report, to_opensearch, to_solr
 
     model = rankwise.load(args.model)
     n_features = getattr(model, "n_features_in_", None)
     names = _feature_names(args)
     shift = None if args.shift is None else (args.shift if args.shift == "auto" else float(args.shift))
-    export = to_opensearch(model, args.format, feature_names=names, shift=shift, missing=args.missing,
-                           missing_as_zero=args.missing_as_zero, drop_intercept=args.drop_intercept)
     out = Path(args.out)
-    if args.definition_only:
-        out.write_text(export.definition, encoding="utf-8")
+    if args.target == "solr":
+        export = to_solr(model, feature_names=names, name=args.name, store=args.store, shift=shift,
+                         drop_intercept=args.drop_intercept, accept_inexact=args.accept_inexact)
+        out.write_text(json.dumps(export.document, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote Solr {export.document['class'].rsplit('.', 1)[-1]} (model-store document) to {out}")
     else:
-        out.write_text(json.dumps(export.createmodel_body(args.name), indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {export.model_type} ({'definition' if args.definition_only else '_createmodel body'}) to {out}")
+        export = to_opensearch(model, args.format, feature_names=names, shift=shift, missing=args.missing,
+                               missing_as_zero=args.missing_as_zero, drop_intercept=args.drop_intercept)
+        if args.definition_only:
+            out.write_text(export.definition, encoding="utf-8")
+        else:
+            out.write_text(json.dumps(export.createmodel_body(args.name), indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {export.model_type} ({'definition' if args.definition_only else '_createmodel body'}) to {out}")
     for note in export.notes:
         print(f"note: {note}")
     if not args.check:
@@ -63,24 +69,30 @@ def _cmd_export(args) -> int:
         ds = _load_predict_data(data_args, n_features=n_features)
     report = parity_report(model, export, np.asarray(ds.X.toarray() if hasattr(ds.X, "toarray") else ds.X),
                            ds.qid, rel_tol=args.rel_tol, missing=args.plugin_missing)
-    print(f"parity on {args.check} (OpenSearch LTR, missing features: {args.plugin_missing}):")
+    engine = "Solr LTR" if args.target == "solr" else f"OpenSearch LTR, missing features: {args.plugin_missing}"
+    print(f"parity on {args.check} ({engine}):")
     print(report)
     return 0 if report.passed else 1
 
 
 def add_export_parser(sub) -> None:
-    p = sub.add_parser("export", help="write a saved model for a search engine (OpenSearch/Elasticsearch LTR)",
+    p = sub.add_parser("export", help="write a saved model for a search engine (OpenSearch/Elasticsearch LTR, Solr)",
                        description="Write a saved model as a search engine's LTR model, validated by rankwise's "
                                    "restatement of the engine's parser; --check scores a data set both ways and "
                                    "prints the parity report (exit 1 when it does not pass).")
     p.add_argument("model", help="a model saved by `rankwise train` (GBDT or linear)")
     p.add_argument("--target", choices=TARGETS, default="opensearch")
     p.add_argument("--format", choices=("xgboost+json", "ranklib", "linear"), default="xgboost+json",
-                   help="model/xgboost+json (trees), model/ranklib (trees, linear), model/linear")
+                   help="opensearch: model/xgboost+json (trees), model/ranklib (trees, linear), model/linear; "
+                        "solr: the model's class follows from the model")
+    p.add_argument("--store", default="rankwise", help="solr: the feature store's name")
+    p.add_argument("--accept-inexact", action="store_true",
+                   help="solr: write splits the 1e-6 slack cannot reproduce exactly (the note says which values)")
     p.add_argument("--feature-names", help="the feature set's names in model column order: a file (one per line) "
                                            "or a comma-separated list")
     p.add_argument("--featureset", help="a feature-set JSON (PUT _ltr/_featureset/<name> body): its feature order")
-    p.add_argument("--out", required=True, help="file to write: the _createmodel request body (JSON)")
+    p.add_argument("--out", required=True, help="file to write: the _createmodel request body (opensearch) or the "
+                                                "model-store document (solr), JSON")
     p.add_argument("--definition-only", action="store_true", help="write the model definition alone")
     p.add_argument("--name", default="rankwise_model", help="model name in the _createmodel body")
     p.add_argument("--shift", help="'auto' (scores made non-negative for Lucene) or a constant added to every score")

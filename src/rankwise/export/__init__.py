@@ -4,6 +4,7 @@
   rule, missing-value rule, leaves, base margin) and its reference scorer (``_trees``);
 - :func:`to_opensearch`: the OpenSearch / Elasticsearch LTR plugin's ``model/xgboost+json``,
   ``model/ranklib`` and ``model/linear`` (``opensearch``);
+- :func:`to_solr`: Solr LTR's ``LinearModel`` and ``MultipleAdditiveTreesModel`` (``solr``);
 - :mod:`rankwise.export.reference`: each engine's parser and scorer restated (no engine runs here);
 - :func:`parity_report`: the served scores against ``predict`` (``parity``).
 
@@ -13,6 +14,7 @@ from rankwise.export._trees import TreeEnsemble, adversarial_rows, tree_ensemble
 from rankwise.export._common import ExportError
 from rankwise.export.opensearch import OpenSearchExport, featureset_body, to_opensearch
 from rankwise.export.parity import ParityReport, compare_scores, parity_report
+from rankwise.export.solr import SolrExport, to_solr
 
 __all__ = ["TreeEnsemble", "tree_ensemble", "adversarial_rows", "ExportError", "OpenSearchExport", "to_opensearch",
-           "featureset_body", "ParityReport", "parity_report", "compare_scores"]
+           "featureset_body", "ParityReport", "parity_report", "compare_scores", "SolrExport", "to_solr"]

@@ -6,7 +6,9 @@ reference evaluator and reports, as measured:
 - ``max_abs_diff`` = max |Δscore| and ``max_rel_diff`` = max |Δscore| / (max - min of the offline
   scores), after the export's declared constant offset (``shift``, a dropped intercept);
 - ``identical_rankings``: the share of queries in which every pair of documents is ordered the same
-  way (a tie on one side and not on the other counts as a difference);
+  way (a tie on one side and not on the other counts as a difference); ``reordered`` lists the
+  other queries with the widest offline score gap among their swapped pairs (a gap within
+  float32 rounding is a near-tie the served precision cannot order);
 - ``top10_equal``: the share of queries whose first ten documents (ties broken by row order) are
   the same documents in the same order;
 - ``differing_rows``: each row whose |Δscore| exceeds ``rel_tol`` × the score range, with the
@@ -37,6 +39,7 @@ class ParityReport:
     score_offset: float = 0.0
     differing_rows: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    reordered: list = field(default_factory=list)  # per query ranked differently: the widest offline gap swapped
 
     @property
     def passed(self) -> bool:
@@ -46,7 +49,7 @@ class ParityReport:
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in ("n_rows", "n_queries", "max_abs_diff", "score_range", "max_rel_diff",
                                               "identical_rankings", "top10_equal", "rel_tol", "score_offset",
-                                              "differing_rows", "notes")} | {"passed": self.passed}
+                                              "differing_rows", "notes", "reordered")} | {"passed": self.passed}
 
     def __str__(self) -> str:
         lines = [f"rows {self.n_rows}, queries {self.n_queries}",
@@ -56,6 +59,9 @@ class ParityReport:
                  f"top-10 equal            {self.top10_equal:.2%} of queries"]
         if self.score_offset:
             lines.append(f"declared score offset   {self.score_offset!r} (served = predict + offset)")
+        for r in self.reordered[:5]:
+            lines.append(f"  query {r['qid']} ranked differently: pairs swapped or tied with offline scores up to "
+                         f"{r['max_gap']:.3g} apart")
         lines.append(f"rows beyond tolerance   {len(self.differing_rows)}")
         for r in self.differing_rows[:10]:
             lines.append(f"  row {r['row']} (qid {r['qid']}): {r['offline']!r} vs {r['served']!r}: {r['reason']}")
@@ -88,10 +94,16 @@ def compare_scores(offline, served, qid, *, rel_tol: float = 1e-6, score_offset:
     max_abs = float(diff.max()) if len(diff) else 0.0
     max_rel = max_abs / rng if rng > 0 else (0.0 if max_abs == 0 else np.inf)
     same_rank = same_top = 0
+    reordered = []
     groups = [np.flatnonzero(qid == q) for q in np.unique(qid)]
     for rows in groups:
         a, b = target[rows], served[rows]
-        same_rank += bool(np.array_equal(_pair_signs(a), _pair_signs(b)))
+        flipped = _pair_signs(a) != _pair_signs(b)
+        if flipped.any():
+            gap = np.abs(a[:, None] - a[None, :])[flipped].max()
+            reordered.append({"qid": qid[rows[0]].item(), "max_gap": float(gap)})
+        else:
+            same_rank += 1
         ta = rows[np.lexsort((rows, -a))][:10]
         tb = rows[np.lexsort((rows, -b))][:10]
         same_top += bool(np.array_equal(ta, tb))
@@ -101,7 +113,7 @@ def compare_scores(offline, served, qid, *, rel_tol: float = 1e-6, score_offset:
                  "diff": float(served[r] - target[r]), "reason": w} for r, w in zip(bad, why)]
     n_q = len(groups)
     return ParityReport(len(offline), n_q, max_abs, rng, float(max_rel), same_rank / n_q if n_q else 1.0,
-                        same_top / n_q if n_q else 1.0, rel_tol, score_offset, rows_out, list(notes))
+                        same_top / n_q if n_q else 1.0, rel_tol, score_offset, rows_out, list(notes), reordered)
 
 
 def parity_report(model, export, X, qid, *, rel_tol: float = 1e-6, missing: str = "branch") -> ParityReport:
