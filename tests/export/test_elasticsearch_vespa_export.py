@@ -60,7 +60,8 @@ def test_elasticsearch_definition_and_request_body(gbdt_models, mq_names):
             if "split_feature" in n} == {"lt"}
     body = export.put_body({n: {"match": {"body": "{{query}}"}} for n in mq_names}, default_scores={"mq_1": 0.0})
     ex = body["inference_config"]["learning_to_rank"]["feature_extractors"]
-    assert [e["query_extractor"]["feature_name"] for e in ex] == mq_names and ex[0]["query_extractor"]["default_score"] == 0
+    assert [e["query_extractor"]["feature_name"] for e in ex] == mq_names
+    assert ex[0]["query_extractor"]["default_score"] == 0
     assert body["definition"]["trained_model"] == export.trained_model
     parse_trained_model(json.dumps(body["definition"]), mq_names)
     with pytest.raises(InputError, match=r"no query for features \['mq_46'\]"):
@@ -175,9 +176,9 @@ def test_refusals_each_with_its_message(mq_fold1, linear_model, gbdt_models, mq_
     train = mq_fold1[0]
     att = NeuralRanker("listnet", architecture="attention", hidden=(8,), n_heads=2, max_iter=1, random_state=0,
                        n_jobs=1).fit(train)
-    for export in (lambda m: to_elasticsearch(m, feature_names=mq_names), lambda m: to_vespa(m, feature_names=mq_names)):
+    for export in (to_elasticsearch, to_vespa):
         with pytest.raises(ExportError, match="list-dependent scorer.*scores one document at a time"):
-            export(att)
+            export(att, feature_names=mq_names)
     with pytest.raises(ExportError, match=r"linear models \(LinearRanker\): Elasticsearch's learning_to_rank "
                                           r"trained model \(a tree ensemble\) takes tree ensembles"):
         to_elasticsearch(linear_model, feature_names=mq_names)

@@ -164,6 +164,7 @@ def test_categorical_split_refused():
 
 
 def test_import_rankwise_loads_no_onnx():
-    code = "import sys, rankwise, rankwise.export; print(sorted(m for m in ('onnx', 'onnxruntime') if m in sys.modules))"
+    code = ("import sys, rankwise, rankwise.export\n"
+            "print(sorted(m for m in ('onnx', 'onnxruntime') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -118,7 +118,8 @@ def _lightgbm_file(ens: TreeEnsemble, names: list) -> str:
         g = left_max32(ens, tree, t, k, "Vespa's lightgbm() import")
         return {"split_index": counter[0] - 1, "split_feature": int(tree.feature[k]),
                 "threshold": vespa_threshold(g), "decision_type": "<=",
-                "default_left": bool(nan_goes_left(ens, tree, k)), "missing_type": MISSING_NAMES[int(tree.missing_type[k])],
+                "default_left": bool(nan_goes_left(ens, tree, k)),
+                "missing_type": MISSING_NAMES[int(tree.missing_type[k])],
                 "left_child": node(tree, t, int(tree.left[k]), counter),
                 "right_child": node(tree, t, int(tree.right[k]), counter)}
 
