@@ -74,7 +74,7 @@ def test_tree_graph_nodes_thresholds_and_missing_tracking(gbdt_models, mq_names)
     assert values[0] == floor32(tree.threshold[k]) and float(next32(values[0])) > tree.threshold[k]
     tracks = np.array(attrs["nodes_missing_value_tracks_true"])[np.array(attrs["nodes_modes"]) != b"LEAF"]
     assert 0 < tracks.sum() < len(tracks)  # trained with NaN: both sides occur
-    assert dict((p.key, p.value) for p in export.model.metadata_props)["rankwise.feature_names"] == ",".join(mq_names)
+    assert dict((p.key, p.value) for p in export.model.metadata_props)["rankwise_feature_names"] == ",".join(mq_names)
     assert export.model.graph.input[0].name == "features" and export.model.graph.output[0].name == "score"
 
 

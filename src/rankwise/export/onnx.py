@@ -185,7 +185,7 @@ def _finish(onnx, graph, names, what, opset=OPSET):
     model = helper.make_model(graph, producer_name="rankwise", opset_imports=[
         helper.make_opsetid("", opset), helper.make_opsetid("ai.onnx.ml", ML_OPSET)])
     model.ir_version = min(model.ir_version, 10)  # readable by onnxruntime releases of the last two years
-    helper.set_model_props(model, {"rankwise.feature_names": ",".join(names), "rankwise.model": what})
+    helper.set_model_props(model, {"rankwise_feature_names": ",".join(names), "rankwise_model": what})
     onnx.checker.check_model(model, full_check=True)
     return model.SerializeToString()
 
@@ -254,8 +254,8 @@ def _neural_graph(model, names: list, dtype: str):
     proto = program.model_proto
     from onnx import helper
 
-    helper.set_model_props(proto, {"rankwise.feature_names": ",".join(names),
-                                   "rankwise.model": f"NeuralRanker[{model.architecture}]"})
+    helper.set_model_props(proto, {"rankwise_feature_names": ",".join(names),
+                                   "rankwise_model": f"NeuralRanker[{model.architecture}]"})
     onnx.checker.check_model(proto, full_check=True)
     return proto.SerializeToString()
 
@@ -268,7 +268,7 @@ def to_onnx(model, *, feature_names=None, dtype: str = "float32") -> OnnxExport:
     model : GBDTRanker, LinearRanker or NeuralRanker (fitted)
     feature_names : list of str, optional
         Names of the input's columns (default: ``model.feature_names_in_``, else ``f0..``); kept in the
-        graph's metadata (``rankwise.feature_names``).
+        graph's metadata (``rankwise_feature_names``).
     dtype : {"float32", "double"}
         Element type of the input (and, for linear and neural graphs, of the output).
 
