@@ -212,3 +212,41 @@ def test_zero_band_threshold_in_elasticsearch_and_vespa():
     for export in (to_elasticsearch(Fitted(), feature_names=["x"]), to_vespa(Fitted(), feature_names=["x"])):
         np.testing.assert_array_equal(export.predict(probe), offline)
     assert any(abs(t) < 1e-30 for t in tree_ensemble(booster).trees[0].threshold if not np.isnan(t))
+
+
+@pytest.mark.parametrize("target", ["elasticsearch", "vespa", "onnx"])
+def test_categorical_splits_refused(target):
+    import lightgbm as lgb
+
+    from rankwise.export import to_onnx
+
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.integers(0, 6, 500), rng.random(500)])
+    booster = lgb.train({"objective": "regression", "verbosity": -1, "min_data_per_group": 5, "cat_smooth": 1},
+                        lgb.Dataset(X, X[:, 0] % 2 + X[:, 1], categorical_feature=[0]), 3)
+
+    class Fitted:
+        booster_ = booster
+
+    if target == "onnx":
+        pytest.importorskip("onnx")
+    write = {"elasticsearch": to_elasticsearch, "vespa": to_vespa, "onnx": to_onnx}[target]
+    with pytest.raises(InputError, match=r"categorical.*represents numerical splits of single-output tree ensembles"):
+        write(Fitted(), feature_names=["a", "b"])
+
+
+def test_vespa_wraps_binary_lightgbm_objectives_in_sigmoid():
+    """SERVING.md: Vespa wraps binary LightGBM objectives in sigmoid(); the export says so, the reference does it."""
+    import lightgbm as lgb
+
+    rng = np.random.default_rng(0)
+    X = rng.random((300, 2))
+    booster = lgb.train({"objective": "binary", "verbosity": -1, "num_leaves": 4}, lgb.Dataset(X, X[:, 0] > 0.5), 5)
+
+    class Fitted:
+        booster_ = booster
+
+    export = to_vespa(Fitted(), feature_names=["a", "b"])
+    assert any("sigmoid" in n for n in export.notes)
+    raw = booster.predict(X.astype(np.float32).astype(np.float64), raw_score=True)
+    np.testing.assert_allclose(export.predict(X), 1 / (1 + np.exp(-raw)), rtol=1e-15)

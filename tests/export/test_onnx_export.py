@@ -76,6 +76,11 @@ def test_tree_graph_nodes_thresholds_and_missing_tracking(gbdt_models, mq_names)
     assert 0 < tracks.sum() < len(tracks)  # trained with NaN: both sides occur
     assert dict((p.key, p.value) for p in export.model.metadata_props)["rankwise_feature_names"] == ",".join(mq_names)
     assert export.model.graph.input[0].name == "features" and export.model.graph.output[0].name == "score"
+    xgb_model = gbdt_models["xgboost", True]
+    (xnode,) = to_onnx(xgb_model, feature_names=mq_names).model.graph.node
+    xattrs = {a.name: onnx.helper.get_attribute_value(a) for a in xnode.attribute}
+    assert set(xattrs["nodes_modes"]) == {b"BRANCH_LT", b"LEAF"}  # XGBoost's own x < t, threshold unchanged
+    assert numpy_helper.to_array(xattrs["nodes_values_as_tensor"])[0] == tree_ensemble(xgb_model).trees[0].threshold[0]
 
 
 def test_xgboost_base_margin_is_a_first_one_leaf_tree():
@@ -147,20 +152,6 @@ def test_refusals_each_with_its_message(mq_fold1, linear_model, mq_names):
         to_onnx(object())
     with pytest.raises(InputError, match="expected 46 distinct names"):
         to_onnx(linear_model, feature_names=mq_names[:-1])
-
-
-def test_categorical_split_refused():
-    import lightgbm as lgb
-
-    rng = np.random.default_rng(0)
-    X = np.column_stack([rng.integers(0, 6, 500), rng.random(500)])
-    booster = lgb.train({"objective": "regression", "verbosity": -1, "min_data_per_group": 5, "cat_smooth": 1},
-                        lgb.Dataset(X, X[:, 0] % 2 + X[:, 1], categorical_feature=[0]), 3)
-    class Fitted:  # a bare booster as a fitted model
-        booster_ = booster
-
-    with pytest.raises(InputError, match="categorical"):
-        to_onnx(Fitted())
 
 
 def test_import_rankwise_loads_no_onnx():

@@ -7,10 +7,10 @@ output, ``score`` (``[n_docs, 1]``):
 - a :class:`~rankwise.models.GBDTRanker` (LightGBM or XGBoost) as one ``ai.onnx.ml``
   ``TreeEnsembleRegressor`` (ml opset 3), written node by node with ``onnx.helper``. onnxruntime
   compares the input in its own type with thresholds of that type. ``dtype="float32"`` (the
-  default): every threshold is the largest float32 the booster sends left, with
-  ``BRANCH_LEQ``, so that ``x <= t'`` decides for every float32 ``x`` as the booster does (LightGBM's
-  double ``x <= t`` and its reading of ``|x| <= 1e-35`` as 0.0, XGBoost's float32 ``x < t``);
-  the leaves are summed in float32. ``dtype="double"``: the same thresholds on a double input;
+  default): a LightGBM split becomes ``BRANCH_LEQ`` with the largest float32 the booster sends
+  left, so that ``x <= t'`` decides for every float32 ``x`` as LightGBM's double ``x <= t`` (and
+  its reading of ``|x| <= 1e-35`` as 0.0) does; an XGBoost split keeps its float32 threshold with
+  ``BRANCH_LT`` (XGBoost's own ``x < t``); the leaves are summed in float32. ``dtype="double"``: the same thresholds on a double input;
   onnxruntime then sums the leaves in double and rounds the total to float32 (the operator's
   output is float). ``nodes_missing_value_tracks_true`` is the side the booster sends NaN to
   (LightGBM ``missing_type=None``: the side of 0.0). XGBoost's base margin is a first one-leaf
@@ -162,10 +162,14 @@ def _tree_graph(ens: TreeEnsemble, names: list, dtype: str):
                 leaf(tid, k, float(tree.value[k]))
                 continue
             a["nodes_treeids"].append(tid), a["nodes_nodeids"].append(k)
-            a["nodes_featureids"].append(int(tree.feature[k])), a["nodes_modes"].append("BRANCH_LEQ")
+            a["nodes_featureids"].append(int(tree.feature[k]))
             a["nodes_truenodeids"].append(int(tree.left[k])), a["nodes_falsenodeids"].append(int(tree.right[k]))
             a["nodes_missing_value_tracks_true"].append(int(nan_goes_left(ens, tree, k)))
-            values.append(float(left_max32(ens, tree, ti, k, "ONNX TreeEnsembleRegressor")))
+            if ens.source == "xgboost":  # its own float32 test, threshold unchanged
+                a["nodes_modes"].append("BRANCH_LT"), values.append(float(np.float32(tree.threshold[k])))
+            else:
+                a["nodes_modes"].append("BRANCH_LEQ")
+                values.append(float(left_max32(ens, tree, ti, k, "ONNX TreeEnsembleRegressor")))
         tid += 1
     leaf_dtype = np.float64 if dtype == "double" else np.float32
     node = helper.make_node(
