@@ -29,6 +29,13 @@ def test_export_cli(mq2008_dir, tmp_path, capsys):
                  "--feature-names", names, "--out", str(body), "--check", str(test), "--shift", "auto"]) == 0
     out = capsys.readouterr().out
     assert "identical rankings      100.00% of queries" in out and "PASSED" in out
+    # a tolerance of 0 cannot hold for LightGBM's double sum served in float32: the report says so, exit 1
+    assert main(["export", str(tmp_path / "gbdt.rw"), "--feature-names", names, "--out", str(body), "--check",
+                 str(test), "--rel-tol", "0"]) == 1
+    assert "NOT PASSED" in capsys.readouterr().out
+    assert main(["export", str(tmp_path / "gbdt.rw"), "--target", "opensearch", "--format", "xgboost+json",
+                 "--feature-names", names, "--out", str(body), "--check", str(test), "--shift", "auto"]) == 0
+    capsys.readouterr()
     model = json.loads(body.read_text())["model"]
     assert model["name"] == "rankwise_model" and model["model"]["type"] == "model/xgboost+json"
     plugin = parse_model(model["model"]["type"], model["model"]["definition"], names.split(","))

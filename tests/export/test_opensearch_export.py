@@ -208,3 +208,16 @@ def test_parity_with_negative_features_and_adversarial_rows(backend, fmt):
     else:
         assert report.passed and not report.differing_rows, str(report)
         assert parity_report(model, export, X, data.qid).passed
+
+
+def test_missing_as_zero_flag(gbdt_models, mq_fold1, test_with_nan, mq_names):
+    """``missing_as_zero`` (OpenSearch main): absent features are 0.0 -- a declared difference from the booster."""
+    model = gbdt_models["xgboost", True]
+    export = to_opensearch(model, "xgboost+json", feature_names=mq_names, missing_as_zero=True)
+    assert json.loads(export.definition)["missing_as_zero"] is True and export.notes
+    assert export.reference().missing_as_zero
+    qid = mq_fold1[1].qid
+    zero_filled = np.nan_to_num(test_with_nan, nan=0.0)
+    np.testing.assert_array_equal(export.predict(test_with_nan), export.predict(zero_filled))
+    assert parity_report(model, export, zero_filled, qid).passed  # with every feature present it is exact
+    assert not parity_report(model, export, test_with_nan, qid).passed  # NaN rows follow 0.0, not the booster

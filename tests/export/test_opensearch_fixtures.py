@@ -172,3 +172,10 @@ def test_plugin_validations_beyond_the_fixtures():
                     "<split><output> 2 </output></split></split></tree></ensemble>", ["a", "b"])
     with pytest.raises(EngineRejection, match="Unknown model type"):
         parse_model("model/lightgbm", "{}", ["a"])
+
+
+def test_absent_features_are_zero_before_normalising():
+    """Linear models see an absent feature as 0.0 in the vector; the normaliser then maps that 0.0."""
+    model = parse_model("model/linear", {"a": 2.0}, ["a"],
+                        feature_normalizers={"a": {"standard": {"mean": 1.0, "standard_deviation": 4.0}}})
+    assert model.score([[np.nan]])[0] == model.score([[0.0]])[0] == float(np.float32(2.0) * np.float32(-0.25))

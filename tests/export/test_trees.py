@@ -101,6 +101,12 @@ def test_refusals():
                     lgb.Dataset(X, y, categorical_feature=[0]), 3)
     with pytest.raises(InputError, match="categorical"):
         tree_ensemble(cat)
+    from rankwise.export import ExportError, to_opensearch
+
+    class Fitted:
+        booster_ = cat
+    with pytest.raises(ExportError, match="categorical splits: rankwise.export represents numerical splits"):
+        to_opensearch(Fitted(), "xgboost+json", feature_names=["a", "b"])
     lin = lgb.train({"objective": "regression", "verbosity": -1, "linear_tree": True}, lgb.Dataset(X, y), 3)
     with pytest.raises(InputError, match="linear tree"):
         tree_ensemble(lin)

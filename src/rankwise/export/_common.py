@@ -9,15 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from rankwise.errors import InputError
-from rankwise.export._trees import (LIGHTGBM_ZERO_THRESHOLD, MISSING_NONE, MISSING_ZERO, TreeEnsemble, floor32,
-                                    next32, prev32)
+from rankwise.export._trees import (LIGHTGBM_ZERO_THRESHOLD, MISSING_NONE, MISSING_ZERO, ExportError, TreeEnsemble,
+                                    floor32, next32, prev32)
 
 __all__ = ["ExportError", "feature_names_for", "nan_goes_left", "zero_goes_left", "left_max32", "missing_mismatches",
            "min_score", "shift_value"]
-
-
-class ExportError(InputError):
-    """The target cannot represent the model exactly (the message says why and what to do)."""
 
 
 # -- shared by the writers --------------------------------------------------------------------------------------

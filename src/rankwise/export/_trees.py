@@ -33,7 +33,7 @@ import numpy as np
 
 from rankwise.errors import InputError
 
-__all__ = ["Tree", "TreeEnsemble", "tree_ensemble", "floor32", "next32", "prev32", "LIGHTGBM_ZERO_THRESHOLD",
+__all__ = ["ExportError", "Tree", "TreeEnsemble", "tree_ensemble", "floor32", "next32", "prev32", "LIGHTGBM_ZERO_THRESHOLD",
            "adversarial_rows"]
 
 #: LightGBM's ``kZeroThreshold`` (``1e-35f``, a float widened to double): ``missing_type=Zero``
@@ -49,6 +49,10 @@ MISSING_NAMES = {v: k for k, v in _MISSING_CODES.items()}
 _XGB_LOGIT_BASE = {"binary:logistic", "reg:logistic", "binary:logitraw"}
 _XGB_IDENTITY_BASE = {"reg:squarederror", "reg:linear", "reg:pseudohubererror", "reg:absoluteerror",
                       "reg:quantileerror", "rank:ndcg", "rank:map", "rank:pairwise", "binary:hinge"}
+
+
+class ExportError(InputError):
+    """The target cannot represent the model exactly (the message says why and what to do)."""
 
 
 # -- float32 neighbours of a double -----------------------------------------------------------------
@@ -200,7 +204,7 @@ class TreeEnsemble:
 
 # -- reading the boosters ---------------------------------------------------------------------------
 def _refuse(what: str) -> None:
-    raise InputError(f"{what}: rankwise.export represents numerical splits of single-output tree ensembles only "
+    raise ExportError(f"{what}: rankwise.export represents numerical splits of single-output tree ensembles only "
                      "(retrain with the feature numerical / without linear trees)")
 
 

@@ -96,11 +96,13 @@ class PluginModel:
             raise InputError(f"X: expected {len(self.feature_set)} columns (the feature set), got {X.shape[1]}")
         with np.errstate(over="ignore"):
             X32 = X.astype(np.float32)
+        # an absent feature is 0.0 in the vector (linear, RankLib, older versions, missing_as_zero), and the
+        # normalisers then see that 0.0; a NaN left for the trees' missing branch stays NaN through them
+        if self.kind != "trees" or self.model_type == "model/ranklib" or self.missing_as_zero or missing == "zero":
+            X32 = np.where(np.isnan(X32), np.float32(0.0), X32)
         for slot, (kind, a, b) in self.normalizers.items():
             a32, b32 = np.float32(a), np.float32(b)
             X32[:, slot] = (X32[:, slot] - a32) / (b32 if kind == "standard" else b32 - a32)
-        if self.kind != "trees" or self.model_type == "model/ranklib" or self.missing_as_zero or missing == "zero":
-            X32 = np.where(np.isnan(X32), np.float32(0.0), X32)
         return X32
 
     def leaf_values(self, X, *, missing: str = "branch") -> np.ndarray:

@@ -87,6 +87,8 @@ class SolrModel:
             raise InputError(f"X: expected {len(self.features)} columns (the model's features), got {X.shape[1]}")
         with np.errstate(over="ignore"):
             X32 = X.astype(np.float32)
+        if self.kind != "trees":  # an absent feature has its default value, 0, and is normalised as such
+            X32 = np.nan_to_num(X32, nan=0.0)
         for slot, (kind, a, b) in self.normalizers.items():
             col = X32[:, slot]
             out = (col - a) / (b - a) if kind == "min_max" else (col - a) / b
@@ -124,7 +126,7 @@ class SolrModel:
             for k in range(leaves.shape[1]):
                 acc = acc + leaves[:, k]
             return acc.astype(np.float64)
-        X32 = np.nan_to_num(self._inputs(X), nan=0.0)  # an absent feature has its default value, 0
+        X32 = self._inputs(X)
         if self.kind == "linear":
             acc = np.zeros(X32.shape[0], dtype=np.float32)
             for j, w in enumerate(self.weights):
