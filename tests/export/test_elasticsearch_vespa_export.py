@@ -250,3 +250,31 @@ def test_vespa_wraps_binary_lightgbm_objectives_in_sigmoid():
     assert any("sigmoid" in n for n in export.notes)
     raw = booster.predict(X.astype(np.float32).astype(np.float64), raw_score=True)
     np.testing.assert_allclose(export.predict(X), 1 / (1 + np.exp(-raw)), rtol=1e-15)
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_reference_evaluators_against_the_boosters_and_onnxruntime(gbdt_models, test_with_nan, mq_names, backend):
+    """Differential: each reference evaluator and onnxruntime against the booster's own raw margin, same rows."""
+    pytest.importorskip("onnxruntime")
+    from rankwise.export import to_onnx
+
+    model = gbdt_models[backend, True]
+    rows = np.vstack([test_with_nan[:500], adversarial_rows(tree_ensemble(model), test_with_nan[3])])
+    X32 = rows.astype(np.float32)
+    if backend == "lightgbm":
+        margin = model.booster_.predict(X32.astype(np.float64), raw_score=True)
+    else:
+        import xgboost as xgb
+
+        margin = model.booster_.predict(xgb.DMatrix(X32, missing=np.nan), output_margin=True).astype(np.float64)
+    es = to_elasticsearch(model, feature_names=mq_names).predict(rows)
+    vespa = to_vespa(model, feature_names=mq_names).predict(X32)
+    ort = to_onnx(model, feature_names=mq_names).predict(rows)
+    scale = np.ptp(margin)
+    if backend == "lightgbm":  # double targets, LightGBM's double sum: equal
+        np.testing.assert_array_equal(es, margin)
+        np.testing.assert_array_equal(vespa, margin)
+        assert np.abs(ort - margin).max() <= 1e-6 * scale
+    else:  # XGBoost's float32 sum: onnxruntime's float32 sum is the same; the double targets round differently
+        np.testing.assert_array_equal(ort, margin)
+        assert np.abs(es - margin).max() <= 1e-6 * scale and np.abs(vespa - margin).max() <= 1e-6 * scale
