@@ -10,11 +10,12 @@ output, ``score`` (``[n_docs, 1]``):
   default): a LightGBM split becomes ``BRANCH_LEQ`` with the largest float32 the booster sends
   left, so that ``x <= t'`` decides for every float32 ``x`` as LightGBM's double ``x <= t`` (and
   its reading of ``|x| <= 1e-35`` as 0.0) does; an XGBoost split keeps its float32 threshold with
-  ``BRANCH_LT`` (XGBoost's own ``x < t``); the leaves are summed in float32. ``dtype="double"``: the same thresholds on a double input;
-  onnxruntime then sums the leaves in double and rounds the total to float32 (the operator's
-  output is float). ``nodes_missing_value_tracks_true`` is the side the booster sends NaN to
-  (LightGBM ``missing_type=None``: the side of 0.0). XGBoost's base margin is a first one-leaf
-  tree, so that the float32 sum runs in XGBoost's order (base first).
+  ``BRANCH_LT`` (XGBoost's own ``x < t``); the leaves are summed in float32.
+  ``dtype="double"``: the same thresholds on a double input (rows read as float32 first, as
+  ``predict`` reads them); onnxruntime then sums the leaves in double and rounds the total to
+  float32 (the operator's output is float). ``nodes_missing_value_tracks_true`` is the side the
+  booster sends NaN to (LightGBM ``missing_type=None``: the side of 0.0). XGBoost's base margin
+  is a first one-leaf tree, so that the float32 sum runs in XGBoost's order (base first).
 - a :class:`~rankwise.models.LinearRanker` as ``MatMul`` + ``Add`` with the standardiser folded
   into the weights and the intercept (``w_j / s_j``, ``b - sum_j w_j m_j / s_j``, in double);
 - a :class:`~rankwise.models.NeuralRanker` through ``torch.onnx.export``: the MLP scores each row,
