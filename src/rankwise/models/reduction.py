@@ -435,7 +435,9 @@ class PairwiseReductionRanker(BaseRanker):
         out = np.empty(len(u), dtype=np.float64)
         bs = int(self.batch_size)
         for s in range(0, len(u), bs):
-            out[s:s + bs] = fn(pair_features(X, u[s:s + bs], v[s:s + bs], self.pair_features))
+            # in float64: a float32 product's last bits depend on how the rows fall into BLAS blocks, so
+            # one pair would score differently in another batch (another partition, another query order)
+            out[s:s + bs] = fn(pair_features(X, u[s:s + bs], v[s:s + bs], self.pair_features).astype(np.float64))
         return out
 
     # -- inference --------------------------------------------------------------------------------
