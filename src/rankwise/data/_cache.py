@@ -136,13 +136,16 @@ class Entry:
         for _ in range(3):  # a writer that replaced the entry meanwhile: look again
             before = self._inode()
             if before is None:
+                if self.dir.exists() and self._inode() is None:
+                    _warn(f"{self.path}: the parsed-data cache entry {self.dir} was not used: it is incomplete "
+                          "(no meta.json); the file is parsed again and the entry rebuilt")
                 return None
             try:
                 meta = RankingDataset._read_meta(self.dir)
                 problem, quiet = self._check_sources(meta, group_file)
                 ds = None
                 if problem is None:
-                    ds = RankingDataset._from_meta(self.dir, meta, None, verify=True, canonical=True)
+                    ds = RankingDataset._from_meta(self.dir, meta, None, verify=True, strict=True)
             except FileNotFoundError as exc:
                 problem, quiet = f"incomplete ({exc})", False
             except PermissionError as exc:
@@ -164,7 +167,7 @@ class Entry:
     def _inode(self):
         try:
             st = os.stat(self.dir / "meta.json")
-            return st.st_ino, st.st_dev, st.st_mtime_ns
+            return st.st_ino, st.st_dev, st.st_mtime_ns, st.st_ctime_ns, st.st_size
         except OSError:
             return None
 

@@ -479,9 +479,10 @@ class RankingDataset:
         return meta
 
     @classmethod
-    def _from_meta(cls, path: Path, meta: dict, mmap_mode, *, verify: bool = True, canonical: bool = False):
+    def _from_meta(cls, path: Path, meta: dict, mmap_mode, *, verify: bool = True, strict: bool = False):
+        """``strict`` (the parsed-data cache): digests required, CSR rows in canonical order."""
         try:
-            return cls._load_arrays(path, meta, mmap_mode, verify, canonical)
+            return cls._load_arrays(path, meta, mmap_mode, verify, strict)
         except InputError:
             raise
         except Exception as exc:  # a missing or damaged array, a meta entry of the wrong type
@@ -489,14 +490,14 @@ class RankingDataset:
                              f"{' '.join(str(exc).split())[:200]}); delete the folder to rebuild it") from None
 
     @classmethod
-    def _load_arrays(cls, path, meta, mmap_mode, verify=True, canonical=False):
+    def _load_arrays(cls, path, meta, mmap_mode, verify=True, strict=False):
         from rankwise.data._cache import array_digest
 
         if meta.get("format") != "rankwise.RankingDataset" or meta.get("version") != _FORMAT_VERSION:
             raise InputError(f"{path}: saved with format {meta.get('format')!r} version {meta.get('version')!r}; "
                              f"expected rankwise.RankingDataset version {_FORMAT_VERSION}")
         digests = meta.get("digests")
-        if digests is not None and not isinstance(digests, dict):
+        if (digests is not None or strict) and not isinstance(digests, dict):
             raise InputError(f"{path}: corrupt saved RankingDataset (meta.json 'digests' is not an object)")
 
         def bad(what):
@@ -530,7 +531,7 @@ class RankingDataset:
             if len(indices) and (indices.min() < 0 or indices.max() >= d):
                 raise bad(f"a column index in X_indices.npy is outside [0, {d})")
             X = sp.csr_matrix((data, indices, indptr), shape=(n, d))
-            if canonical and not X.has_canonical_format:
+            if strict and not X.has_canonical_format:
                 raise bad("the column indices of a row are not strictly increasing")
         else:
             X = ld("X.npy")
