@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import mmap
 import os
 import shutil
 import time
@@ -69,8 +70,16 @@ def bytes_digest(data) -> str:
 
 
 def file_digest(path) -> str:
-    """Digest of a file's bytes, read in 1 MiB chunks (memory stays flat for large files)."""
+    """Digest of a file's bytes, through a read-only memory map (no copy; memory stays flat for
+    large files), else read in 1 MiB chunks (an empty file, a pipe)."""
     h = _hasher(digest_algorithm())
+    with open(path, "rb", buffering=0) as fh:
+        try:
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                h.update(m)
+                return h.hexdigest()
+        except (ValueError, OSError):
+            pass
     buf = bytearray(_CHUNK)
     view = memoryview(buf)
     with open(path, "rb", buffering=0) as fh:
