@@ -199,7 +199,11 @@ class Entry:
         for what, p, rec in files:
             if not isinstance(rec, dict):
                 return f"no digest of the {what} recorded", False
-            if file_digest(p) != rec.get("digest"):
+            try:
+                digest = file_digest(p)
+            except OSError:  # unreadable or gone: a miss; the parse that follows reports it properly
+                return f"the {what} cannot be read", True
+            if digest != rec.get("digest"):
                 same_stat = stat_identity(p) == {"size": rec.get("size"), "mtime_ns": rec.get("mtime_ns")}
                 if same_stat:
                     return (f"the {what} {p} changed although its size and modification time did not "
