@@ -161,11 +161,12 @@ def main(argv=None) -> int:
             for lab, src in trees.items():
                 t = run_timing(src, path, reps)
                 dg = t["digest"]
+                dg = "—" if dg is None else f"{dg['file']['wall']:.4f} ({dg['algorithm']})"
                 pa, re_ = t["parse"], t["reload"]
                 lines.append(f"| {label} | {lab} | {pa['wall']:.4f} | {re_['wall']:.4f} | "
                              f"**{pa['wall'] / re_['wall']:.0f}×** | {pa['cpu']:.4f} | {re_['cpu']:.4f} | "
                              f"**{pa['cpu'] / max(re_['cpu'], 1e-6):.0f}×** | "
-                             f"{'—' if dg is None else format(dg['file']['wall'], '.4f') + ' (' + dg['algorithm'] + ')'} |")
+                             f"{dg} |")
                 print(lines[-1], flush=True)
         syn.unlink()
         tmp.rmdir()
