@@ -315,8 +315,8 @@ def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bo
     if n_features is not None and (not isinstance(n_features, (int, np.integer)) or n_features < 1):
         raise InputError(f"n_features must be a positive integer or None; got {n_features!r}")
     raw = _read_raw(path)
-    data_stat = _stat(path)
-    data_digest = None if entry is None else _bytes_digest(raw)  # of the very bytes parsed
+    # the cache records the digest of the very bytes parsed (not of a later state of the file)
+    data_stat, data_digest = (None, None) if entry is None else (_stat(path), _bytes_digest(raw))
     data = _decode(path, raw)
     del raw
     p = _parse_bytes(path, data, zero_based=zero_based, n_features=n_features)
@@ -345,7 +345,8 @@ def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bo
                              "next to the file")
         query_file = Path(query_file)
         graw = _read_raw(query_file)
-        group_used = (query_file, None if entry is None else _bytes_digest(graw), _stat(query_file))
+        group_used = (query_file, None, None) if entry is None else \
+            (query_file, _bytes_digest(graw), _stat(query_file))
         offsets = _group_offsets(query_file, _decode(query_file, graw), n_rows)
         qid = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
     else:
