@@ -65,7 +65,7 @@ def child_timing(path: str, repeats: int, cache_dir: str) -> None:
     reload = _best(lambda: read_svmlight(path, cache=cache_dir), repeats)
     digest = None
     try:
-        from rankwise.data._cache import digest_algorithm, file_digest
+        from rankwise.data._digest import digest_algorithm, file_digest
         digest = {"algorithm": digest_algorithm(), "file": _best(lambda: file_digest(path), repeats)}
     except ImportError:
         pass

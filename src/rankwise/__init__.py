@@ -24,8 +24,8 @@ _LAZY = {
 
 # Subpackages reachable as attributes (``rankwise.models``) without importing them first; each
 # is imported on first access only, so ``import rankwise`` stays light.
-_SUBPACKAGES = ("cli", "clicks", "data", "distributed", "losses", "metrics", "models", "report", "theory",
-                "train")
+_SUBPACKAGES = ("cli", "clicks", "data", "distributed", "export", "losses", "metrics", "models", "report",
+                "theory", "train")
 
 #: the public names: the lazy API names and the subpackages (``from rankwise import *`` imports them all)
 __all__ = [*_LAZY, *_SUBPACKAGES]

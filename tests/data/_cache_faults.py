@@ -121,7 +121,7 @@ def _forge_digests(entry: Path):
     """Recompute the recorded array digests (a damage that also rewrote the metadata), so that
     only the structural checks stand between the arrays and the kernels."""
     try:
-        from rankwise.data._cache import array_digest
+        from rankwise.data._digest import array_digest
     except ImportError:  # a version without digests: nothing to forge
         return
     meta = json.loads((entry / "meta.json").read_text())

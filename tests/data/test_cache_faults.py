@@ -230,7 +230,9 @@ def test_hash_fallback_keeps_working(tmp_path, monkeypatch):
     rebuilt quietly (not a fault)."""
     c, fresh = _fixture(tmp_path)
     c.read()
-    monkeypatch.setattr(_cache, "xxhash", None)
+    from rankwise.data import _digest
+
+    monkeypatch.setattr(_digest, "xxhash", None)
     assert _cache.digest_algorithm() == "sha256"
     with warnings.catch_warnings():
         warnings.simplefilter("error")

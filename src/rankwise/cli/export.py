@@ -64,7 +64,7 @@ def _cmd_export(args) -> int:
         return 0
     from types import SimpleNamespace
 
-    from rankwise.cli.main import _cli_hints, _load_predict_data
+    from rankwise.cli.inputs import _cli_hints, _load_predict_data
 
     data_args = SimpleNamespace(data=args.check, format=args.data_format, split="u1", group=args.group)
     with _cli_hints():

@@ -425,7 +425,7 @@ class RankingDataset:
         self._save(path)
 
     def _save(self, path, extra: dict | None = None) -> None:
-        from rankwise.data._cache import array_digest, digest_algorithm
+        from rankwise.data._digest import array_digest, digest_algorithm
 
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
@@ -491,7 +491,7 @@ class RankingDataset:
 
     @classmethod
     def _load_arrays(cls, path, meta, mmap_mode, verify=True, strict=False):
-        from rankwise.data._cache import array_digest
+        from rankwise.data._digest import array_digest
 
         if meta.get("format") != "rankwise.RankingDataset" or meta.get("version") != _FORMAT_VERSION:
             raise InputError(f"{path}: saved with format {meta.get('format')!r} version {meta.get('version')!r}; "

@@ -22,7 +22,7 @@ import numpy as np
 
 from rankwise.errors import InputError
 from rankwise.metrics import _trec_kernel as TK
-from rankwise.metrics._trec_measures import GROUPS, _Plan, _spec_list, expand_groups
+from rankwise.metrics._trec_measures import GROUPS, STRING_MEASURES, _Plan, _spec_list, expand_groups
 from rankwise.metrics.evaluate import EvaluationResult
 
 #: profiles evaluated by the trec_eval kernel (scores as doubles, or as float32 like trec_eval <= 9)
@@ -547,5 +547,5 @@ def describe_conventions(profile, conv: dict) -> str:
     return f"profile {profile}: " + ", ".join(f"{k}={v}" for k, v in shown.items())
 
 
-__all__ = ["evaluate_runs", "format_trec_eval", "expand_groups", "GROUPS", "PreparedQrels", "RunEvaluation",
+__all__ = ["evaluate_runs", "format_trec_eval", "expand_groups", "GROUPS", "STRING_MEASURES", "PreparedQrels", "RunEvaluation",
            "describe_conventions", "relstring_length"]
