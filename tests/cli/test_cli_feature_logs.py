@@ -9,7 +9,7 @@ import pytest
 
 import rankwise
 from rankwise.cli import main
-from rankwise.cli.main import build_model
+from rankwise.cli.inputs import build_model
 from rankwise.data import join_judgments, make_synthetic, read_feature_log, write_feature_log, write_trec_qrels
 from rankwise.models import LinearRanker
 
