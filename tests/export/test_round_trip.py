@@ -158,7 +158,7 @@ def test_solr_round_trip(joined, family):
         export = to_solr(model, drop_intercept=True)
     else:
         model = _gbdt(family, train)
-        export = to_solr(model, accept_inexact=True)  # LightGBM's splits at 1e-35: values MQ2008 never takes
+        export = to_solr(model, accept_inexact=True)  # splits at 0.0 / 1e-35 (logged defaults): values never logged
     assert export.feature_names == NAMES
     _same_rankings(model, export, test.X, test.X, test.qid)
 
