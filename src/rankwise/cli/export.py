@@ -79,7 +79,7 @@ def _cmd_export(args) -> int:
         print(f"note: {note}")
     if not args.check:
         return 0
-    from rankwise.cli.main import _cli_hints, _load_predict_data
+    from rankwise.cli.inputs import _cli_hints, _load_predict_data
 
     if args.data_format in LOG_FORMATS:
         ds = _check_log(args, export.feature_names)

@@ -184,3 +184,65 @@ def read_scores(path, n_rows: int) -> np.ndarray:
     if len(values) != n_rows:
         raise InputError(f"{p}: {len(values)} scores but the data set has {n_rows} rows; one score per row is expected")
     return np.asarray(values, dtype=np.float64)
+
+
+# -- rows to score (predict, export --check) ------------------------------------------------------
+class _cli_hints:
+    """Reword the Python-only hints of data errors into the command line's options."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if isinstance(exc, InputError) and "query_file=" in str(exc):
+            raise InputError(str(exc).replace("pass query_file=", "pass --group FILE").replace(
+                "query_file=", "--group FILE")) from None
+        return False
+
+
+def _load_predict_data(args, *, n_features):
+    """The rows to score: LETOR/SVMlight with or without relevance labels (unlabelled rows get label 0)."""
+    kw = dict(fmt=args.format, part="test", split=args.split, query_file=getattr(args, "group", None))
+    path = str(args.data)
+    unlabelled = args.format in ("auto", "svmlight") and _svmlight_is_unlabelled(path)
+    if not unlabelled:
+        return load_dataset(args.data, n_features=n_features, **kw)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="rankwise-predict-") as tmp:
+        labelled = Path(tmp) / (Path(path).name.removesuffix(".gz") + ".txt")
+        with _open_text(path) as src, open(labelled, "w", encoding="utf-8") as dst:
+            for line in src:  # "qid:1 1:0.5 ..." -> "0 qid:1 1:0.5 ..." (comments and blank lines unchanged)
+                body = line.lstrip()
+                dst.write(line if not body or body.startswith("#") else "0 " + body)
+        if kw["query_file"] is None:
+            for ext in (".query", ".group"):
+                if Path(path + ext).exists():
+                    kw["query_file"] = path + ext
+        return load_dataset(labelled, n_features=n_features, **kw)
+
+
+def _open_text(path):
+    import gzip
+
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def _svmlight_is_unlabelled(path) -> bool:
+    """Whether the first data line of an SVMlight/LETOR file has no label (starts with ``qid:`` or ``i:v``)."""
+    if not Path(path).is_file() or Path(path).suffix in (".parquet", ".npz"):
+        return False
+    try:
+        with _open_text(path) as fh:
+            for line in fh:
+                body = line.strip()
+                if body and not body.startswith("#"):
+                    return ":" in body.split()[0]
+    except (OSError, UnicodeDecodeError, EOFError):
+        return False
+    return False
+
