@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
 	# torch pinned to the CPU build: any other version downloads a multi-GB CUDA build.
 	$(PY) -m pip install --quiet "torch==2.13.0"
-	$(PY) -m pip install --quiet -e ".[test,dask]"
+	$(PY) -m pip install --quiet -e ".[test,dask,export]"
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -1,8 +1,13 @@
 """TREC evaluation end to end: qrels + 17 run files -> every all_trec measure, against the peers.
 
 A generated TREC-like collection (100 topics, 1,000 documents per topic per run, graded qrels
-with about 1,300 judgments per topic, 17 runs written plain and gzipped; scores rounded so that
-ties occur) is evaluated with every trec_eval ``all_trec`` measure by:
+with about 1,300 judgments per topic, 17 runs written plain and gzipped) is evaluated with every
+trec_eval ``all_trec`` measure. The runs are written as systems write them (``SCORE_FORMATS``, one
+per run in turn): full-precision ``repr`` scores (what rankwise and most Python systems write),
+scientific notation with 17 significant digits (``%.16e``, as C and Java systems print doubles),
+four decimals (as several official TREC runs: many ties), and ``%.17g`` negative log-likelihoods
+(Indri-like), fields separated by a tab in every fifth run; a third of the runs round their scores
+to 3 decimals first (ties). Each tool evaluates them:
 
 * rankwise from files: ``evaluate_runs(qrels_path, run_paths, "all_trec")`` (parse + evaluate);
 * rankwise from dicts: ``evaluate_runs(qrels_dict, {name: run_dict}, "all_trec")``;
@@ -23,8 +28,9 @@ Correctness is checked in the same run: the rankwise CLI's trec_eval output equa
 on two runs, line for line (``relstring`` included), and rankwise's per-topic values equal
 pytrec_eval's.
 
-Usage: python benchmarks/bench_trec.py [--quick]
-Writes benchmarks/results/bench_trec.md.
+Usage: python benchmarks/bench_trec.py [--quick] [--cli-only]
+Writes benchmarks/results/bench_trec.md (``--cli-only``: only the command line against the
+binary, and the same-output check, added after the full run's rows, which are kept).
 """
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ import argparse
 import gzip
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -56,6 +63,26 @@ RANX_MEASURES = ["map", "mrr", "r-precision", "bpref"] + [f"{m}@{k}" for m in ("
 
 # ----------------------------------------------------------------------------- data
 
+#: how the runs write their scores, one format per run in turn (see the module docstring)
+SCORE_FORMATS = ("repr", "scientific %.16e", "fixed %.4f", "%.17g log-likelihood")
+
+
+def format_scores(values: np.ndarray, kind: str) -> list[str]:
+    if kind == "repr":
+        return [repr(v) for v in values.tolist()]
+    if kind.startswith("scientific"):
+        return [f"{v:.16e}" for v in values.tolist()]
+    if kind.startswith("fixed"):
+        return [f"{v:.4f}" for v in values.tolist()]
+    return [f"{v:.17g}" for v in (values - 12.0).tolist()]  # Indri-like: negative log-likelihoods
+
+
+def long_digits(token: str) -> bool:
+    """More than 15 significant digits as written (beyond any 15-digit fast path)."""
+    mantissa = re.split("[eE]", token)[0]
+    return len(re.sub("[^0-9]", "", mantissa).lstrip("0")) > 15
+
+
 def generate(out: Path, n_topics=100, n_docs=1000, n_runs=17, seed=0) -> tuple[Path, list[Path], list[Path]]:
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
@@ -72,9 +99,10 @@ def generate(out: Path, n_topics=100, n_docs=1000, n_runs=17, seed=0) -> tuple[P
         for r in range(n_runs):
             s = quality * rng.uniform(0.3, 1.5) + rng.normal(size=3000)
             top = np.argsort(-s, kind="stable")[:n_docs]
-            sc = np.round(s[top], 3 if r % 3 == 0 else 6)  # some runs with many ties
-            runs[r].append("\n".join(f"{q} Q0 {d} {k} {v:.6f} run{r:02d}"
-                                     for k, (d, v) in enumerate(zip(names[top], sc), start=1)) + "\n")
+            sc = np.round(s[top], 3) if r % 3 == 0 else s[top]  # some runs with many ties
+            sep = "\t" if r % 5 == 4 else " "
+            runs[r].append("\n".join(sep.join((q, "Q0", d, str(k), v, f"run{r:02d}")) for k, (d, v) in enumerate(
+                zip(names[top], format_scores(sc, SCORE_FORMATS[r % len(SCORE_FORMATS)])), start=1)) + "\n")
     qrels = out / "qrels.txt"
     qrels.write_text("".join(qlines))
     plain, gz = [], []
@@ -223,14 +251,119 @@ def build_trec_eval(scratch: Path):
     return src / "trec_eval", None
 
 
+def cli_vs_binary(scratch: Path, qrels: Path, plain: list[Path], repeat: int = 3) -> dict:
+    """``rankwise evaluate --qrels Q --format trec_eval RUN x17`` (one process) against the
+    trec_eval binary once per run (17 processes), alternated ``repeat`` times (best of each);
+    then the same-output check, ``-q -m all_trec``, on one run of each score format, through
+    ``rankwise evaluate --format trec_eval`` and through ``rankwise trec_eval``."""
+    binary, why = build_trec_eval(scratch)
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    cli_cmd = [sys.executable, "-m", "rankwise", "evaluate", "--qrels", str(qrels), "--format", "trec_eval",
+               *map(str, plain)]
+    cli_times, bin_times, cli_cpu, bin_cpu = [], [], [], []
+
+    def children_cpu():
+        t = os.times()
+        return t.children_user + t.children_system
+
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), children_cpu()
+        out = subprocess.run(cli_cmd, env=env, capture_output=True, text=True)
+        cli_times.append(time.perf_counter() - t0)
+        cli_cpu.append(children_cpu() - c0)
+        if out.returncode:
+            raise SystemExit(out.stderr)
+        if binary is not None:
+            t0, c0 = time.perf_counter(), children_cpu()
+            for p in plain:
+                subprocess.run([str(binary), "-m", "all_trec", str(qrels), str(p)], check=True, capture_output=True)
+            bin_times.append(time.perf_counter() - t0)
+            bin_cpu.append(children_cpu() - c0)
+    res = {"cli": min(cli_times), "bin": min(bin_times) if bin_times else None, "why": why,
+           "cli_cpu": min(cli_cpu), "bin_cpu": min(bin_cpu) if bin_cpu else None,
+           "long": sum(any(long_digits(line.split()[4]) for line in p.read_text().splitlines()) for p in plain)}
+    if binary is not None:
+        checked = plain[:len(SCORE_FORMATS)]
+        for key, cmd in (("evaluate", ["evaluate", "--qrels", str(qrels), "-q", "--format", "trec_eval"]),
+                         ("trec_eval", ["trec_eval", "-q", "-m", "all_trec", str(qrels)])):
+            same = [0, 0, 0, len(checked)]  # identical lines, binary's lines, rankwise's lines, runs compared
+            for p in checked:
+                ref_out = subprocess.run([str(binary), "-q", "-m", "all_trec", str(qrels), str(p)],
+                                         capture_output=True, text=True).stdout.splitlines()
+                mine = subprocess.run([sys.executable, "-m", "rankwise", *cmd, str(p)], env=env, capture_output=True,
+                                      text=True).stdout.splitlines()
+                same[0] += sum(x == y for x, y in zip(ref_out, mine))
+                same[1] += len(ref_out)
+                same[2] += len(mine)
+            res[key] = same
+    return res
+
+
+def cli_section(cvb: dict, n_runs: int) -> list[str]:
+    """The Markdown of ``cli_vs_binary``'s figures."""
+    lines = [
+        f"| command line, {n_runs} runs ({cvb['long']} of them with scores of more than 15 significant digits) "
+        "| seconds (wall) | CPU seconds (user + system) |",
+        "|---|---:|---:|",
+        f"| `rankwise evaluate --qrels Q --format trec_eval RUN x{n_runs}` (one process, numba cache warm) "
+        f"| {cvb['cli']:.2f} | {cvb['cli_cpu']:.2f} |",
+    ]
+    if cvb["bin"] is None:
+        return lines + ["", f"trec_eval binary comparison skipped: {cvb['why']}."]
+    cli, binary = cvb["cli"], cvb["bin"]
+    lines.append(f"| `trec_eval -m all_trec Q RUN`, {n_runs} processes (trec_eval 10 binary) | {binary:.2f} "
+                 f"| {cvb['bin_cpu']:.2f} |")
+    lines += ["", f"Goal CLI <= trec_eval binary: {cli:.2f} s vs {binary:.2f} s, the binary takes {binary / cli:.2f}x "
+                  f"as long ({'met' if cli <= binary else 'NOT met'}; best of 3, the two alternated in one run); "
+                  f"CPU time {cvb['cli_cpu']:.2f} s vs {cvb['bin_cpu']:.2f} s "
+                  f"({cvb['bin_cpu'] / cvb['cli_cpu']:.2f}x)."]
+    for key, how in (("evaluate", "`rankwise evaluate --qrels Q -q --format trec_eval RUN`"),
+                     ("trec_eval", "`rankwise trec_eval -q -m all_trec Q RUN`")):
+        same = cvb[key]
+        lines.append(f"Same output, {how}: {same[0]} of {same[1]} `trec_eval -q -m all_trec` lines of {same[3]} runs "
+                     f"(one per score format) identical, position by position ({same[2]} lines; `relstring` "
+                     "included).")
+    return lines
+
+
+def cli_only(n_topics: int, n_runs: int) -> int:
+    """Only the command line against the binary, its rows added to results/bench_trec.md (a
+    second measurement beside the full run's; an earlier ``--cli-only`` block is replaced)."""
+    scratch = Path(tempfile.mkdtemp(prefix="bench_trec_"))
+    try:
+        qrels, plain, _ = generate(scratch / "data", n_topics=n_topics, n_runs=n_runs)
+        cvb = cli_vs_binary(scratch, qrels, plain)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    new = cli_section(cvb, n_runs)
+    new.insert(0, f"Command line rows measured on {time.strftime('%Y-%m-%d')} with `--cli-only` (runs with "
+                  f"full-precision scores, `SCORE_FORMATS`; load average {os.getloadavg()[0]:.1f} at the end):")
+    new.insert(1, "")
+    path = RESULTS / "bench_trec.md"
+    old = path.read_text().splitlines() if path.exists() else []
+    # after the full run's rows (kept), in place of an earlier --cli-only block
+    end = next((i for i, line in enumerate(old) if line.startswith("Largest per-topic difference")), None)
+    start = next((i for i, line in enumerate(old) if line.startswith("Command line rows measured")), end)
+    if start is None or end is None:
+        old, start, end = ["## TREC runs end to end (bench_trec.py)", ""], 2, 2
+        new.append("")
+    RESULTS.mkdir(exist_ok=True)
+    path.write_text("\n".join(old[:start] + new + [""] + old[end:]) + "\n")
+    print("\n".join(new))
+    return 0
+
+
 # ----------------------------------------------------------------------------- main
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller collection (20 topics, 5 runs)")
+    ap.add_argument("--cli-only", action="store_true", help="only the command line against the trec_eval binary")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(SRC))
     n_topics, n_runs = (20, 5) if args.quick else (100, 17)
+    if args.cli_only:
+        return cli_only(n_topics, n_runs)
     scratch = Path(tempfile.mkdtemp(prefix="bench_trec_"))
     try:
         t0 = time.perf_counter()
@@ -270,42 +403,7 @@ def main(argv=None) -> int:
                 want = np.exp(ref[q][name]) if name.startswith("gm_") else ref[q][name]
                 worst = max(worst, abs(float(ours.loc[q, name]) - want))
 
-        # CLI vs the trec_eval binary
-        binary, why = build_trec_eval(scratch)
-        cli_code = ("import sys; from rankwise.cli.main import main; "
-                    f"sys.exit(main(['evaluate', '--qrels', {str(qrels)!r}, '--format', 'trec_eval', "
-                    f"*{[str(p) for p in plain]!r}]))")
-        env = dict(os.environ, PYTHONPATH=str(SRC))
-        cli_times = []
-        for _ in range(3):
-            t0 = time.perf_counter()
-            out = subprocess.run([sys.executable, "-c", cli_code], env=env, capture_output=True, text=True)
-            cli_times.append(time.perf_counter() - t0)
-            if out.returncode:
-                raise SystemExit(out.stderr)
-        cli = min(cli_times)
-        bin_time = None
-        same_lines = None
-        if binary is not None:
-            bt = []
-            for _ in range(3):
-                t0 = time.perf_counter()
-                for p in plain:
-                    subprocess.run([str(binary), "-m", "all_trec", str(qrels), str(p)], check=True,
-                                   capture_output=True)
-                bt.append(time.perf_counter() - t0)
-            bin_time = min(bt)
-            same_lines = [0, 0, 0, 0]  # identical lines, binary's lines, rankwise's lines, runs compared
-            for p in (plain[0], plain[1]):  # one run with many tied scores, one with few
-                ref_out = subprocess.run([str(binary), "-q", "-m", "all_trec", str(qrels), str(p)],
-                                         capture_output=True, text=True).stdout.splitlines()
-                mine = subprocess.run([sys.executable, "-m", "rankwise", "evaluate", "--qrels", str(qrels), "-q",
-                                       "--format", "trec_eval", str(p)], env=env, capture_output=True,
-                                      text=True).stdout.splitlines()
-                same_lines[0] += sum(x == y for x, y in zip(ref_out, mine))
-                same_lines[1] += len(ref_out)
-                same_lines[2] += len(mine)
-                same_lines[3] += 1
+        cvb = cli_vs_binary(scratch, qrels, plain)
         # cold and warm first calls in fresh processes
         code = (f"from rankwise.metrics import evaluate_runs; import glob; "
                 f"evaluate_runs({str(qrels)!r}, sorted(glob.glob({str(scratch / 'data' / 'run*.txt')!r})), 'all_trec')")
@@ -328,6 +426,10 @@ def main(argv=None) -> int:
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared; load average {os.getloadavg()[0]:.1f} at the "
         f"end of the run), Python {platform.python_version()}. "
         "In-process times: best of 3 after a warm-up (numba cache warm).",
+        "",
+        f"Measured on {time.strftime('%Y-%m-%d')}. The runs are written as systems write them, full precision: "
+        f"{', '.join(SCORE_FORMATS)} scores in turn ({cvb['long']} of the {n_runs} runs carry scores of more than 15 "
+        "significant digits), every fifth run tab-separated, a third with scores rounded to 3 decimals (ties).",
         "",
         "| tool / path | seconds | rankwise speed-up |",
         "|---|---:|---:|",
@@ -359,19 +461,8 @@ def main(argv=None) -> int:
         *[f"| {k} | {v:.3f} |" for k, v in breakdown.items()],
         f"| pytrec_eval, dicts (for comparison) | {pytrec_cpu:.3f} |",
         "",
-        "| command line, 17 runs | seconds (wall) |",
-        "|---|---:|",
-        f"| `rankwise evaluate --qrels Q --format trec_eval RUN x{n_runs}` (one process, numba cache warm) | {cli:.2f} |",
+        *cli_section(cvb, n_runs),
     ]
-    if bin_time is not None:
-        lines.append(f"| `trec_eval -m all_trec Q RUN`, {n_runs} processes (trec_eval 10 binary) | {bin_time:.2f} |")
-        lines += ["", f"Goal CLI <= trec_eval binary: {cli:.2f} s vs {bin_time:.2f} s "
-                      f"({'met' if cli <= bin_time else 'NOT met'}).",
-                  f"Same output: {same_lines[0]} of {same_lines[1]} `trec_eval -q -m all_trec` lines of "
-                  f"{same_lines[3]} runs identical, position by position, in rankwise's `--format trec_eval -q` "
-                  f"output ({same_lines[2]} lines; `relstring` included)."]
-    else:
-        lines += ["", f"trec_eval binary comparison skipped: {why}."]
     lines += [
         "",
         f"Largest per-topic difference from pytrec_eval (profile `trec_eval9`, every measure pytrec_eval has): "

@@ -10,6 +10,8 @@ them with one message format, ``Model: name must be <what>; got <value>``.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import numbers
 import os
 import sys
@@ -163,12 +165,100 @@ def check_positive_int(value, name: str, *, minimum: int = 1) -> int:
     return int(value)
 
 
+def _cgroup_cpu_limit(root: str = "/sys/fs/cgroup") -> float | None:
+    """The CPU quota of this process's cgroup in CPUs (cgroup v2 ``cpu.max``, v1 ``cpu.cfs_quota_us`` /
+    ``cpu.cfs_period_us``), or None when there is none or it cannot be read."""
+    try:
+        with open(os.path.join(root, "cpu.max"), encoding="ascii") as fh:
+            quota, period = fh.read().split()[:2]
+        return None if quota == "max" else float(quota) / float(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(os.path.join(root, "cpu", "cpu.cfs_quota_us"), encoding="ascii") as fh:
+            quota = float(fh.read())
+        with open(os.path.join(root, "cpu", "cpu.cfs_period_us"), encoding="ascii") as fh:
+            period = float(fh.read())
+        return None if quota <= 0 or period <= 0 else quota / period
+    except (OSError, ValueError):
+        return None
+
+
+def available_cpus() -> int:
+    """The CPUs this process may actually use: its affinity mask (``os.sched_getaffinity``, what
+    ``taskset`` and container CPU sets restrict), capped by the cgroup CPU quota (``docker --cpus``,
+    Kubernetes limits), rounded down, at least 1. ``os.cpu_count()`` (the machine's cores, what
+    OpenMP libraries such as LightGBM use by default) ignores both."""
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    quota = _cgroup_cpu_limit()
+    if quota is not None:
+        n = min(n, max(1, int(quota)))
+    return max(1, n)
+
+
 def n_jobs_threads(n_jobs) -> int | None:
-    """Threads for ``n_jobs`` (scikit-learn's convention: -1 all cores, -2 all but one; None: leave as is)."""
+    """Threads for ``n_jobs`` (scikit-learn's convention, counted on :func:`available_cpus`: -1 all of
+    them, -2 all but one; None: leave as is)."""
     if n_jobs is None:
         return None
-    n_cpu = os.cpu_count() or 1
-    return int(n_jobs) if n_jobs > 0 else max(1, n_cpu + 1 + int(n_jobs))
+    return int(n_jobs) if n_jobs > 0 else max(1, available_cpus() + 1 + int(n_jobs))
+
+
+#: the thread limit of :func:`limit_threads` in force (None: no limit), read by the compiled loss engine
+_THREAD_LIMIT = contextvars.ContextVar("rankwise_thread_limit", default=None)
+
+
+def thread_limit() -> int | None:
+    """The limit set by the innermost :func:`limit_threads` (None outside one)."""
+    return _THREAD_LIMIT.get()
+
+
+@contextlib.contextmanager
+def limit_threads(n_jobs):
+    """Run the block on ``n_jobs`` threads (:func:`n_jobs_threads`; None: change nothing) in every pool
+    rankwise drives: torch's intra-op threads, numba's threads, the BLAS/OpenMP pools threadpoolctl
+    controls (OpenBLAS, MKL, the OpenMP runtime of LightGBM and XGBoost when loaded) and the compiled
+    loss engine's threads (:func:`thread_limit`); restored after. LightGBM's ``num_threads`` and
+    XGBoost's ``nthread`` are set by GBDTRanker itself."""
+    n = n_jobs_threads(n_jobs)
+    if n is None:
+        yield None
+        return
+    undo = []
+    token = _THREAD_LIMIT.set(n)
+    undo.append(lambda: _THREAD_LIMIT.reset(token))
+    if "torch" in sys.modules or _importable("torch"):
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(n)
+        undo.append(lambda: torch.set_num_threads(before))
+    try:
+        import numba
+
+        nb_before = numba.get_num_threads()
+        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
+        undo.append(lambda: numba.set_num_threads(nb_before))
+    except ImportError:  # pragma: no cover - numba is a dependency
+        pass
+    try:
+        from threadpoolctl import threadpool_limits
+
+        limiter = threadpool_limits(limits=n)
+        undo.append(limiter.restore_original_limits)
+    except ImportError:  # pragma: no cover - scikit-learn depends on threadpoolctl
+        pass
+    try:
+        yield n
+    finally:
+        for step in reversed(undo):
+            step()
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
 
 
 # ---------------------------------------------------------------------------------------------

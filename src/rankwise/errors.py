@@ -54,3 +54,13 @@ class TrainingDivergedError(RankwiseError, FloatingPointError):
 
 class DataNotFoundError(RankwiseError, FileNotFoundError):
     """A data set is neither in the cache nor downloadable (offline)."""
+
+
+class UntrainedModelWarning(UserWarning):
+    """``fit`` ended with a model that ranks like a constant scorer (every document of every training
+    query scored alike) or whose parameters never left their start: its scores carry no ranking."""
+
+
+class UntrainedModelError(RankwiseError):
+    """``rankwise train`` got a model that fit left untrained (see :class:`UntrainedModelWarning`) and
+    was not told to save it anyway (``--allow-untrained``)."""

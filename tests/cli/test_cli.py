@@ -321,3 +321,59 @@ def test_fetch_with_a_file_as_cache_dir(capsys, tmp_path):
     f.write_text("x")
     code, _, err = run_cli(capsys, "fetch", "mq2008", "--cache-dir", str(f))
     assert code == 2 and f"cache folder {f} is a file, not a folder" in err and "offline" not in err, err
+
+
+@pytest.fixture(scope="module")
+def heavy_tailed_file(tmp_path_factory):
+    """MSLR-like raw features (log-normal columns, raw scales 1e-2..1e6; see tests/models/_model_data.py)
+    as SVMlight written with float32's shortest round-trip decimals."""
+    full = make_synthetic(40, n_features=136, seed=0).take(np.arange(25))  # tests/models' training part
+    rng = np.random.default_rng(1)
+    a, scale = rng.uniform(0.5, 3.0, 136), 10.0 ** rng.uniform(-2, 6, 136)
+    X = (np.exp(a * full.X.astype(np.float64)) * scale).astype(np.float32)
+    path = tmp_path_factory.mktemp("heavy") / "train.txt"
+    write_svmlight(RankingDataset(X, full.labels, full.query_offsets, full.query_ids), path)
+    return path
+
+
+def test_train_refuses_to_save_an_untrained_model(heavy_tailed_file, capsys, tmp_path):
+    """Issue 28, defect 4: L-BFGS on lambdarank stopped at w = 0 and the CLI saved the constant model."""
+    out = tmp_path / "m.npz"
+    argv = ["train", str(heavy_tailed_file), "--loss", "lambdarank", "--param", "solver=lbfgs", "--out", str(out)]
+    code, _, err = run_cli(capsys, *argv)
+    assert code == 2 and not out.exists()
+    assert "came back untrained" in err and "--allow-untrained" in err
+    code, _, err = run_cli(capsys, *argv, "--allow-untrained")
+    assert code == 0 and out.exists(), err
+
+
+def test_train_default_solver_trains_lambdarank(heavy_tailed_file, capsys, tmp_path):
+    out = tmp_path / "m.npz"
+    code, _, err = run_cli(capsys, "train", str(heavy_tailed_file), "--loss", "lambdarank", "--param", "max_iter=10",
+                           "--out", str(out))
+    assert code == 0, err
+    import rankwise
+
+    model = rankwise.load(out)
+    assert model.solver_ == "adam" and np.abs(model.coef_).max() > 0
+
+
+def test_predict_refuses_a_file_with_fewer_features_than_the_model(small_files, capsys, tmp_path):
+    """Issue 28, defect 5: predict scored the features absent from the file as zeros and exited 0."""
+    model = tmp_path / "m.npz"
+    code, _, err = run_cli(capsys, "train", str(small_files / "train.txt"), "--param", "max_iter=5", "--out", str(model))
+    assert code == 0, err
+    test = read_svmlight(small_files / "test.txt")
+    narrow = tmp_path / "narrow.txt"
+    write_svmlight(RankingDataset(test.X[:, :5], test.labels, test.query_offsets, test.query_ids), narrow)
+    scores = tmp_path / "s.txt"
+    code, _, err = run_cli(capsys, "predict", str(model), str(narrow), "--out", str(scores))
+    assert code == 2 and not scores.exists()
+    assert "has 5 features" in err and "trained on 8" in err and "--pad-features" in err
+    code, _, err = run_cli(capsys, "predict", str(model), str(narrow), "--out", str(scores), "--pad-features")
+    assert code == 0, err
+    import rankwise
+
+    padded = np.hstack([test.X[:, :5], np.zeros((len(test.labels), 3), np.float32)])
+    expected = rankwise.load(model).predict(padded)
+    assert np.array_equal(np.loadtxt(scores), expected)

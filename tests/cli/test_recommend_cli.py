@@ -122,3 +122,23 @@ def test_write_trec_run_depth(tmp_path):
     for bad in (0, -3, 2.5, True):
         with pytest.raises(InputError, match="depth must be a positive integer"):
             write_trec_run(run, tmp_path / "r.run", depth=bad)
+
+
+def test_time_split_memo_follows_the_content_not_size_and_mtime(tmp_path):
+    """The CLI memoises the MovieLens time split; a ratings file swapped for another of the same
+    size and mtime (issue 29 item 4) gives the new split, not the memoised one."""
+    import os
+
+    from rankwise.cli.inputs import movielens_split
+
+    folder = write_latest_folder(tmp_path / "ml", seed=0)
+    first, _ = movielens_split(folder, "time")
+    ratings = folder / "ratings.csv"
+    st = ratings.stat()
+    # another file of the same size: the high ratings turned low
+    other = ratings.read_bytes().replace(b",5.0,", b",0.5,").replace(b",4.5,", b",1.5,")
+    assert len(other) == st.st_size and other != ratings.read_bytes()
+    ratings.write_bytes(other)
+    os.utime(ratings, ns=(st.st_atime_ns, st.st_mtime_ns))
+    second, _ = movielens_split(folder, "time")
+    assert not np.array_equal(first.labels, second.labels)

@@ -200,11 +200,24 @@ def test_binary_cache_hit(tmp_path):
     first = read_svmlight(p, cache=tmp_path / "cache")
     dirs = list((tmp_path / "cache").iterdir())
     assert len(dirs) == 1 and (dirs[0] / "meta.json").exists()
-    # the cache is read (not the file): prove it by breaking the cached labels on purpose
-    np.save(dirs[0] / "labels.npy", np.array([7.0, 8.0]))
-    again = read_svmlight(p, cache=tmp_path / "cache")
-    assert again.labels.tolist() == [7.0, 8.0]
+    # the cache is read (not the file): prove it by making the parser unusable
+    import rankwise.data.svmlight as S
+
+    def no_parse(*a, **k):
+        raise AssertionError("parsed although the cache holds the file")
+
+    orig, S._parse_bytes = S._parse_bytes, no_parse
+    try:
+        again = read_svmlight(p, cache=tmp_path / "cache")
+    finally:
+        S._parse_bytes = orig
+    assert again.labels.tolist() == [1.0, 0.0]
     assert again.doc_ids.tolist() == first.doc_ids.tolist()
+    # cached labels broken on purpose are refused (digest), with a warning, and the file parsed again
+    np.save(dirs[0] / "labels.npy", np.array([7.0, 8.0]))
+    with pytest.warns(UserWarning, match=r"cache entry .* was not used: .*labels\.npy does not match the digest"):
+        again = read_svmlight(p, cache=tmp_path / "cache")
+    assert again.labels.tolist() == [1.0, 0.0]
     # a changed file (size/mtime) is parsed again
     p.write_text("1 qid:1 1:1 #docid = a\n0 qid:1 1:5 #docid = b\n3 qid:2 1:0 #docid = c\n")
     fresh = read_svmlight(p, cache=tmp_path / "cache")

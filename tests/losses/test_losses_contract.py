@@ -1,6 +1,7 @@
 """The loss contract, checked over the whole registry (and hyperparameter variants)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -311,7 +312,7 @@ def test_registry_names_and_specs():
         assert sp.family in ("pointwise", "pairwise", "listwise")
         assert sp.order_preserving in (True, False, None)
         assert ".. math::" in fn.__doc__ and "References" in fn.__doc__
-        with pytest.raises(Exception):
+        with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'name'"):
             sp.name = "x"  # frozen
 
 

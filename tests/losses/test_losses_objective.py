@@ -176,12 +176,24 @@ def test_pointwise_squared_reproduces_lightgbm_l2_regression():
 
 
 def test_lightgbm_sklearn_ranker_accepts_the_objective():
+    """The scikit-learn adapter (arguments y_true, y_pred: swapped, they would train on the labels as
+    scores) boosts the same trees as the Booster adapter, and they rank better than reversed: a sign
+    error in either adapter fails here."""
     lgb = pytest.importorskip("lightgbm")
     X, y, group = _toy(2)
     model = lgb.LGBMRanker(objective=as_objective("listnet", "lightgbm_sklearn"), n_estimators=5,
-                           num_leaves=7, verbose=-1, n_jobs=1)
+                           num_leaves=7, verbose=-1, n_jobs=1, min_child_samples=5)
     model.fit(X, y, group=group)
-    assert np.all(np.isfinite(model.predict(X)))
+    params = {"objective": as_objective("listnet", "lightgbm"), "num_leaves": 7, "verbose": -1, "num_threads": 1,
+              "min_data_in_leaf": 5, "learning_rate": 0.1}
+    booster = lgb.train(params, lgb.Dataset(X, y, group=group), 5)
+    pred = model.predict(X, raw_score=True)
+    np.testing.assert_allclose(pred, booster.predict(X, raw_score=True), rtol=1e-12, atol=1e-12)
+    from rankwise.metrics import ndcg
+
+    qid = np.repeat(np.arange(len(group)), group)
+    learned, reversed_ = (float(ndcg(s, y, qid=qid, k=10)) for s in (pred, -pred))
+    assert learned > reversed_ + 0.2, (learned, reversed_)
 
 
 def _load_fold(path):
@@ -238,3 +250,30 @@ def test_mq2008_gbdt_with_rankwise_objectives_matches_the_builtin_lambdarank(mq2
                         d, 50, obj=as_objective("listnet", "xgboost"))
     got_x = _mean_ndcg10(booster.predict(xgb.DMatrix(Xte)), yte, gte)
     assert got_x > ref - 0.03, (got_x, ref)
+
+
+def test_the_objective_resolves_its_loss_once_not_every_round(monkeypatch):
+    """Issue 28: GBDTRanker built its objective twice and grad_hess re-resolved the loss, re-checked its
+    hyperparameters and rebuilt the kernel every boosting round."""
+    pytest.importorskip("lightgbm")
+    from rankwise.losses import objective
+    from rankwise.models import GBDTRanker
+
+    kernels = []
+    real = objective._resolved
+
+    def counting(loss, hyper):
+        sp, h, kernel = real(loss, hyper)
+        kernels.append(kernel)
+        return sp, h, kernel
+    monkeypatch.setattr(objective, "_resolved", counting)
+    X, y, group = _toy(3)
+    qid = np.repeat(np.arange(len(group)), group)
+    for rounds in (2, 6):
+        kernels.clear()
+        m = GBDTRanker("lambdarank", n_estimators=rounds, min_child_samples=5, n_jobs=1, random_state=0)
+        m.fit(X, y, qid=qid)
+        assert m.n_estimators_ == rounds and len(m.history_) == rounds
+        assert len(kernels) == 1 and kernels[0] is not None  # one resolution per fit, the compiled kernel
+    loss_rounds = [r for r, v in zip(m.history_["iteration"], m.history_["loss"]) if v is not None]
+    assert loss_rounds == [0]  # loss_every=10: the value only in round 0

@@ -1,18 +1,14 @@
 """trec_eval's string measure ``relstring`` and its 0/0 cells (``nan``), against the trec_eval 10
 binary itself and a brute-force reference.
 
-The binary is built from its C sources (``../shared/tools/trec_eval-10.0-src``, or
-``$TREC_EVAL_SRC``) into a temporary folder once per session; the tests that need it skip with
-a message where the sources or a C compiler are absent. The reference for ``relstring`` sorts
-each topic in plain Python (score descending, then docno descending) and writes trec_eval's
+The binary is built from its C sources once per session (the ``trec_eval_binary`` fixture of
+``conftest.py``); the tests that need it skip with a message where the sources or a C compiler
+are absent. The reference for ``relstring`` sorts each topic in plain Python (score descending, then docno descending) and writes trec_eval's
 characters (m_relstring.c).
 """
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,25 +17,6 @@ from rankwise.cli.main import main
 from rankwise.errors import InputError
 from rankwise.metrics import evaluate_runs, format_trec_eval
 from rankwise.metrics.trec import relstring_length
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def trec_eval_binary(tmp_path_factory) -> Path:
-    src = Path(os.environ.get("TREC_EVAL_SRC", REPO.parent / "shared" / "tools" / "trec_eval-10.0-src"))
-    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-    if not (src / "Makefile").exists():
-        pytest.skip(f"trec_eval 10 sources absent: expected {src} (or set TREC_EVAL_SRC)")
-    if cc is None or shutil.which("make") is None:
-        pytest.skip("no C compiler or make found: the trec_eval binary cannot be built")
-    work = tmp_path_factory.mktemp("trec_eval") / "src"
-    shutil.copytree(src, work)
-    done = subprocess.run(["make", "-s", f"CC={cc}"], cwd=work, capture_output=True, text=True)
-    if done.returncode != 0 or not (work / "trec_eval").exists():
-        pytest.skip(f"building trec_eval failed: {done.stderr.strip()[:200]}")
-    return work / "trec_eval"
-
 
 def _collection(seed=3):
     """Qrels and one run with every case relstring and the 0/0 cells have: ties, -1 judgments,

@@ -18,3 +18,20 @@ def make_data(n_queries=40, list_len=10, n_features=6, seed=0, shuffle=False):
     return X, y, qid
 
 
+
+
+def make_heavy_tailed(n_queries=80, n_features=136, seed=0, tail=3.0):
+    """MSLR-like raw features: each synthetic (Gaussian) feature x becomes ``scale * exp(a x)``, a
+    log-normal with a heavy right tail (a up to ``tail``) and a raw scale from 1e-2 to 1e6, as
+    MSLR-WEB's unnormalised counts, PageRank and BM25 columns; labels keep MSLR's histogram and
+    lists MSLR's lengths (rankwise.data.make_synthetic). Returns (X, y, qid, n_train_rows): the
+    first 5/8 of the queries for training, the rest held out."""
+    from rankwise.data import make_synthetic
+
+    full = make_synthetic(n_queries, n_features=n_features, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    a = rng.uniform(0.5, tail, n_features)
+    scale = 10.0 ** rng.uniform(-2, 6, n_features)
+    X = np.exp(a * full.X.astype(np.float64)) * scale
+    cut = int(full.query_offsets[n_queries * 5 // 8])
+    return X, full.labels, full.qid, cut

@@ -181,7 +181,12 @@ def test_cli_predicts_sparse_files_with_fewer_features_and_unlabelled_rows(tmp_p
     # highest feature index 3 < the model's 8; no labels at all
     (tmp_path / "new.txt").write_text("qid:1 1:0.5 3:0.25\nqid:1 2:0.75\n# a comment\nqid:2 1:0.1\nqid:2 3:1.0\n")
     out = tmp_path / "scores.txt"
+    # issue 28: without being told, fewer features than the model is refused, naming both counts
     code = main(["predict", str(tmp_path / "m.npz"), str(tmp_path / "new.txt"), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "has 3 features" in err and "trained on 8" in err and not out.exists()
+    # --pad-features: sparse SVMlight's zeros for the absent features
+    code = main(["predict", str(tmp_path / "m.npz"), str(tmp_path / "new.txt"), "--out", str(out), "--pad-features"])
     err = capsys.readouterr().err
     assert code == 0, err
     import rankwise

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from rankwise.cli.feature_logs import LOG_FORMATS
 from rankwise.errors import InputError
 
-TARGETS = ("opensearch", "solr")
+TARGETS = ("opensearch", "solr", "elasticsearch", "vespa", "onnx")
 
 
 def _feature_names(args):
@@ -67,6 +67,8 @@ def _cmd_export(args) -> int:
                          drop_intercept=args.drop_intercept, accept_inexact=args.accept_inexact)
         out.write_text(json.dumps(export.document, indent=2) + "\n", encoding="utf-8")
         print(f"wrote Solr {export.document['class'].rsplit('.', 1)[-1]} (model-store document) to {out}")
+    elif args.target in ("elasticsearch", "vespa", "onnx"):
+        export = _write_more(args, model, names, out)
     else:
         export = to_opensearch(model, args.format, feature_names=names, shift=shift, missing=args.missing,
                                missing_as_zero=args.missing_as_zero, drop_intercept=args.drop_intercept)
@@ -89,14 +91,16 @@ def _cmd_export(args) -> int:
             ds = _load_predict_data(data_args, n_features=n_features)
     report = parity_report(model, export, np.asarray(ds.X.toarray() if hasattr(ds.X, "toarray") else ds.X),
                            ds.qid, rel_tol=args.rel_tol, missing=args.plugin_missing)
-    engine = "Solr LTR" if args.target == "solr" else f"OpenSearch LTR, missing features: {args.plugin_missing}"
+    engine = {"solr": "Solr LTR", "elasticsearch": "Elasticsearch learning_to_rank", "vespa": "Vespa",
+              "onnx": "onnxruntime"}.get(args.target, f"OpenSearch LTR, missing features: {args.plugin_missing}")
     print(f"parity on {args.check} ({engine}):")
     print(report)
     return 0 if report.passed else 1
 
 
 def add_export_parser(sub) -> None:
-    p = sub.add_parser("export", help="write a saved model for a search engine (OpenSearch/Elasticsearch LTR, Solr)",
+    p = sub.add_parser("export", help="write a saved model for a search engine (OpenSearch/Elasticsearch LTR, Solr, "
+                                                      "Elasticsearch, Vespa, ONNX)",
                        description="Write a saved model as a search engine's LTR model, validated by rankwise's "
                                    "restatement of the engine's parser; --check scores a data set both ways and "
                                    "prints the parity report (exit 1 when it does not pass).")
@@ -130,6 +134,14 @@ def add_export_parser(sub) -> None:
     p.add_argument("--data-format", default="auto",
                    help="--check: auto (default), svmlight, parquet, npz, or a feature log: opensearch, "
                         "elasticsearch, solr, vespa (with --judgments; its columns are read in the model's order)")
+    p.add_argument("--onnx-dtype", choices=("float32", "double"), default="float32",
+                   help="onnx (and vespa --vespa-format onnx): element type of the input")
+    p.add_argument("--vespa-format", choices=("native", "onnx"), default="native",
+                   help="vespa: lightgbm()/xgboost() model files or a linear expression (native), or an ONNX model")
+    p.add_argument("--schema", default="doc", help="vespa: the schema the rank profile goes under (--out is the "
+                                                   "application package directory)")
+    p.add_argument("--queries", help="elasticsearch: JSON file {feature: query} for the feature extractors (without "
+                                     "it, --out holds the trained-model definition alone)")
     g = p.add_argument_group("--check on a feature log (--data-format opensearch, elasticsearch, solr or vespa)")
     g.add_argument("--judgments", metavar="FILE", help="TREC qrels or a CSV qid,docid,grade joined with the log")
     g.add_argument("--qid", metavar="PATH", help="dotted path of the query id in each hit")
@@ -141,3 +153,30 @@ def add_export_parser(sub) -> None:
     g.add_argument("--features-format", choices=("dense", "sparse"), default="dense",
                    help="Solr: the [features] transformer's format")
     p.set_defaults(func=_cmd_export)
+
+
+def _write_more(args, model, names, out):
+    """--target elasticsearch | vespa | onnx: write the export, print what was written; returns the export."""
+    from rankwise.export.elasticsearch import to_elasticsearch
+    from rankwise.export.onnx import to_onnx
+    from rankwise.export.vespa import to_vespa
+
+    if args.target == "onnx":
+        export = to_onnx(model, feature_names=names, dtype=args.onnx_dtype)
+        export.save(out)
+        print(f"wrote ONNX ({export.family}, {export.dtype} input 'features', output 'score') to {out}")
+    elif args.target == "vespa":
+        export = to_vespa(model, feature_names=names, name=args.name, format=args.vespa_format)
+        paths = export.write(out, args.schema)
+        print(f"wrote Vespa rank profile {args.name!r} ({export.expression[:60]}) to " + ", ".join(map(str, paths)))
+    else:
+        export = to_elasticsearch(model, feature_names=names)
+        if args.queries:
+            doc = export.put_body(json.loads(Path(args.queries).read_text(encoding="utf-8")))
+            what = "PUT _ml/trained_models body"
+        else:
+            doc = {"definition": {"trained_model": export.trained_model}}
+            what = "trained-model definition"
+        out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote Elasticsearch learning_to_rank {what} to {out}")
+    return export

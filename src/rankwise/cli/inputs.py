@@ -123,7 +123,7 @@ TIME_SPLITS = ("time", "time-full")
 
 
 @functools.lru_cache(maxsize=2)  # `train` reads the training part, then --valid the test part
-def _time_split(path: str, full: bool, stamp: tuple):
+def _time_split(path: str, full: bool, stamp: tuple):  # stamp: content digests of the files read
     from rankwise.data.movielens import load_movielens
     from rankwise.data.recsys import recommendation_data
 
@@ -152,8 +152,12 @@ def movielens_split(path, split: str | None):
     if split is None:
         split = "u1" if layout == "u.data" else "time"
     if split in TIME_SPLITS:
-        st = (p / layout).stat()
-        return _time_split(str(p.resolve()), split == "time-full", (st.st_mtime_ns, st.st_size))
+        from rankwise.data._cache import file_digest
+
+        # memoised by content (not size and mtime, which an edit or a swapped file can keep)
+        stamp = tuple(file_digest(p / f) for f in (layout, "movies.dat", "users.dat", "movies.csv")
+                      if (p / f).is_file())
+        return _time_split(str(p.resolve()), split == "time-full", stamp)
     if split in SPLITS and layout != "u.data":
         raise InputError(f"--split {split}: {p} is a MovieLens {'1M' if layout == 'ratings.dat' else 'latest'} "
                          f"folder ({layout}), which has no official split; use --split time or time-full")

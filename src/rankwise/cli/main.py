@@ -107,6 +107,13 @@ def _cmd_train(args) -> int:
               f"{model.eval_metric} = {value:.4f}")
     if valid is not None:
         print(f"validation ndcg@10 = {model.score(valid):.4f}")
+    if getattr(model, "untrained_", False) and not args.allow_untrained:
+        from rankwise.errors import UntrainedModelError
+
+        raise UntrainedModelError(f"{type(model).__name__} came back untrained: it scores every document of each "
+                                  f"training query alike or never left its start (see the warning above); "
+                                  f"{args.out} was not written. Change the model's parameters, or pass "
+                                  "--allow-untrained to save it anyway")
     model.save(args.out)
     print(f"saved {args.out}")
     return 0
@@ -125,9 +132,20 @@ def _cmd_predict(args) -> int:
 
     _check_out_dir(args.out)
     model = rankwise.load(args.model)
-    # the column count comes from the model: a sparse file whose highest index is lower still fits
+    expected = getattr(model, "n_features_in_", None)
     with _cli_hints():
-        ds = _load_predict_data(args, n_features=getattr(model, "n_features_in_", None))
+        ds = _load_predict_data(args, n_features=None)
+        found = ds.X.shape[1]
+        if expected is not None and found < expected:
+            if not args.pad_features:
+                from rankwise.errors import InputError
+
+                raise InputError(f"{args.data}: the data has {found} features (highest feature index {found}) but the "
+                                 f"model {args.model} was trained on {expected}; the {expected - found} missing "
+                                 "features would be scored as zeros. Score data with the model's features, or pass "
+                                 "--pad-features when the file is sparse SVMlight that omits zero values")
+            # SVMlight's sparse convention: an absent feature is 0 (asked for explicitly)
+            ds = _load_predict_data(args, n_features=expected)
     scores = np.asarray(_predict_scores(model, ds), dtype=np.float64)
     if args.trec:
         write_trec_run(ds, args.out, scores=scores, tag=args.tag)
@@ -408,6 +426,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="model file to write")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--group", help="SVMlight without qid: file of query sizes, one per line (LightGBM .query)")
+    p.add_argument("--allow-untrained", action="store_true",
+                   help="save the model even when training left it untrained (a constant scorer, or parameters "
+                        "that never left their start); without it that is an error and nothing is written")
     data_opts(p)
     from rankwise.cli import feature_logs
 
@@ -421,6 +442,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trec", action="store_true", help="write a TREC run file")
     p.add_argument("--tag", default="rankwise", help="run tag for --trec")
     p.add_argument("--group", help="SVMlight without qid: file of query sizes, one per line (LightGBM .query)")
+    p.add_argument("--pad-features", action="store_true",
+                   help="score features beyond the file's highest index as 0 (sparse SVMlight omits zeros); "
+                        "without it a file with fewer features than the model is an error")
     data_opts(p)
     p.set_defaults(func=_cmd_predict)
 
@@ -500,6 +524,9 @@ def build_parser() -> argparse.ArgumentParser:
     from rankwise.cli.export import add_export_parser
 
     add_export_parser(sub)
+    from rankwise.cli.trec_eval import add_trec_eval_parser
+
+    add_trec_eval_parser(sub)
     p = sub.add_parser("bench", help="run the benchmarks (from a source checkout) and rewrite BENCHMARKS.md")
     p.add_argument("--only", nargs="*", help="benchmark names, e.g. bench_metrics")
     p.set_defaults(func=_cmd_bench)

@@ -121,15 +121,54 @@ def _words(buf, s, e):
     return w0, w1
 
 
+@nb.njit(cache=True, inline="always")
+def _digit_led(buf, s, e):
+    """The token ``buf[s:e]`` starts, after an optional sign, with a digit, or with '.' and a
+    digit: where ``_parse_number`` says 1 (not its fast path), the token is then a well-formed
+    decimal beyond the fast path (``[+-]?(digits[.digits]|.digits)([eE][+-]?digits)?``, which
+    Python's float() reads), and not a spelling such as ``nan`` or ``inf``."""
+    i = s
+    if i < e and (buf[i] == 43 or buf[i] == 45):
+        i += 1
+    if i < e and 48 <= buf[i] <= 57:
+        return True
+    return i + 1 < e and buf[i] == 46 and 48 <= buf[i + 1] <= 57
+
+
+@nb.njit(cache=True, nogil=True)
+def fallback_tokens(buf, fb):
+    """The tokens ``buf[fb[i, 1]:fb[i, 2]]`` copied into one buffer, each followed by a space:
+    one ``bytes.split()`` then gives them all to one ``map(float, ...)``, with no Python code
+    per token (and no pass over the file per token)."""
+    total = 0
+    for i in range(fb.shape[0]):
+        total += fb[i, 2] - fb[i, 1] + 1
+    out = np.empty(total, dtype=np.uint8)
+    p = 0
+    for i in range(fb.shape[0]):
+        for j in range(fb[i, 1], fb[i, 2]):
+            out[p] = buf[j]
+            p += 1
+        out[p] = 32
+        p += 1
+    return out
+
+
 @nb.njit(cache=True, nogil=True)
 def scan(buf, kind, max_rows, pow10):
     """Scan a qrels (``kind`` 0: ``qid iter docno rel``) or run (1: ``qid Q0 docno rank score tag
     [more]``) buffer.
 
-    Returns ``(err, err_line, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e)``:
+    Returns ``(err, err_line, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e)``:
     per record its 1-based line, the spans of query id and document id and their hashes
     (computed here, while the bytes are in cache), the relevance (qrels)
-    or score (runs; rows in ``fb_rows[:n_fb]`` need Python's float()), and the first run tag.
+    or score (runs), and the first run tag.
+    Scores are converted exactly by ``_parse_number`` (full-precision ``repr`` scores, 17
+    significant digits, included). One it leaves to Python (more than 18 significant digits,
+    a subnormal or overflowing value, an undecided rounding) is well-formed decimal syntax here
+    (``_digit_led``): ``fb[i] = (row, start, end)`` for ``i < n_fb``, the row's score being
+    Python's float() of ``buf[start:end]``, all of them converted in one call after the scan
+    (``fallback_tokens``). A score without digits (``nan``, ``inf``, a word) is ``E_SCORE``.
     Blank lines and lines starting with ``#`` are skipped.
     """
     n_buf = buf.shape[0]
@@ -142,14 +181,14 @@ def scan(buf, kind, max_rows, pow10):
     dh = np.empty(max_rows, dtype=np.uint64)
     ival = np.zeros(max_rows if kind == 0 else 0, dtype=np.int64)
     fval = np.zeros(max_rows if kind == 1 else 0, dtype=np.float64)
-    fb_rows = np.empty(1024, dtype=np.int64)
+    fb = np.empty((1024, 3), dtype=np.int64)
     n_fb = 0
     tag_s = -1
     tag_e = -1
     starts = np.empty(8, dtype=np.int64)
     ends = np.empty(8, dtype=np.int64)
     if n_buf >= 3 and buf[0] == 0xEF and buf[1] == 0xBB and buf[2] == 0xBF:
-        return E_BOM, 1, 0, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
+        return E_BOM, 1, 0, line, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e
     n = 0
     lineno = 0
     eol = 0  # 0 unknown, 1 LF, 2 CRLF
@@ -163,19 +202,19 @@ def scan(buf, kind, max_rows, pow10):
             if c == 13:
                 if end + 1 < n_buf and buf[end + 1] == 10:
                     break
-                return E_CR, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_CR, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e
             if (c < 32 and c != 9) or c == 127:
-                return E_CONTROL, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_CONTROL, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e
             end += 1
         nxt = end + 1
         if end < n_buf and buf[end] == 13:  # CRLF
             if eol == 1:
-                return E_MIXED_EOL, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_MIXED_EOL, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e
             eol = 2
             nxt = end + 2
         elif end < n_buf:
             if eol == 2:
-                return E_MIXED_EOL, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_MIXED_EOL, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e
             eol = 1
         # split into fields
         nf = 0
@@ -197,7 +236,7 @@ def scan(buf, kind, max_rows, pow10):
         if nf == 0 or buf[starts[0]] == 35:  # blank line or '#' comment
             continue
         if (kind == 0 and nf != 4) or (kind == 1 and nf < 6):
-            return E_FIELDS, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
+            return E_FIELDS, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e
         line[n] = lineno
         qs[n] = starts[0]
         qe[n] = ends[0]
@@ -208,30 +247,34 @@ def scan(buf, kind, max_rows, pow10):
         if kind == 0:
             ok, v = _parse_int(buf, starts[3], ends[3])
             if not ok:
-                return E_REL, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_REL, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e
             if v > REL_MAX or v < -REL_MAX:
-                return E_REL_RANGE, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_REL_RANGE, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e
             ival[n] = v
         else:
             ok, v = _parse_int(buf, starts[3], ends[3])
             if not ok:
-                return E_RANK, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_RANK, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e
             status, x = _parse_number(buf, starts[4], ends[4], pow10)
             if status == 2:
-                return E_SCORE, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
+                return E_SCORE, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e
             if status == 1:
-                if n_fb == fb_rows.shape[0]:
-                    grown = np.empty(2 * n_fb, dtype=np.int64)
-                    grown[:n_fb] = fb_rows
-                    fb_rows = grown
-                fb_rows[n_fb] = n
+                if not _digit_led(buf, starts[4], ends[4]):  # nan, inf, a word: no decimal number
+                    return E_SCORE, lineno, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e
+                if n_fb == fb.shape[0]:
+                    grown = np.empty((2 * n_fb, 3), dtype=np.int64)
+                    grown[:n_fb] = fb
+                    fb = grown
+                fb[n_fb, 0] = n
+                fb[n_fb, 1] = starts[4]
+                fb[n_fb, 2] = ends[4]
                 n_fb += 1
             fval[n] = x
             if tag_s < 0:
                 tag_s = starts[5]
                 tag_e = ends[5]
         n += 1
-    return OK, 0, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e
+    return OK, 0, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e
 
 
 @nb.njit(cache=True, nogil=True)

@@ -417,30 +417,55 @@ class RankingDataset:
 
     # ------------------------------------------------------------------ binary cache
     def save(self, path) -> None:
-        """Save as a directory of ``.npy`` arrays plus ``meta.json`` (no pickle)."""
+        """Save as a directory of ``.npy`` arrays plus ``meta.json`` (no pickle).
+
+        ``meta.json`` records a digest of every array (dtype, shape and bytes), which
+        :meth:`load` checks: a damaged or swapped array is refused, never served.
+        """
+        self._save(path)
+
+    def _save(self, path, extra: dict | None = None) -> None:
+        from rankwise.data._cache import array_digest, digest_algorithm
+
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         meta = {"format": "rankwise.RankingDataset", "version": _FORMAT_VERSION,
                 "sparse": bool(sp.issparse(self.X)), "shape": list(self.X.shape),
                 "feature_names": self.feature_names, "has_doc_ids": self.doc_ids is not None}
+        arrays = {}
         if sp.issparse(self.X):
-            np.save(path / "X_data.npy", self.X.data)
-            np.save(path / "X_indices.npy", self.X.indices)
-            np.save(path / "X_indptr.npy", self.X.indptr)
+            arrays.update({"X_data.npy": self.X.data, "X_indices.npy": self.X.indices, "X_indptr.npy": self.X.indptr})
         else:
-            np.save(path / "X.npy", self.X)
-        np.save(path / "labels.npy", self.labels)
-        np.save(path / "query_offsets.npy", self.query_offsets)
-        np.save(path / "query_ids.npy", self.query_ids)
+            arrays["X.npy"] = self.X
+        arrays.update({"labels.npy": self.labels, "query_offsets.npy": self.query_offsets,
+                       "query_ids.npy": self.query_ids})
         if self.doc_ids is not None:
-            np.save(path / "doc_ids.npy", self.doc_ids)
-        # meta.json last: its presence marks a complete cache
+            arrays["doc_ids.npy"] = self.doc_ids
+        algorithm = digest_algorithm()
+        meta["digests"] = {"algorithm": algorithm}
+        for name, arr in arrays.items():
+            arr = np.ascontiguousarray(arr)
+            np.save(path / name, arr)
+            meta["digests"][name] = array_digest(arr, algorithm)
+        meta.update(extra or {})
+        # meta.json last: its presence marks a complete save
         (path / "meta.json").write_text(json.dumps(meta))
 
     @classmethod
-    def load(cls, path, *, mmap_mode: str | None = None) -> "RankingDataset":
-        """Load what :meth:`save` wrote (``mmap_mode="r"`` maps the arrays instead of reading them)."""
+    def load(cls, path, *, mmap_mode: str | None = None, verify: bool = True) -> "RankingDataset":
+        """Load what :meth:`save` wrote (``mmap_mode="r"`` maps the arrays instead of reading them).
+
+        Every array is checked against the digest recorded when it was saved (``verify=False``
+        skips this, e.g. to map a large data set without reading it once), and the arrays'
+        structure always is (dtypes, shapes, CSR indices in range, offsets increasing): a damaged
+        folder is an ``InputError`` naming it, never a wrong data set or a crash.
+        """
         path = Path(path)
+        meta = cls._read_meta(path)
+        return cls._from_meta(path, meta, mmap_mode, verify=verify)
+
+    @staticmethod
+    def _read_meta(path: Path) -> dict:
         try:
             meta = json.loads((path / "meta.json").read_text())
         except FileNotFoundError:
@@ -451,8 +476,13 @@ class RankingDataset:
             raise InputError(f"{path / 'meta.json'}: not valid JSON ({type(exc).__name__})") from None
         if not isinstance(meta, dict):
             raise InputError(f"{path / 'meta.json'}: not a saved RankingDataset (the JSON is not an object)")
+        return meta
+
+    @classmethod
+    def _from_meta(cls, path: Path, meta: dict, mmap_mode, *, verify: bool = True, strict: bool = False):
+        """``strict`` (the parsed-data cache): digests required, CSR rows in canonical order."""
         try:
-            return cls._load_arrays(path, meta, mmap_mode)
+            return cls._load_arrays(path, meta, mmap_mode, verify, strict)
         except InputError:
             raise
         except Exception as exc:  # a missing or damaged array, a meta entry of the wrong type
@@ -460,39 +490,85 @@ class RankingDataset:
                              f"{' '.join(str(exc).split())[:200]}); delete the folder to rebuild it") from None
 
     @classmethod
-    def _load_arrays(cls, path, meta, mmap_mode):
+    def _load_arrays(cls, path, meta, mmap_mode, verify=True, strict=False):
+        from rankwise.data._cache import array_digest
+
         if meta.get("format") != "rankwise.RankingDataset" or meta.get("version") != _FORMAT_VERSION:
             raise InputError(f"{path}: saved with format {meta.get('format')!r} version {meta.get('version')!r}; "
                              f"expected rankwise.RankingDataset version {_FORMAT_VERSION}")
+        digests = meta.get("digests")
+        if (digests is not None or strict) and not isinstance(digests, dict):
+            raise InputError(f"{path}: corrupt saved RankingDataset (meta.json 'digests' is not an object)")
+
+        def bad(what):
+            return InputError(f"{path}: corrupt saved RankingDataset ({what}); delete the folder to rebuild it")
 
         def ld(name):
-            return np.load(path / name, mmap_mode=mmap_mode, allow_pickle=False)
+            arr = np.load(path / name, mmap_mode=mmap_mode, allow_pickle=False)
+            if verify and digests is not None:
+                want = digests.get(name)
+                got = array_digest(arr, digests.get("algorithm"))
+                if want is None or got is None:
+                    raise bad(f"no usable digest recorded for {name}")
+                if got != want:
+                    raise bad(f"{name} does not match the digest recorded when it was saved")
+            return arr
 
+        shape = meta["shape"]
+        if not (isinstance(shape, list) and len(shape) == 2 and all(type(v) is int and v >= 0 for v in shape)):
+            raise bad(f"meta.json shape {shape!r} is not two non-negative integers")
+        n, d = shape
         if meta["sparse"]:
-            X = sp.csr_matrix((ld("X_data.npy"), ld("X_indices.npy"), ld("X_indptr.npy")), shape=tuple(meta["shape"]))
+            data, indices, indptr = ld("X_data.npy"), ld("X_indices.npy"), ld("X_indptr.npy")
+            if data.dtype != np.float32 or data.ndim != 1 or indices.ndim != 1 or indptr.ndim != 1 \
+                    or indices.dtype.kind not in "iu" or indptr.dtype.kind not in "iu":
+                raise bad("the CSR arrays have the wrong dtypes or dimensions")
+            if len(indptr) != n + 1 or len(indices) != len(data) or indptr[0] != 0 or indptr[-1] != len(data):
+                raise bad("the CSR arrays' lengths disagree with each other or with the shape")
+            # checked here, before scipy's or numba's kernels index with them (an index out of range crashes)
+            if np.any(np.diff(indptr) < 0):
+                raise bad("X_indptr.npy decreases")
+            if len(indices) and (indices.min() < 0 or indices.max() >= d):
+                raise bad(f"a column index in X_indices.npy is outside [0, {d})")
+            X = sp.csr_matrix((data, indices, indptr), shape=(n, d))
+            if strict and not X.has_canonical_format:
+                raise bad("the column indices of a row are not strictly increasing")
         else:
             X = ld("X.npy")
+            if X.dtype != np.float32 or X.shape != (n, d):
+                raise bad(f"X.npy is {X.dtype} {X.shape}; meta.json says float32 {(n, d)}")
         labels = ld("labels.npy")
-        off = ld("query_offsets.npy")
+        off = np.asarray(ld("query_offsets.npy"))
+        query_ids = np.asarray(ld("query_ids.npy"))
+        doc_ids = np.asarray(ld("doc_ids.npy")) if meta["has_doc_ids"] else None
+        names = meta["feature_names"]
+        if off.ndim != 1 or off.dtype.kind not in "iu" or len(off) < 2 or np.any(np.diff(off) <= 0) \
+                or labels.ndim != 1 or len(labels) != n or off[0] != 0 or off[-1] != n \
+                or query_ids.ndim != 1 or len(query_ids) != len(off) - 1 \
+                or (doc_ids is not None and (doc_ids.shape != (n,) or doc_ids.dtype.kind != "U")):
+            raise InputError(f"{path}: inconsistent saved arrays (rows, labels and query_offsets disagree)")
+        if labels.dtype != np.float64 or not np.all(np.isfinite(labels)):
+            raise InputError(f"{path}: corrupt saved RankingDataset (labels are not finite floats)")
+        if query_ids.dtype.kind not in "iuU" or len(np.unique(query_ids)) != len(query_ids):
+            raise bad("query_ids.npy holds a repeated id or ids of another kind")
+        if names is not None and (not isinstance(names, list) or len(names) != d
+                                  or not all(isinstance(f, str) for f in names)):
+            raise bad("meta.json feature_names do not name the columns")
+        if not (verify and digests is not None):  # verified arrays are those saved, which had no inf
+            try:
+                _reject_inf(X)
+            except InputError:
+                raise bad("X holds inf") from None
         ds = cls.__new__(cls)
         ds.X = X
         ds.labels = labels
-        ds.query_offsets = np.asarray(off)
-        ds.query_ids = np.asarray(ld("query_ids.npy"))
-        ds.doc_ids = np.asarray(ld("doc_ids.npy")) if meta["has_doc_ids"] else None
-        ds.feature_names = meta["feature_names"]
+        ds.query_offsets = off.astype(np.int64, copy=False)
+        ds.query_ids = query_ids
+        ds.doc_ids = doc_ids
+        ds.feature_names = names
         ds.regrouped_rows = 0
         ds.row_order = None
         ds._qid = None
-        # cheap structural checks (the arrays were validated when saved)
-        n = X.shape[0]
-        off = ds.query_offsets
-        if off.ndim != 1 or off.dtype.kind not in "iu" or len(off) < 1 or np.any(np.diff(off) < 0) \
-                or labels.ndim != 1 or len(labels) != n or off[0] != 0 or off[-1] != n \
-                or len(ds.query_ids) != len(off) - 1 or (ds.doc_ids is not None and len(ds.doc_ids) != n):
-            raise InputError(f"{path}: inconsistent saved arrays (rows, labels and query_offsets disagree)")
-        if labels.dtype.kind != "f" or not np.all(np.isfinite(labels)):
-            raise InputError(f"{path}: corrupt saved RankingDataset (labels are not finite floats)")
         return ds
 
     def to_pandas(self, *, qid: str = "qid", label: str = "label", doc_id: str = "doc_id"):

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import hashlib
-import json
 import lzma
 import os
 import re
@@ -52,13 +50,21 @@ MAX_ABS_LABEL = 1023.0
 def _read_bytes(path: Path) -> bytes:
     """The file's bytes, decompressed (gzip, bzip2, xz by their magic bytes) and checked by
     :func:`check_text_bytes`. A truncated or corrupt archive is a ``ParseError``."""
+    return _decode(path, _read_raw(path))
+
+
+def _read_raw(path: Path) -> bytes:
+    """The file's bytes as stored (what the cache's content digest covers)."""
     try:
         with open(path, "rb") as fh:
-            raw = fh.read()
+            return fh.read()
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise InputError(f"{path} is a directory; expected a data file") from None
+
+
+def _decode(path: Path, raw: bytes) -> bytes:
     try:
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
@@ -124,7 +130,10 @@ def read_group_file(path, *, n_rows: int | None = None) -> np.ndarray:
     Returns ``query_offsets`` (int64). With ``n_rows``, the sizes must add up to it.
     """
     path = Path(path)
-    data = _read_bytes(path)
+    return _group_offsets(path, _read_bytes(path), n_rows)
+
+
+def _group_offsets(path: Path, data: bytes, n_rows: int | None) -> np.ndarray:
     sizes = []
     total = 0
     for k, line in enumerate(data.split(b"\n"), start=1):
@@ -229,11 +238,6 @@ def _parse_bytes(path, data: bytes, *, zero_based: bool, n_features: int | None)
                 indices=indices[:nnz], values=values, max_index=int(max_index), buf=buf)
 
 
-def _file_identity(path: Path) -> dict:
-    st = path.stat()
-    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-
-
 def _group_file_for(path: Path, query_file) -> Path | None:
     """The group file a read would use: ``query_file``, else ``<path>.query`` or ``<path>.group``."""
     if query_file is not None:
@@ -243,16 +247,6 @@ def _group_file_for(path: Path, query_file) -> Path | None:
         if cand.exists():
             return cand
     return None
-
-
-def _cache_key(path: Path, options: dict, group_file: Path | None) -> str:
-    """Key of a cached read: the data file's and the group file's path, size and mtime, and the options."""
-    group = None
-    if group_file is not None:
-        group = _file_identity(group_file) if group_file.exists() else {"path": str(group_file), "missing": True}
-    blob = json.dumps({"data": _file_identity(path), "group": group, "options": options, "format": 2},
-                      sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
 def _default_cache_root() -> Path:
@@ -288,10 +282,12 @@ def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bo
         Return ``X`` as a dense array (True) or CSR (False). By default dense when at least half
         of the ``n_rows * n_features`` entries are written in the file (LETOR, MSLR), CSR otherwise.
     cache : bool or path
-        Keep a binary copy (``.npy`` + JSON, no pickle) keyed by the path, size and mtime of the
-        file and of its group file (``query_file`` or the ``.query`` / ``.group`` found next to
-        it), and these options; later calls load it instead of parsing. ``True`` uses
-        ``$RANKWISE_CACHE`` or ``~/.cache/rankwise/svmlight``; a path names the cache root.
+        Keep a binary copy (``.npy`` + JSON, no pickle) per file path and options; later calls
+        load it instead of parsing when the content digests of the file and of its group file
+        (``query_file`` or the ``.query`` / ``.group`` found next to it) and of every cached array
+        match those recorded. A damaged or foreign entry is rebuilt with a warning; an unwritable
+        cache folder means no cache, with a warning. ``True`` uses ``$RANKWISE_CACHE`` or
+        ``~/.cache/rankwise/svmlight``; a path names the cache root.
 
     Returns
     -------
@@ -306,20 +302,23 @@ def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bo
     path = Path(path)
     options = dict(query_file=None if query_file is None else str(Path(query_file).resolve()),
                    strict=strict, zero_based=zero_based, n_features=n_features, dense=dense)
-    cache_dir = None
+    entry = None
     if cache:
         if not path.exists():
             raise FileNotFoundError(f"{path}: no such file")
-        root = _default_cache_root() if cache is True else Path(cache)
-        cache_dir = root / _cache_key(path, options, _group_file_for(path, query_file))
-        if (cache_dir / "meta.json").exists():
-            try:
-                return RankingDataset.load(cache_dir)
-            except (InputError, OSError, ValueError):
-                pass  # stale or partial cache: parse again and overwrite
+        from rankwise.data._cache import Entry
+
+        entry = Entry(_default_cache_root() if cache is True else Path(cache), path, options)
+        ds = entry.load(_group_file_for(path, query_file))
+        if ds is not None:
+            return ds
     if n_features is not None and (not isinstance(n_features, (int, np.integer)) or n_features < 1):
         raise InputError(f"n_features must be a positive integer or None; got {n_features!r}")
-    data = _read_bytes(path)
+    raw = _read_raw(path)
+    # the cache records the digest of the very bytes parsed (not of a later state of the file)
+    data_stat, data_digest = (None, None) if entry is None else (_stat(path), _bytes_digest(raw))
+    data = _decode(path, raw)
+    del raw
     p = _parse_bytes(path, data, zero_based=zero_based, n_features=n_features)
     n_rows = p["n_rows"]
     if n_rows == 0:
@@ -333,6 +332,7 @@ def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bo
         raise ParseError(path, int(p["line_no"][first_missing]),
                          f"no 'qid:' on this line, but line {int(p['line_no'][first_with])} has one; "
                          "either every line has 'qid:<integer>' after the label or none does")
+    group_used = (None, None, None)
     if n_with and query_file is not None:
         raise InputError(f"{path} has 'qid:' on every line and query_file={str(query_file)!r} was given; "
                          "pass only one of them")
@@ -343,7 +343,11 @@ def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bo
                              "no 'qid:' in the file and no group file; add 'qid:<integer>' after each "
                              f"label, or pass query_file= (sizes of consecutive queries), or put {path.name}.query "
                              "next to the file")
-        offsets = read_group_file(query_file, n_rows=n_rows)
+        query_file = Path(query_file)
+        graw = _read_raw(query_file)
+        group_used = (query_file, None, None) if entry is None else \
+            (query_file, _bytes_digest(graw), _stat(query_file))
+        offsets = _group_offsets(query_file, _decode(query_file, graw), n_rows)
         qid = np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
     else:
         qid = p["qids"]
@@ -384,12 +388,21 @@ def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bo
         p.pop(key)
     ds = RankingDataset.from_arrays(X, p["labels"], qid, strict=strict, doc_ids=doc_ids,
                                     allow_nan=True, _line_numbers=p["line_no"], _source=str(path), _stacklevel=3)
-    if cache_dir is not None:
-        try:
-            ds.save(cache_dir)
-        except OSError:
-            pass  # a read-only cache is not an error: the data set is still returned
+    if entry is not None:
+        entry.store(ds, data_digest, group_used[0], group_used[1], data_stat, group_used[2])
     return ds
+
+
+def _stat(path: Path) -> dict:
+    from rankwise.data._cache import stat_identity
+
+    return stat_identity(path)
+
+
+def _bytes_digest(raw: bytes) -> str:
+    from rankwise.data._cache import bytes_digest
+
+    return bytes_digest(raw)
 
 
 def _format_float32(v: np.ndarray) -> list[str]:

@@ -17,7 +17,6 @@ document listed twice for one query, and corrupt compression.
 from __future__ import annotations
 
 import math
-import re
 from itertools import chain
 from pathlib import Path
 
@@ -27,8 +26,6 @@ from rankwise.data.dataset import RankingDataset
 from rankwise.errors import InputError, ParseError
 
 __all__ = ["Qrels", "Run", "read_trec_qrels", "write_trec_qrels", "read_trec_run", "write_trec_run"]
-
-_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -149,7 +146,7 @@ def _scan(path, kind: int):
     raw = _read_bytes(path)
     buf = np.frombuffer(raw, dtype=np.uint8)
     max_rows = raw.count(b"\n") + 1
-    (err, line, n, lines, qs, qe, ds, de, qh, dh, ival, fval, fb_rows, n_fb, tag_s, tag_e) = \
+    (err, line, n, lines, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e) = \
         TK.scan(buf, kind, max_rows, TK._POW10)
     if err:
         _raise_scan(path, raw, err, line, ival, kind)
@@ -160,23 +157,31 @@ def _scan(path, kind: int):
     lines, qs, qe, ds, de, qh, dh = lines[:n], qs[:n], qe[:n], ds[:n], de[:n], qh[:n], dh[:n]
     if kind == 1:
         fval = fval[:n]
-        for r in fb_rows[:n_fb].tolist():  # numbers outside the exact fast path: Python's float()
-            tok = _token(raw, lines[r], 4)
-            if not _FLOAT.match(tok):
-                if tok.lower().lstrip("+-") in ("nan", "inf", "infinity"):
-                    raise ParseError(path, int(lines[r]), f"score {tok!r} is not finite")
-                raise ParseError(path, int(lines[r]), f"score {tok!r} is not a number; expected "
-                                                      "'qid Q0 docno rank score tag'")
-            v = float(tok)
-            if not math.isfinite(v):
-                raise ParseError(path, int(lines[r]), f"score {tok!r} is out of the range of a double")
-            fval[r] = v
+        if n_fb:
+            _convert_scores(path, raw, buf, fb[:n_fb], fval, lines)
         tag = raw[tag_s:tag_e].decode("utf-8")
         values = fval
     else:
         values = ival[:n]
         tag = None
     return path, buf, lines, _Ids(buf, qs, qe, qh), _Ids(buf, ds, de, dh), values, tag
+
+
+def _convert_scores(path, raw, buf, fb, fval, lines):
+    """Python's float() of the scores outside the kernel's exact fast path (``fb``: row, start,
+    end; the kernel checked their syntax): the tokens gathered into one buffer, converted by one
+    ``map(float, ...)``, so the work grows with the number of such scores and never with the
+    file's size per score."""
+    from rankwise.data import _trec_kernel as TK
+
+    values = np.fromiter(map(float, TK.fallback_tokens(buf, fb).tobytes().split()), dtype=np.float64,
+                         count=len(fb))
+    bad = ~np.isfinite(values)
+    if bad.any():  # beyond the range of a double (1e999)
+        i = int(np.flatnonzero(bad)[0])
+        tok = raw[fb[i, 1]:fb[i, 2]].decode("ascii")
+        raise ParseError(path, int(lines[fb[i, 0]]), f"score {tok!r} is out of the range of a double")
+    fval[fb[:, 0]] = values
 
 
 def _token(raw: bytes, line: int, field: int) -> str:
@@ -201,7 +206,11 @@ def _raise_scan(path, raw, err, line, ival, kind):
     elif err == TK.E_RANK:
         msg = f"rank {_token(raw, line, 3)!r} is not an integer (ASCII digits, within 64 bits); expected {shape}"
     elif err == TK.E_SCORE:
-        msg = f"score {_token(raw, line, 4)!r} is not a number; expected {shape}"
+        tok = _token(raw, line, 4)
+        if tok.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+            msg = f"score {tok!r} is not finite"
+        else:
+            msg = f"score {tok!r} is not a number; expected {shape}"
     elif err == TK.E_CONTROL:
         bad = next((c for c in raw.split(b"\n")[line - 1] if (c < 32 and c not in (9, 13)) or c == 127), 0)
         msg = f"control byte 0x{bad:02x} in the line (NUL or another non-printing character); expected text"

@@ -117,14 +117,17 @@ def compare_scores(offline, served, qid, *, rel_tol: float = 1e-6, score_offset:
 
 
 def parity_report(model, export, X, qid, *, rel_tol: float = 1e-6, missing: str = "branch") -> ParityReport:
-    """Parity of an export (:class:`~rankwise.export.opensearch.OpenSearchExport`) with ``model.predict``.
+    """Parity of an export (:class:`~rankwise.export.opensearch.OpenSearchExport`, or any export whose
+    ``reference()`` has ``.score(X, missing=...)``) with ``model.predict``.
 
     ``X``: rows in the model's column order (which is the feature set's), NaN = feature absent.
     """
     X = np.asarray(X, dtype=np.float64)
-    offline = model.predict(X)
     ref = export.reference()
-    served = ref.score(X, missing=missing)
+    if getattr(export, "per_query", False):  # a list-dependent scorer: both sides score whole queries
+        offline, served = model.predict(X, qid=qid), ref.score(X, qid=qid, missing=missing)
+    else:
+        offline, served = model.predict(X), ref.score(X, missing=missing)
 
     def reasons(rows):
         out = []

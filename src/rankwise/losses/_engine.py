@@ -34,12 +34,13 @@ metric optimization." CIKM 2018.
 from __future__ import annotations
 
 import math
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit
+
+from rankwise._validation import available_cpus, thread_limit
 
 EXP_CLIP = 50.0
 _LN2 = math.log(2.0)
@@ -836,10 +837,13 @@ def _chunks(off, cost, n_chunks):
 
 
 def n_threads(n_jobs) -> int:
-    """Threads for ``n_jobs``: None or -1 means every CPU this process may use."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    """Threads for ``n_jobs``: None means the limit of the enclosing ``limit_threads`` (a model's
+    ``n_jobs``), else every CPU this process may use (affinity and cgroup quota,
+    :func:`rankwise._validation.available_cpus`); -1 every such CPU."""
+    if n_jobs is None:
+        n_jobs = thread_limit()
     if n_jobs is None or n_jobs == -1:
-        return max(1, cpus)
+        return available_cpus()
     return max(1, int(n_jobs))
 
 

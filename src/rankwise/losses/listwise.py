@@ -538,7 +538,9 @@ SPECS = [
              {"sigma": 1.0}, "Wang et al. CIKM 2018 (NDCG-Loss2++, mu=5)",
              "rank-dependent weights jump where scores cross", smooth_at_ties=False,
              valid_when=("ordered_pair", "positive_gain"), pair_form=_lambdaloss_pairs, quadratic=lambda h: True,
-             kernel=_lambdaloss_kernel, step_weights=lambda h: bool(h.get("norm", False))),
+             kernel=_lambdaloss_kernel, step_weights=lambda h: bool(h.get("norm", False)),
+             rank_weights=lambda h: (h.get("weighting", "ndcg2pp") not in ("arp1", "arp2")
+                                     or h.get("truncation_level") is not None)),
     LossSpec("approx_ndcg", approx_ndcg_loss, "listwise", False, None, None, None,
              {"alpha": 10.0, "gain": "exp2"}, "Qin, Liu & Li, Information Retrieval 13, 2010", "",
              hessian="abs_grad", valid_when=("positive_gain",), quadratic=lambda h: True, kernel=_approx_ndcg_kernel),

@@ -99,9 +99,30 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
     grad, hess : float64 ndarrays of shape (n_rows,).
     value : float, only with ``return_value=True``.
     """
+    sp, hyper, kernel = _resolved(loss, hyper)
+    return _grad_hess(sp, hyper, kernel, scores_flat, labels_flat, offsets, weights=weights,
+                      group_weights=group_weights, hess_floor=_check_hess_floor(hess_floor),
+                      return_value=return_value, n_jobs=n_jobs)
+
+
+def _resolved(loss, hyper: dict):
+    """The loss's spec, its checked hyperparameters and its compiled kernel (None: the torch path),
+    resolved once per objective (:func:`as_objective`) rather than once per boosting round."""
     sp = _resolve(loss)
-    fn = sp.fn
-    hyper = check_hyper(fn, hyper, loss=sp.name, param="**hyper")
+    hyper = check_hyper(sp.fn, hyper, loss=sp.name, param="**hyper")
+    return sp, hyper, (sp.kernel(hyper) if sp.kernel is not None else None)
+
+
+def _check_hess_floor(hess_floor) -> float:
+    hess_floor = float(hess_floor)
+    if not hess_floor > 0:
+        raise InputError(f"hess_floor must be positive; got {hess_floor}")
+    return hess_floor
+
+
+def _grad_hess(sp, hyper, kernel, scores_flat, labels_flat, offsets, *, weights, group_weights, hess_floor,
+               return_value, n_jobs):
+    """:func:`grad_hess` on a resolved loss: the per-round work (the arrays' checks and the gradient)."""
     s_np = _float_array(scores_flat, "scores_flat")
     y_np = _float_array(labels_flat, "labels_flat")
     off = _int_array(offsets, "offsets")
@@ -125,10 +146,6 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
         raise InputError(f"group_weights has {len(gw)} entries but there are {len(off) - 1} queries")
     if gw is not None and (not np.all(np.isfinite(gw)) or np.any(gw < 0)):
         raise InputError(f"{sp.name}: group_weights must be finite and non-negative")
-    hess_floor = float(hess_floor)
-    if not hess_floor > 0:
-        raise InputError(f"hess_floor must be positive; got {hess_floor}")
-    kernel = sp.kernel(hyper) if sp.kernel is not None else None
     if kernel is not None:
         vals, _, grad, hess = _engine.run(kernel, s_np, y_np, off, w_np, n_jobs, value=return_value)
         if gw is not None:
@@ -240,7 +257,7 @@ def _int_array(x, name):
 
 
 def as_objective(loss, backend: str = "lightgbm", *, hess_floor: float = 1e-6, on_value=None, n_jobs=None,
-                 **hyper):
+                 value_every: int | None = 1, first_call: int = 0, **hyper):
     """A custom objective for LightGBM or XGBoost that minimises ``loss`` summed over queries.
 
     ``backend="lightgbm"``: ``fn(preds, train_data) -> (grad, hess)`` for
@@ -250,22 +267,33 @@ def as_objective(loss, backend: str = "lightgbm", *, hess_floor: float = 1e-6, o
     ``xgb.train(..., obj=fn)`` (groups from ``dtrain.get_uint_info("group_ptr")``; XGBoost's
     ranking weights are per group). ``on_value``, if given, is called at every call with the
     loss summed over the queries at the scores the library passed (the training objective of
-    the model before the tree being grown; see ``grad_hess(return_value=True)``).
-    Unknown hyperparameters are refused here, before any boosting round. ``n_jobs``: threads of
-    the compiled engine (see :func:`grad_hess`).
+    the model before the tree being grown; see ``grad_hess(return_value=True)``), in the calls
+    whose index (counted from ``first_call``) is a multiple of ``value_every`` (None: never); the
+    other calls do not compute the value. The loss, its hyperparameters (unknown ones are refused
+    here, before any boosting round) and its compiled kernel are resolved once, here, not per
+    call. ``n_jobs``: threads of the compiled engine (see :func:`grad_hess`).
     """
-    sp = _resolve(loss)
     if backend not in BACKENDS:
         raise InputError(f"backend must be one of {BACKENDS}; got {backend!r}")
     if on_value is not None and not callable(on_value):
         raise InputError(f"on_value must be a callable or None; got {type(on_value).__name__}")
+    if value_every is not None:
+        value_every = int(value_every)
+        if value_every < 1:
+            raise InputError(f"value_every must be a positive integer or None; got {value_every}")
+    sp, hyper, kernel = _resolved(loss, hyper)  # once: every call (boosting round) reuses them
     name = sp.name
-    hyper = check_hyper(sp.fn, hyper, loss=name, param="**hyper")
+    hess_floor = _check_hess_floor(hess_floor)
+    calls = [int(first_call)]
 
-    def compute(*args, **kwargs):
-        if on_value is None:
-            return grad_hess(*args, n_jobs=n_jobs, **kwargs)
-        g, h, value = grad_hess(*args, return_value=True, n_jobs=n_jobs, **kwargs)
+    def compute(_fn, scores, labels, off, **kwargs):
+        k = calls[0]
+        calls[0] += 1
+        if on_value is None or value_every is None or k % value_every:
+            return _grad_hess(sp, hyper, kernel, scores, labels, off, return_value=False, n_jobs=n_jobs,
+                              **{"weights": None, "group_weights": None, **kwargs})
+        g, h, value = _grad_hess(sp, hyper, kernel, scores, labels, off, return_value=True, n_jobs=n_jobs,
+                                 **{"weights": None, "group_weights": None, **kwargs})
         on_value(value)
         return g, h
 
@@ -277,7 +305,7 @@ def as_objective(loss, backend: str = "lightgbm", *, hess_floor: float = 1e-6, o
                                  "build it with lgb.Dataset(X, y, group=sizes)")
             off = np.concatenate(([0], np.cumsum(np.asarray(group, dtype=np.int64))))
             return compute(sp.fn, preds, train_data.get_label(), off, weights=train_data.get_weight(),
-                           hess_floor=hess_floor, **hyper)
+                           hess_floor=hess_floor)
         lightgbm_objective.__name__ = f"{name}_lightgbm_objective"
         return lightgbm_objective
 
@@ -286,7 +314,7 @@ def as_objective(loss, backend: str = "lightgbm", *, hess_floor: float = 1e-6, o
             if group is None:
                 raise InputError(f"{name}: LGBMRanker.fit needs group=sizes")
             off = np.concatenate(([0], np.cumsum(np.asarray(group, dtype=np.int64))))
-            return compute(sp.fn, y_pred, y_true, off, weights=weight, hess_floor=hess_floor, **hyper)
+            return compute(sp.fn, y_pred, y_true, off, weights=weight, hess_floor=hess_floor)
         return lightgbm_sklearn_objective
 
     def xgboost_objective(predt, dtrain):
@@ -298,5 +326,5 @@ def as_objective(loss, backend: str = "lightgbm", *, hess_floor: float = 1e-6, o
         w = dtrain.get_weight()
         gw = w if w is not None and len(w) == len(ptr) - 1 and len(w) > 0 else None
         return compute(sp.fn, predt, dtrain.get_label(), ptr, group_weights=gw,
-                       hess_floor=hess_floor, **hyper) if n else (np.zeros(0), np.zeros(0))
+                       hess_floor=hess_floor) if n else (np.zeros(0), np.zeros(0))
     return xgboost_objective

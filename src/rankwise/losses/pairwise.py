@@ -638,6 +638,11 @@ def _dense_if(param, dense_value, default):
     return lambda h: h.get("method", "auto") == "dense" or h.get(param, default) == dense_value
 
 
+def _ranked_weights(h):
+    """``rank_weights`` of the pair losses: ΔNDCG pair weights or a top-k truncation (current ranks)."""
+    return h.get("pair_weights", "none") == "delta_ndcg" or h.get("truncation_level") is not None
+
+
 def _op_regret_check(h, bound):
     phi = h.get("phi", "logistic")
     if phi not in ("logistic", "exponential"):
@@ -699,14 +704,14 @@ SPECS = [
              "O(n log n) Fenwick sweep; Hessian 0 a.e., so the GBDT adapter uses |grad|",
              hessian="abs_grad", valid_when=("ordered_pair",), pair_form=_hinge_pairs,
              kernel=_pair_kernel("pairwise_hinge", _engine.PHI_HINGE),
-             quadratic=_dense_if("pair_weights", "delta_ndcg", "none")),
+             quadratic=_dense_if("pair_weights", "delta_ndcg", "none"), rank_weights=_ranked_weights),
     LossSpec("ranknet", ranknet_loss, "pairwise", True, False,
              lambda m, sigma=1.0: sigma * _maxcut(m), lambda m, sigma=1.0: sigma * _hinge_l2(m),
              {"sigma": 1.0, "pair_weights": "none"}, "Burges et al. ICML 2005",
              "not order-preserving in general (Duchi, Mackey & Jordan ICML 2010); O(n^2)",
              valid_when=("ordered_pair",), pair_form=_ranknet_pairs, quadratic=lambda h: True,
              kernel=_pair_kernel("ranknet", _engine.PHI_LOGISTIC, logistic=True),
-             step_weights=lambda h: bool(h.get("norm", False))),
+             step_weights=lambda h: bool(h.get("norm", False)), rank_weights=_ranked_weights),
     LossSpec("lambdarank", lambdarank_loss, "pairwise", False, False, None, None,
              {"sigma": 1.0, "truncation_level": 50, "norm": True, "gain": "exp2"},
              "Burges 2010 (MSR-TR-2010-82); LightGBM's lambdarank (Ke et al. NeurIPS 2017)",
@@ -715,14 +720,14 @@ SPECS = [
              quadratic=lambda h: True,
              kernel=_pair_kernel("lambdarank", _engine.PHI_LOGISTIC, logistic=True,
                                  defaults={"pair_weights": "delta_ndcg", "truncation_level": 50, "norm": True}),
-             step_weights=lambda h: bool(h.get("norm", True))),
+             step_weights=lambda h: bool(h.get("norm", True)), rank_weights=lambda h: True),
     LossSpec("rankboost", rankboost_loss, "pairwise", True, False, None, None,
              {"pair_weights": "none", "method": "auto"}, "Freund et al. JMLR 2003",
              "exp continued linearly above 50; O(n log n) log-domain Fenwick sweeps for any score range "
              "(dense O(n^2) for delta_ndcg weights); exact Hessian diagonal from the same sweeps",
              valid_when=("ordered_pair",), pair_form=_rankboost_pairs, fast_terms=_rankboost_fast,
              kernel=_pair_kernel("rankboost", _engine.PHI_EXP),
-             quadratic=_dense_if("pair_weights", "delta_ndcg", "none")),
+             quadratic=_dense_if("pair_weights", "delta_ndcg", "none"), rank_weights=_ranked_weights),
     LossSpec("pairwise_squared", pairwise_squared_loss, "pairwise", True, True, None, None,
              {"utility": "linear", "method": "auto"}, CT,
              "all pairs; O(n) closed form; Hessian diagonal 2 w_i (Σ_j w_j - w_i)",

@@ -456,7 +456,7 @@ def _nan_text(value) -> str:
     return f"{'-nan':>6}"
 
 
-def format_trec_eval(results: dict, metrics, *, per_query=False, run_names=None, file=None) -> str:
+def format_trec_eval(results: dict, metrics, *, per_query=False, run_names=None, file=None, summary=True) -> str:
     """trec_eval's text output (``measure<TAB>topic<TAB>value``; ``all`` for the summary).
 
     With several runs, every line starts with the run's name and a tab. Values print as
@@ -464,7 +464,9 @@ def format_trec_eval(results: dict, metrics, *, per_query=False, run_names=None,
     only), ``-nan`` where trec_eval divides 0 by 0 (the cells listed in the result's
     ``conventions["zero_where_trec_eval_nan"]``, which hold 0), and the ``runid`` line when
     ``metrics`` asks for it (``"runid"`` or a group); topics in ``-q`` output are sorted as
-    trec_eval sorts them (by id, as strings).
+    trec_eval sorts them (by id, as strings). ``summary=False`` leaves out the summary lines
+    (``all``, ``runid`` included), as trec_eval ``-n``. ``relstring`` prints as ``relstring`` when
+    asked for by that name, else as ``relstring_N`` (trec_eval's ``-m relstring.N``).
     """
     from rankwise.metrics.registry import get_metric
 
@@ -478,7 +480,8 @@ def format_trec_eval(results: dict, metrics, *, per_query=False, run_names=None,
         key = _key(spec)
         length = relstring_length(spec)
         if length is not None:
-            cols.append((key, "relstring" if length == RELSTRING_LEN else f"relstring_{length}", None, length))
+            plain = spec.strip().lower() == "relstring"
+            cols.append((key, "relstring" if plain else f"relstring_{length}", None, length))
         else:
             m = get_metric(spec)
             cols.append((key, _trec_name(key, m), m.trec_base, None))
@@ -509,13 +512,15 @@ def format_trec_eval(results: dict, metrics, *, per_query=False, run_names=None,
                     if base in GEOMETRIC or base == "num_q":
                         continue  # trec_eval prints these in the summary only
                     lines.append(fmt(label, topic, float(values[key][i]), base, topic in nan_sets.get(key, ())))
+        if not summary:
+            continue
         runid = res.conventions.get("runid")
         if runid is not None and show_runid:
             lines.append(f"{prefix}{'runid':<{width}}\tall\t{runid}")
         for key, label, base, length in cols:
             if length is None:  # relstring has no summary line
                 lines.append(fmt(label, "all", res.mean[key], base, key in nan_at))
-    text = "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n" if lines else ""
     if file is not None:
         file.write(text)
     return text

@@ -7,7 +7,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from rankwise._validation import Interval, Options, fit_seed, n_jobs_threads
+from rankwise._validation import Interval, Options, fit_seed, limit_threads
 from rankwise.errors import InputError
 from rankwise.models import persistence
 from rankwise.models.base import BaseRanker
@@ -93,15 +93,14 @@ class _TorchRanker(BaseRanker):
 
     @contextlib.contextmanager
     def _torch_threads(self):
-        """torch's intra-op threads set to ``n_jobs`` for the duration (restored after)."""
+        """Every thread pool of training and scoring (torch, the compiled loss engine, numba, BLAS)
+        limited to ``n_jobs`` for the duration (:func:`rankwise._validation.limit_threads`; restored after)."""
         import torch
 
         before = torch.get_num_threads()
-        n = n_jobs_threads(getattr(self, "n_jobs", None))
         try:
-            if n is not None:
-                torch.set_num_threads(n)
-            yield
+            with limit_threads(getattr(self, "n_jobs", None)):
+                yield
         finally:
             torch.set_num_threads(before)
 
@@ -191,6 +190,7 @@ class _TorchRanker(BaseRanker):
                 if averaged:
                     optimizer.swap_average()
 
+        start = {k: v.detach().clone() for k, v in module.state_dict().items()}
         t0 = time.perf_counter()
         best_state = run_epochs(module=module, optimizer=optimizer, loss_fn=self._loss_fn, train=train_in, val=val_in,
                                 metric=metric, epochs=epochs, batch_queries=batch_queries, seed=seed, stopper=stopper,
@@ -206,6 +206,9 @@ class _TorchRanker(BaseRanker):
             self.best_score_ = float(stopper.best_value) * metric.sign
         module.eval()
         self.fit_time_ = time.perf_counter() - t0
+        # whether training left its start (None for a resumed run: its start is a trained state)
+        self._moved = None if resume is not None else any(
+            not torch.equal(v, start[k]) for k, v in module.state_dict().items() if k in start)
         return module
 
     def _val_score_fn(self, module):

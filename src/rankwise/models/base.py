@@ -54,7 +54,7 @@ from sklearn.base import BaseEstimator
 
 from rankwise._validation import check_features, check_params, feature_names_of, set_deprecated, warn_user
 from rankwise.data.ranking_input import RankingInput, check_ranking_input
-from rankwise.errors import InputError, NotFittedError
+from rankwise.errors import InputError, NotFittedError, UntrainedModelWarning
 from rankwise.models import persistence
 
 
@@ -281,6 +281,37 @@ class BaseRanker(BaseEstimator):
         else:
             self.__dict__.pop("feature_names_", None)
         return train, val
+
+    # -- the end of fit: did training move the model? ----------------------------------------------
+    def _check_trained(self, train: RankingInput, how: str = "", *, moved: bool | None = None) -> None:
+        """Set ``untrained_`` and warn (:class:`~rankwise.errors.UntrainedModelWarning`) when the
+        fitted model ranks like a constant scorer -- every training query's documents scored alike
+        (to 1e-12 relative), so any validation metric equals a constant scorer's -- or, with
+        ``moved=False``, when its parameters never left their start. Every trainer calls it as the
+        last step of ``fit``; the command line refuses to save such a model (``rankwise train``)."""
+        scores = np.asarray(self._predict_input(train), dtype=np.float64)
+        sizes = np.diff(train.offsets)
+        nonempty = sizes > 0  # reduceat over each non-empty query's rows
+        spread = np.zeros(0)
+        if np.any(nonempty):
+            starts = train.offsets[:-1][nonempty]
+            spread = (np.maximum.reduceat(scores, starts) - np.minimum.reduceat(scores, starts))[sizes[nonempty] > 1]
+        scale = float(np.abs(scores).max()) if len(scores) else 0.0
+        constant = bool(np.all(spread <= 1e-12 * max(scale, 1e-300)))
+        self.untrained_ = constant or moved is False
+        if not self.untrained_:
+            return
+        name = type(self).__name__
+        what = (f"scores every document of each of the {int(np.count_nonzero(sizes > 1))} training queries alike "
+                "(a constant scorer: every ranking metric equals a constant's)" if constant
+                else "did not move from its start (its parameters are those it began with)")
+        warn_user(f"{name} {what}{' ' + how if how else ''}; the model is untrained. {self._untrained_hint()}",
+                  UntrainedModelWarning)
+
+    def _untrained_hint(self) -> str:
+        """What to change when :meth:`_check_trained` finds the model untrained (models say more)."""
+        return ("Check that the labels vary within queries, standardise the features, raise the learning rate "
+                "or the number of iterations")
 
     # -- prediction / scoring -----------------------------------------------------------------
     def _predict_input(self, data: RankingInput) -> np.ndarray:

@@ -7,7 +7,7 @@ import unicodedata
 import numpy as np
 import scipy.sparse as sp
 
-from rankwise._validation import Interval, Options, check_positive_int, fit_seed
+from rankwise._validation import Interval, Options, available_cpus, check_positive_int, fit_seed, limit_threads
 from rankwise.errors import InputError
 from rankwise.models import _booster_text, persistence
 from rankwise.models.base import BaseRanker
@@ -219,41 +219,44 @@ class GBDTRanker(BaseRanker):
         self.loss_every = loss_every
 
     # -- parameters ---------------------------------------------------------------------------
-    def _objective(self, on_value=None, start=0):
-        """``(native_name, None)`` or ``(None, objective_fn)``; ``on_value`` receives the summed loss
-        in the rounds ``loss_every`` selects (``start``: the index of the first round boosted), and
-        in the other rounds the objective does not compute it."""
+    def _native(self):
+        """The library objective of ``loss="native:<name>"`` (checked against the backend), else None."""
         if not isinstance(self.loss, str):
             raise InputError(f"loss must be a rankwise loss name or 'native:<objective>'; got {type(self.loss).__name__}")
-        if self.loss.startswith("native:"):
-            name = self.loss[len("native:"):]
-            if name not in _NATIVE[self.backend]:
-                raise InputError(f"loss {self.loss!r}: {self.backend} native ranking objectives are "
-                                 f"{', '.join('native:' + n for n in _NATIVE[self.backend])}")
-            if self.loss_params is not None and not isinstance(self.loss_params, dict):
-                raise InputError(f"loss_params must be a dict of {self.backend} parameters for {self.loss!r}; "
-                                 f"got {type(self.loss_params).__name__} {self.loss_params!r}")
-            return name, None
+        if not self.loss.startswith("native:"):
+            return None
+        name = self.loss[len("native:"):]
+        if name not in _NATIVE[self.backend]:
+            raise InputError(f"loss {self.loss!r}: {self.backend} native ranking objectives are "
+                             f"{', '.join('native:' + n for n in _NATIVE[self.backend])}")
+        if self.loss_params is not None and not isinstance(self.loss_params, dict):
+            raise InputError(f"loss_params must be a dict of {self.backend} parameters for {self.loss!r}; "
+                             f"got {type(self.loss_params).__name__} {self.loss_params!r}")
+        return name
+
+    def _objective(self, on_value=None, start=0):
+        """``(native_name, None)`` or ``(None, objective_fn)``, built once per fit: the loss, its
+        hyperparameters and its compiled kernel are resolved here, not in every round. ``on_value``
+        receives the summed loss in the rounds ``loss_every`` selects (``start``: the index of the
+        first round boosted); in the other rounds the objective does not compute it."""
+        native = self._native()
+        if native is not None:
+            return native, None
         from rankwise import losses
         from rankwise.losses.registry import check_hyper
 
         hyper = check_hyper(losses.get(self.loss), self.loss_params, loss=self.loss, param="loss_params")
-        plain = losses.as_objective(self.loss, self.backend, n_jobs=self.n_jobs, **hyper)
-        every = self.loss_every
-        if on_value is None or every is None:
-            return None, plain
-        valued = losses.as_objective(self.loss, self.backend, on_value=on_value, n_jobs=self.n_jobs, **hyper)
-        rnd = [int(start)]
-
-        def objective(*args):  # LightGBM and XGBoost call it once per boosting round
-            fn = valued if rnd[0] % every == 0 else plain
-            rnd[0] += 1
-            return fn(*args)
-        objective.__name__ = plain.__name__
-        return None, objective
+        return None, losses.as_objective(self.loss, self.backend, n_jobs=self.n_jobs, on_value=on_value,
+                                         value_every=self.loss_every, first_call=int(start), **hyper)
 
     def _check_params(self):
         self._validate_params()
+
+    def _threads(self) -> int:
+        """The library's threads: ``n_jobs``, or (None) the CPUs this process may actually use (affinity
+        mask and cgroup quota, :func:`rankwise._validation.available_cpus`), not the machine's core
+        count that LightGBM's and XGBoost's OpenMP default to."""
+        return int(self.n_jobs) if self.n_jobs is not None else available_cpus()
 
     def _lgb_params(self, native, seed):
         p = {"objective": native if native else "none", "learning_rate": float(self.learning_rate),
@@ -265,8 +268,7 @@ class GBDTRanker(BaseRanker):
              # keep features LightGBM could not split on: on tiny data it then grows constant trees, as
              # LGBMRanker does, instead of aborting ("num_features() > 0") under a custom objective
              "feature_pre_filter": False}
-        if self.n_jobs is not None:
-            p["num_threads"] = int(self.n_jobs)
+        p["num_threads"] = self._threads()
         if native:
             p.update(self.loss_params or {})
         p.update(self.backend_params or {})
@@ -283,8 +285,7 @@ class GBDTRanker(BaseRanker):
             p.update(self.loss_params or {})
         else:
             p["base_score"] = 0.0  # a custom objective starts from F_0 = 0 (no label-mean intercept)
-        if self.n_jobs is not None:
-            p["nthread"] = int(self.n_jobs)
+        p["nthread"] = self._threads()
         p.update({k: v for k, v in (self.backend_params or {}).items() if k != "feature_types"})  # DMatrix's
         return p
 
@@ -338,7 +339,7 @@ class GBDTRanker(BaseRanker):
         done, init_text, history = 0, None, {}
         stopper = EarlyStopping(self.early_stopping_rounds)
         total = int(self.n_estimators)
-        native, _ = self._objective()
+        native = self._native()
         if native is not None:
             _check_native_labels(self.backend, native, train.y, self.loss_params, self.backend_params)
         if resume is not None:
@@ -373,14 +374,20 @@ class GBDTRanker(BaseRanker):
             except Exception as exc:
                 raise persistence.corrupt(resume, exc, "a GBDTRanker checkpoint") from None
         else:
-            self._boost(train, val, metric, native, obj, seed, remaining, init_text, done, total, stopper,
-                        checkpoint, checkpoint_every, last_loss)
+            with limit_threads(self.n_jobs):  # the loss engine, numba, BLAS and OpenMP pools too
+                self._boost(train, val, metric, native, obj, seed, remaining, init_text, done, total, stopper,
+                            checkpoint, checkpoint_every, last_loss)
         self.fit_time_ = time.perf_counter() - t0
         self.n_estimators_ = self._n_trees()
         if self.early_stopping_rounds is not None and stopper.best_step >= 0:
             self.best_iteration_ = int(stopper.best_step)
             self.best_score_ = float(stopper.best_value) * metric.sign
+        self._check_trained(train, f"after {self.n_estimators_} boosting round(s)")
         return self
+
+    def _untrained_hint(self) -> str:
+        return (f"No tree split the training rows: lower min_child_samples (now {self.min_child_samples}), check that "
+                "the labels vary within queries, or raise learning_rate / n_estimators")
 
     def _boost(self, train, val, metric, native, obj, seed, remaining, init_text, done, total, stopper,
                checkpoint, checkpoint_every, last_loss):
@@ -492,7 +499,7 @@ class GBDTRanker(BaseRanker):
         sizes = np.diff(train.offsets)
         types = (self.backend_params or {}).get("feature_types")
         dm_kw = {"missing": np.nan, "feature_names": self._names, "feature_types": types,
-                 "enable_categorical": types is not None}
+                 "enable_categorical": types is not None, "nthread": params["nthread"]}
         dtrain = xgb.DMatrix(train.X, label=train.y, **dm_kw)
         dtrain.set_group(sizes)
         if train.sample_weight is not None:
@@ -538,11 +545,12 @@ class GBDTRanker(BaseRanker):
         _check_no_inf(Xv)
         best = getattr(self, "best_iteration_", None)
         if self.backend == "lightgbm":
-            return np.asarray(self.booster_.predict(Xv, raw_score=True,
+            return np.asarray(self.booster_.predict(Xv, raw_score=True, num_threads=self._threads(),
                                                     num_iteration=None if best is None else best + 1), dtype=np.float64)
         import xgboost as xgb
 
-        dm = xgb.DMatrix(Xv, missing=np.nan)
+        dm = xgb.DMatrix(Xv, missing=np.nan, nthread=self._threads())
+        self.booster_.set_param({"nthread": self._threads()})
         rng = (0, 0) if best is None else (0, best + 1)
         # the columns were checked against feature_names_in_; the booster's names (given at fit
         # or set later) only label its dumps

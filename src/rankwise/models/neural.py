@@ -230,6 +230,8 @@ class NeuralRanker(_TorchRanker):
                                 desc=f"NeuralRanker[{self.architecture}]", hooks=hooks)
         finally:
             torch.set_num_threads(threads)
+        if hooks is None:
+            self._check_trained(train, f"after {len(self.history_)} epoch(s)", moved=self.__dict__.pop("_moved", None))
         return self
 
     def _predict_rows(self, Xv):

@@ -30,7 +30,7 @@ import json
 import numpy as np
 import scipy.sparse as sp
 
-from rankwise._validation import Interval, Options, warn_user
+from rankwise._validation import Interval, Options, limit_threads, warn_user
 from rankwise.errors import InputError
 from rankwise.metrics.correlation import ideal_positions as _list_ideal_positions
 from rankwise.models.base import BaseRanker, warn_unscaled
@@ -270,6 +270,12 @@ class PairwiseReductionRanker(BaseRanker):
     verbose : "auto" or bool
         A progress bar while ``fit`` builds the training pairs: ``"auto"`` shows it only when
         stderr is a terminal; True forces it (e.g. in a notebook), False hides it.
+    n_jobs : int, optional
+        Threads of ``fit`` and ``predict`` (scikit-learn's convention, -1: every CPU this process
+        may use): the BLAS and OpenMP pools the classifier runs on (through threadpoolctl), torch
+        and numba, and the classifier's own ``n_jobs`` where it has one set. None: the libraries'
+        defaults (the default LogisticRegression's lbfgs then uses every BLAS thread: about 3× the
+        CPU of ``n_jobs=1`` on 2 cores for the same model).
 
     Attributes
     ----------
@@ -297,10 +303,12 @@ class PairwiseReductionRanker(BaseRanker):
         "batch_size": [Interval("int", 1)],
         "standardize": ["boolean"],
         "verbose": [Options("auto"), "boolean"],
+        "n_jobs": ["n_jobs"],
     }
 
     def __init__(self, estimator=None, *, weights="none", pairs="all", pair_features="difference",
-                 inference="aggregate", random_state=None, batch_size=500_000, standardize=True, verbose="auto"):
+                 inference="aggregate", random_state=None, batch_size=500_000, standardize=True, verbose="auto",
+                 n_jobs=None):
         self.estimator = estimator
         self.weights = weights
         self.pairs = pairs
@@ -310,6 +318,7 @@ class PairwiseReductionRanker(BaseRanker):
         self.batch_size = batch_size
         self.standardize = standardize
         self.verbose = verbose
+        self.n_jobs = n_jobs
 
     @property
     def _listwise_predict(self):
@@ -372,7 +381,11 @@ class PairwiseReductionRanker(BaseRanker):
             rw = data.sample_weight[u] * data.sample_weight[v]
             pw = rw if pw is None else pw * rw
         kwargs = {} if pw is None else {"sample_weight": pw}
-        self.estimator_ = clone(est).fit(Xp, yp, **kwargs)
+        est = clone(est)
+        if self.n_jobs is not None and est.get_params(deep=False).get("n_jobs") is not None:
+            est.set_params(n_jobs=self.n_jobs)  # a classifier told its own threads follows n_jobs
+        with limit_threads(self.n_jobs):
+            self.estimator_ = est.fit(Xp, yp, **kwargs)
         classes = list(getattr(self.estimator_, "classes_", [-1, 1]))
         if 1 not in classes:
             raise InputError("the classifier did not learn class +1; every sampled pair had the same direction "
@@ -383,6 +396,7 @@ class PairwiseReductionRanker(BaseRanker):
         self.history_ = {}
         if val is not None:
             self.history_ = {"ndcg@10": [self._validation_ndcg(val)]}
+        self._check_trained(data, f"(the {type(self.estimator_).__name__} fitted on {self.n_pairs_} pairs)")
         return self
 
     def _transform(self, X):
@@ -421,7 +435,9 @@ class PairwiseReductionRanker(BaseRanker):
         out = np.empty(len(u), dtype=np.float64)
         bs = int(self.batch_size)
         for s in range(0, len(u), bs):
-            out[s:s + bs] = fn(pair_features(X, u[s:s + bs], v[s:s + bs], self.pair_features))
+            # in float64: a float32 product's last bits depend on how the rows fall into BLAS blocks, so
+            # one pair would score differently in another batch (another partition, another query order)
+            out[s:s + bs] = fn(pair_features(X, u[s:s + bs], v[s:s + bs], self.pair_features).astype(np.float64))
         return out
 
     # -- inference --------------------------------------------------------------------------------
@@ -516,7 +532,8 @@ class PairwiseReductionRanker(BaseRanker):
 
     def _predict_input(self, data):
         self._check_predict_features_only(data.X)
-        return self._scores_grouped(data.X, data.offsets)
+        with limit_threads(getattr(self, "n_jobs", None)):
+            return self._scores_grouped(data.X, data.offsets)
 
     def predict(self, X, *, qid=None):
         """Scores whose order within each query is the predicted ranking.
@@ -529,6 +546,10 @@ class PairwiseReductionRanker(BaseRanker):
         score of a row is ``n_q − position`` (position 0 = top), so sorting by score gives the
         QuickSort order.
         """
+        with limit_threads(getattr(self, "n_jobs", None)):
+            return self._predict_checked(X, qid)
+
+    def _predict_checked(self, X, qid):
         Xv = self._check_predict_features(X)
         n = Xv.shape[0]
         g = self._check_predict_qid(qid, n)

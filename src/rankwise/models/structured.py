@@ -210,6 +210,7 @@ class StructuredHingeRanker(BaseRanker):
         self.coef_, self.intercept_ = raw(w_avg)
         self.n_iter_ = t
         self.n_features_in_ = data.X.shape[1]
+        self._check_trained(data, f"after {t} subgradient step(s) from w = 0")
         return self
 
     @staticmethod

@@ -1,0 +1,135 @@
+"""Issue 28, item 11: ``n_jobs`` reaches every thread pool, and the default counts the CPUs this process
+may actually use. These tests look at the settings the libraries receive, never at timings."""
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+import torch
+from threadpoolctl import threadpool_info
+
+from _model_data import make_data
+from rankwise import _validation
+from rankwise.losses import _engine
+from rankwise.models import GBDTRanker, LinearRanker, NeuralRanker, PairwiseReductionRanker
+
+
+def _pools():
+    """The thread counts in force now: torch, numba, the compiled engine's default, BLAS/OpenMP pools."""
+    nb = numba.get_num_threads()  # first: launching numba's threading layer resets the shared OpenMP runtime
+    return {"torch": torch.get_num_threads(), "numba": nb, "engine": _engine.n_threads(None),
+            "native": sorted({p["num_threads"] for p in threadpool_info()})}
+
+
+@pytest.fixture
+def engine_spy(monkeypatch):
+    seen = []
+    run = _engine.run
+
+    def spy(kernel, s, y, off, w=None, n_jobs=None, value=True):
+        seen.append({**_pools(), "engine": _engine.n_threads(n_jobs)})
+        return run(kernel, s, y, off, w, n_jobs, value)
+    monkeypatch.setattr(_engine, "run", spy)
+    return seen
+
+
+def _all_one(seen):
+    assert seen
+    for pools in seen:
+        assert pools["torch"] == 1 and pools["numba"] == 1 and pools["engine"] == 1, pools
+        assert pools["native"] in ([], [1]), pools
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "adam"])
+def test_linear_n_jobs_1_reaches_every_pool(engine_spy, solver):
+    X, y, qid = make_data()
+    before = _pools()
+    LinearRanker("listnet", solver=solver, max_iter=3, n_jobs=1, random_state=0).fit(X, y, qid=qid)
+    _all_one(engine_spy)
+    assert _pools() == before  # restored
+
+
+def test_neural_n_jobs_1_reaches_every_pool(engine_spy):
+    X, y, qid = make_data()
+    NeuralRanker("listnet", max_iter=1, n_jobs=1, random_state=0).fit(X, y, qid=qid)
+    _all_one(engine_spy)
+
+
+def test_gbdt_n_jobs_1_reaches_the_libraries_and_every_pool(engine_spy):
+    X, y, qid = make_data()
+    m = GBDTRanker("lambdarank", n_estimators=2, n_jobs=1, random_state=0).fit(X, y, qid=qid)
+    _all_one(engine_spy)
+    assert int(m.booster_.params["num_threads"]) == 1
+    pytest.importorskip("xgboost")
+    import json
+
+    m = GBDTRanker("lambdarank", backend="xgboost", n_estimators=2, n_jobs=1, random_state=0).fit(X, y, qid=qid)
+    assert int(json.loads(m.booster_.save_config())["learner"]["generic_param"]["nthread"]) == 1
+
+
+def test_gbdt_default_threads_are_the_available_cpus(monkeypatch):
+    monkeypatch.setattr("rankwise.models.gbdt.available_cpus", lambda: 1)
+    X, y, qid = make_data()
+    m = GBDTRanker("lambdarank", n_estimators=2, random_state=0).fit(X, y, qid=qid)
+    assert int(m.booster_.params["num_threads"]) == 1
+    assert GBDTRanker(n_jobs=3)._lgb_params(None, 0)["num_threads"] == 3
+
+
+class _RecordingClassifier:
+    """A logistic regression that records the thread pools in force and its n_jobs while it fits."""
+
+    def __init__(self, n_jobs=-1):
+        self.n_jobs = n_jobs
+
+    def get_params(self, deep=False):
+        return {"n_jobs": self.n_jobs}
+
+    def set_params(self, **params):
+        self.__dict__.update(params)
+        return self
+
+    def fit(self, X, y):
+        from sklearn.linear_model import LogisticRegression
+
+        self.pools_, self.n_jobs_in_fit_ = _pools(), self.n_jobs
+        self.inner_ = LogisticRegression().fit(X, y)
+        self.classes_ = self.inner_.classes_
+        return self
+
+    def decision_function(self, X):
+        return self.inner_.decision_function(X)
+
+    def predict(self, X):
+        return self.inner_.predict(X)
+
+
+def test_reduction_has_n_jobs_and_it_reaches_the_classifier_and_blas():
+    X, y, qid = make_data(n_queries=10)
+    before = _pools()
+    m = PairwiseReductionRanker(_RecordingClassifier(), n_jobs=1, random_state=0).fit(X, y, qid=qid)
+    est = m.estimator_
+    assert est.n_jobs_in_fit_ == 1
+    assert est.pools_["torch"] == 1 and est.pools_["native"] in ([], [1])
+    assert _pools() == before
+    m = PairwiseReductionRanker(_RecordingClassifier(), random_state=0).fit(X, y, qid=qid)
+    assert m.estimator_.n_jobs_in_fit_ == -1  # None: the classifier's own setting
+
+
+def test_available_cpus_reads_the_cgroup_quota(tmp_path, monkeypatch):
+    (tmp_path / "cpu.max").write_text("150000 100000\n")
+    assert _validation._cgroup_cpu_limit(str(tmp_path)) == 1.5
+    (tmp_path / "cpu.max").write_text("max 100000\n")
+    assert _validation._cgroup_cpu_limit(str(tmp_path)) is None
+    v1 = tmp_path / "v1"
+    (v1 / "cpu").mkdir(parents=True)
+    (v1 / "cpu" / "cpu.cfs_quota_us").write_text("200000\n")
+    (v1 / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    assert _validation._cgroup_cpu_limit(str(v1)) == 2.0
+    (v1 / "cpu" / "cpu.cfs_quota_us").write_text("-1\n")
+    assert _validation._cgroup_cpu_limit(str(v1)) is None
+    monkeypatch.setattr(_validation, "_cgroup_cpu_limit", lambda: 1.5)
+    monkeypatch.setattr(_validation.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert _validation.available_cpus() == 1
+    monkeypatch.setattr(_validation, "_cgroup_cpu_limit", lambda: None)
+    assert _validation.available_cpus() == 4
+    assert _validation.n_jobs_threads(-1) == 4 and _validation.n_jobs_threads(-2) == 3
