@@ -27,14 +27,15 @@ def model_feature_names(model):
     return None
 
 
-def feature_names_for(model, n_features: int, feature_names) -> list:
+def feature_names_for(model, n_features: int, feature_names, *, rename: bool = False) -> list:
     """The engine's feature names for the model's columns, in column order.
 
     Default: the names the training data gave (a feature log's, a data set's ``feature_names``, a
     DataFrame's columns). Given names must be those same names in the same order when the model
     knows its own: a feature set whose names or order differ from the training columns would
     feed each tree split, weight or RankLib ordinal another feature (ES-LTR #104, #414), and is
-    refused with the names that differ.
+    refused with the names that differ. ``rename=True`` (targets whose names are the engine's
+    expressions for each column, such as Vespa's rank features): given names replace the model's.
     """
     known = model_feature_names(model)
     if feature_names is None and known is None:
@@ -45,7 +46,7 @@ def feature_names_for(model, n_features: int, feature_names) -> list:
     if len(names) != n_features or len(set(names)) != len(names):
         raise InputError(f"feature_names: expected {n_features} distinct names (one per model column), got "
                          f"{len(names)} ({len(set(names))} distinct)")
-    if known is not None and names != known:
+    if known is not None and names != known and not rename:
         raise ExportError("feature_names: " + names_mismatch(known, names) + "; the model's columns are "
                           f"{_listing(known)}. Give the feature set in the model's column order (or leave "
                           "feature_names out: the model's own names are used)")

@@ -315,4 +315,4 @@ def to_onnx(model, *, feature_names=None, dtype: str = "float32") -> OnnxExport:
 def _names(model, n: int, given) -> list:
     if given is None and model_feature_names(model) is None:
         return [f"f{i}" for i in range(n)]
-    return feature_names_for(model, n, given)
+    return feature_names_for(model, n, given, rename=True)
