@@ -98,3 +98,23 @@ def test_mlp_as_neural_network_model(mq_fold1, mq_names):
     attention.fit(train.X[:300], train.labels[:300], qid=train.qid[:300])
     with pytest.raises(ExportError, match="in the context of the other documents"):
         to_solr(attention, feature_names=mq_names)
+
+
+def test_inexact_note_names_every_value_that_decides_otherwise(gbdt_models, mq_fold1, mq_names):
+    """Each adversarial row Solr scores otherwise holds a value in an interval the note names (here also
+    a split near 3.5e-6, where the float32 grid of the threshold is coarser than that of the sum)."""
+    import re
+
+    model = gbdt_models["lightgbm", True]
+    export = to_solr(model, feature_names=mq_names, accept_inexact=True)
+    listed = re.search(r"every value that decides otherwise: (.*)\) \(accepted\)", export.notes[0]).group(1)
+    assert not listed.endswith("...")
+    intervals = [(mq_names.index(f), float(lo), float(hi))
+                 for lo, hi, fs in re.findall(r"\(([^,]+), ([^\]]+)\] of ([^;]+)", listed) for f in fs.split(", ")]
+    assert any(hi > 1e-30 for _, _, hi in intervals)  # not only the (0, 1e-35] band
+    rows = adversarial_rows(tree_ensemble(model), mq_fold1[1].X[0])
+    adv = parity_report(model, export, rows, np.arange(len(rows)) // 20)
+    assert adv.differing_rows
+    for r in adv.differing_rows:
+        x = rows[r["row"]].astype(np.float32)
+        assert any(lo < x[j] <= hi for j, lo, hi in intervals), r

@@ -427,3 +427,24 @@ def test_save_errors_name_the_file_not_the_temporary(tmp_path):
     with pytest.raises(InputError, match=r"cannot save to /proc/m.npz: ") as info:
         m.save("/proc/m.npz")
     assert ".tmp" not in str(info.value)
+
+
+def test_feature_names_of_the_training_data_are_saved(tmp_path):
+    """A data set's feature_names (a feature log's) name the columns after save/load: exports use them."""
+    from rankwise.data import RankingDataset
+
+    X, y, qid = make_data(n_queries=10, list_len=5)
+    names = [f"feat {j} ü" for j in range(X.shape[1])]
+    ds = RankingDataset.from_arrays(X, y, qid, feature_names=names)
+    model = LinearRanker(max_iter=5).fit(ds)
+    assert model.feature_names_ == names and not hasattr(model, "feature_names_in_")
+    path = model.save(tmp_path / "m.npz")
+    assert rankwise.load(path).feature_names_ == names
+    unnamed = LinearRanker(max_iter=5).fit(X, y, qid=qid)
+    assert not hasattr(unnamed, "feature_names_")
+    assert not hasattr(rankwise.load(unnamed.save(tmp_path / "u.npz")), "feature_names_")
+    model.fit(X, y, qid=qid)  # refitted on unnamed columns: the old names go
+    assert not hasattr(model, "feature_names_")
+    _rewrite_meta(path, tmp_path / "bad.npz", feature_names=names[:-1])
+    with pytest.raises(InputError, match=r"bad.npz: corrupt .*feature_names is not a list of \d+ strings"):
+        rankwise.load(tmp_path / "bad.npz")

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
+from rankwise.cli.feature_logs import LOG_FORMATS
 from rankwise.errors import InputError
 
 TARGETS = ("opensearch", "solr", "elasticsearch", "vespa", "onnx")
@@ -30,6 +32,23 @@ def _feature_names(args):
         names = [n.strip() for n in text.replace(",", "\n").splitlines() if n.strip()]
         return names
     return None
+
+
+def _check_log(args, feature_names):
+    """The ``--check`` feature log joined with ``--judgments``, its columns in the export's feature order."""
+    from rankwise.cli import feature_logs
+
+    if args.judgments is None:
+        raise InputError(f"--data-format {args.data_format} reads --check as a feature log, which holds no grades: "
+                         "pass --judgments QRELS (TREC qrels or a CSV qid,docid,grade)")
+    if args.qid is not None and args.qids is not None:
+        raise InputError("--qid and --qids both name the query ids; pass one")
+    log_args = SimpleNamespace(format=args.data_format, judgments=args.judgments, qid=args.qid, qids=args.qids,
+                               doc_id=args.doc_id, log_name=args.log_name, feature_set=None,
+                               missing_as_zero=args.log_missing_as_zero, features_format=args.features_format,
+                               duplicates="error", feature_store=None, field=None, absent_features="error",
+                               key_value_sep="=", feature_sep=",", unjudged="drop", model="gbdt")
+    return feature_logs.load(args.check, log_args, feature_names=feature_names, label="--check")
 
 
 def _cmd_export(args) -> int:
@@ -62,13 +81,14 @@ def _cmd_export(args) -> int:
         print(f"note: {note}")
     if not args.check:
         return 0
-    from types import SimpleNamespace
-
     from rankwise.cli.inputs import _cli_hints, _load_predict_data
 
-    data_args = SimpleNamespace(data=args.check, format=args.data_format, split="u1", group=args.group)
-    with _cli_hints():
-        ds = _load_predict_data(data_args, n_features=n_features)
+    if args.data_format in LOG_FORMATS:
+        ds = _check_log(args, export.feature_names)
+    else:
+        data_args = SimpleNamespace(data=args.check, format=args.data_format, split="u1", group=args.group)
+        with _cli_hints():
+            ds = _load_predict_data(data_args, n_features=n_features)
     report = parity_report(model, export, np.asarray(ds.X.toarray() if hasattr(ds.X, "toarray") else ds.X),
                            ds.qid, rel_tol=args.rel_tol, missing=args.plugin_missing)
     engine = {"solr": "Solr LTR", "elasticsearch": "Elasticsearch learning_to_rank", "vespa": "Vespa",
@@ -111,7 +131,9 @@ def add_export_parser(sub) -> None:
                         "(3.2-3.7), zero (<= 3.1)")
     p.add_argument("--rel-tol", type=float, default=1e-6, help="--check: tolerance on |dscore| / score range")
     p.add_argument("--group", help="--check: SVMlight without qid: file of query sizes")
-    p.add_argument("--data-format", default="auto", help="--check: auto (default), svmlight, parquet, npz")
+    p.add_argument("--data-format", default="auto",
+                   help="--check: auto (default), svmlight, parquet, npz, or a feature log: opensearch, "
+                        "elasticsearch, solr, vespa (with --judgments; its columns are read in the model's order)")
     p.add_argument("--onnx-dtype", choices=("float32", "double"), default="float32",
                    help="onnx (and vespa --vespa-format onnx): element type of the input")
     p.add_argument("--vespa-format", choices=("native", "onnx"), default="native",
@@ -120,6 +142,16 @@ def add_export_parser(sub) -> None:
                                                    "application package directory)")
     p.add_argument("--queries", help="elasticsearch: JSON file {feature: query} for the feature extractors (without "
                                      "it, --out holds the trained-model definition alone)")
+    g = p.add_argument_group("--check on a feature log (--data-format opensearch, elasticsearch, solr or vespa)")
+    g.add_argument("--judgments", metavar="FILE", help="TREC qrels or a CSV qid,docid,grade joined with the log")
+    g.add_argument("--qid", metavar="PATH", help="dotted path of the query id in each hit")
+    g.add_argument("--qids", metavar="FILE", help="query ids one per line, one per response in file order")
+    g.add_argument("--doc-id", metavar="PATH", help="dotted path of the document id in a hit")
+    g.add_argument("--log-name", help="OpenSearch: the ltr_log log_specs name, when the hits hold several")
+    g.add_argument("--log-missing-as-zero", action="store_true",
+                   help="OpenSearch: read a logged feature with no value as 0 (as the model was trained), not NaN")
+    g.add_argument("--features-format", choices=("dense", "sparse"), default="dense",
+                   help="Solr: the [features] transformer's format")
     p.set_defaults(func=_cmd_export)
 
 

@@ -190,6 +190,7 @@ def read_scores(path, n_rows: int) -> np.ndarray:
     return np.asarray(values, dtype=np.float64)
 
 
+# -- rows to score (predict, export --check) ------------------------------------------------------
 class _cli_hints:
     """Reword the Python-only hints of data errors into the command line's options."""
 
@@ -197,8 +198,6 @@ class _cli_hints:
         return self
 
     def __exit__(self, kind, exc, tb):
-        from rankwise.errors import InputError
-
         if isinstance(exc, InputError) and "query_file=" in str(exc):
             raise InputError(str(exc).replace("pass query_file=", "pass --group FILE").replace(
                 "query_file=", "--group FILE")) from None
@@ -213,7 +212,6 @@ def _load_predict_data(args, *, n_features):
     if not unlabelled:
         return load_dataset(args.data, n_features=n_features, **kw)
     import tempfile
-    from pathlib import Path
 
     with tempfile.TemporaryDirectory(prefix="rankwise-predict-") as tmp:
         labelled = Path(tmp) / (Path(path).name.removesuffix(".gz") + ".txt")
@@ -240,8 +238,6 @@ def _open_text(path):
 
 def _svmlight_is_unlabelled(path) -> bool:
     """Whether the first data line of an SVMlight/LETOR file has no label (starts with ``qid:`` or ``i:v``)."""
-    from pathlib import Path
-
     if not Path(path).is_file() or Path(path).suffix in (".parquet", ".npz"):
         return False
     try:
@@ -253,3 +249,4 @@ def _svmlight_is_unlabelled(path) -> bool:
     except (OSError, UnicodeDecodeError, EOFError):
         return False
     return False
+

@@ -77,7 +77,7 @@ def _check_model_params(model) -> None:
 
 
 def _cmd_train(args) -> int:
-    from rankwise.cli.inputs import build_model, load_dataset, parse_params
+    from rankwise.cli.inputs import _cli_hints, build_model, load_dataset, parse_params
 
     # cheap checks first: a typo in --loss, --param or --out must not cost a training run
     _check_out_dir(args.out)
@@ -128,6 +128,7 @@ def _cmd_predict(args) -> int:
     import numpy as np
 
     import rankwise
+    from rankwise.cli.inputs import _cli_hints, _load_predict_data
     from rankwise.data import write_trec_run
 
     _check_out_dir(args.out)

@@ -12,21 +12,65 @@ from rankwise.errors import InputError
 from rankwise.export._trees import (LIGHTGBM_ZERO_THRESHOLD, MISSING_NONE, MISSING_ZERO, ExportError, TreeEnsemble,
                                     floor32, next32, prev32)
 
-__all__ = ["ExportError", "feature_names_for", "nan_goes_left", "zero_goes_left", "left_max32", "missing_mismatches",
+__all__ = ["ExportError", "feature_names_for", "model_feature_names", "names_mismatch", "nan_goes_left",
+           "zero_goes_left", "left_max32", "missing_mismatches",
            "min_score", "shift_value"]
 
 
 # -- shared by the writers --------------------------------------------------------------------------------------
-def feature_names_for(model, n_features: int, feature_names) -> list:
-    names = feature_names if feature_names is not None else getattr(model, "feature_names_in_", None)
-    if names is None:
-        raise InputError("feature_names: the engine addresses features by their names in its feature set/store; give "
-                         f"the {n_features} names in the model's column order (feature_names=[...])")
-    names = [str(n) for n in names]
+def model_feature_names(model):
+    """The names the model's training data gave its columns (``feature_names_in_``, else ``feature_names_``)."""
+    for attr in ("feature_names_in_", "feature_names_"):
+        names = getattr(model, attr, None)
+        if names is not None:
+            return [str(n) for n in names]
+    return None
+
+
+def feature_names_for(model, n_features: int, feature_names, *, rename: bool = False) -> list:
+    """The engine's feature names for the model's columns, in column order.
+
+    Default: the names the training data gave (a feature log's, a data set's ``feature_names``, a
+    DataFrame's columns). Given names must be those same names in the same order when the model
+    knows its own: a feature set whose names or order differ from the training columns would
+    feed each tree split, weight or RankLib ordinal another feature (ES-LTR #104, #414), and is
+    refused with the names that differ. ``rename=True`` (targets whose names are the engine's
+    expressions for each column, such as Vespa's rank features): given names replace the model's.
+    """
+    known = model_feature_names(model)
+    if feature_names is None and known is None:
+        raise InputError("feature_names: the engine addresses features by their names in its feature set/store, and "
+                         "this model was trained on unnamed columns; give the "
+                         f"{n_features} names in the model's column order (feature_names=[...])")
+    names = [str(n) for n in (feature_names if feature_names is not None else known)]
     if len(names) != n_features or len(set(names)) != len(names):
         raise InputError(f"feature_names: expected {n_features} distinct names (one per model column), got "
                          f"{len(names)} ({len(set(names))} distinct)")
+    if known is not None and names != known and not rename:
+        raise ExportError("feature_names: " + names_mismatch(known, names) + "; the model's columns are "
+                          f"{_listing(known)}. Give the feature set in the model's column order (or leave "
+                          "feature_names out: the model's own names are used)")
     return names
+
+
+def _listing(names, k: int = 8) -> str:
+    return "[" + ", ".join(map(repr, names[:k])) + (", ...]" if len(names) > k else "]")
+
+
+def names_mismatch(known: list, given: list) -> str:
+    """What differs between the model's column names and a given feature set, by name."""
+    unknown = [n for n in given if n not in set(known)]
+    absent = [n for n in known if n not in set(given)]
+    parts = []
+    if unknown:
+        parts.append(f"{len(unknown)} name(s) the model was not trained on: {_listing(unknown)}")
+    if absent:
+        parts.append(f"{len(absent)} model feature(s) missing: {_listing(absent)}")
+    if not parts:
+        k = next(i for i, (a, b) in enumerate(zip(known, given)) if a != b)
+        parts.append(f"the same names in another order (column {k} of the model is {known[k]!r}, the feature set "
+                     f"has {given[k]!r} there)")
+    return "the given feature names differ from the model's: " + "; ".join(parts)
 
 
 def nan_goes_left(ens: TreeEnsemble, tree, k: int) -> bool:

@@ -96,7 +96,7 @@ def to_elasticsearch(model, *, feature_names=None) -> ElasticsearchExport:
     require_family(model, "Elasticsearch's learning_to_rank trained model (a tree ensemble)", ("trees",),
                    "Use the OpenSearch/Elasticsearch LTR plugin (to_opensearch) for linear models, or ONNX (to_onnx).")
     ens = tree_ensemble(model)
-    names = feature_names_for(model, ens.n_features, feature_names)
+    names = feature_names_for(model, ens.n_features, feature_names, rename=True)
     tree_docs = [_tree(ens, tree, t) for t, tree in enumerate(ens.trees)]
     if ens.base_score != 0.0:
         tree_docs.insert(0, [{"node_index": 0, "leaf_value": [float(ens.base_score)]}])

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rankwise.errors import InputError
-from rankwise.export._common import ExportError, feature_names_for, left_max32, nan_goes_left
+from rankwise.export._common import ExportError, feature_names_for, left_max32, model_feature_names, nan_goes_left
 from rankwise.export._trees import TreeEnsemble, tree_ensemble
 
 __all__ = ["OnnxExport", "to_onnx", "OnnxScorer", "INPUT", "OUTPUT"]
@@ -313,6 +313,6 @@ def to_onnx(model, *, feature_names=None, dtype: str = "float32") -> OnnxExport:
 
 
 def _names(model, n: int, given) -> list:
-    if given is None and getattr(model, "feature_names_in_", None) is None:
+    if given is None and model_feature_names(model) is None:
         return [f"f{i}" for i in range(n)]
-    return feature_names_for(model, n, given)
+    return feature_names_for(model, n, given, rename=True)

@@ -102,17 +102,22 @@ def _trees_document(model, names, name, store, shift, accept_inexact):
             g = left_max32(ens, tree, ti, k, "Solr's MultipleAdditiveTreesModel")
             thr, r = slack_threshold(g)
             if r != g:
-                inexact.append((ti, int(k), float(r), float(g)))
+                inexact.append((ti, int(k), float(r), float(g), names[tree.feature[k]]))
             return {"feature": names[tree.feature[k]], "threshold": thr,
                     "missing": "left" if nan_goes_left(ens, tree, k) else "right",
                     "left": node(tree.left[k]), "right": node(tree.right[k])}
 
         trees.append({"weight": "1", "root": node(0)})
     if inexact:
-        t, k, r, g = inexact[0]
+        t, k, r, g, _ = inexact[0]
+        by_range = {}
+        for _, _, r2, g2, f in inexact:
+            by_range.setdefault((r2, g2), {})[f] = None
+        ranges = [f"({r2!r}, {g2!r}] of {', '.join(fs)}" for (r2, g2), fs in by_range.items()]
         msg = (f"{len(inexact)} split(s) cannot be written exactly for Solr (first: tree {t} node {k}): Solr goes left "
                f"iff x <= threshold + 1e-6f in float32, and no float32 threshold makes that sum {g!r}, the largest "
-               f"value the booster sends left; the nearest is {r!r}, so values in ({r!r}, {g!r}] would go right")
+               f"value the booster sends left; the nearest is {r!r}, so values in ({r!r}, {g!r}] would go right "
+               f"(every value that decides otherwise: {'; '.join(ranges[:12])}{'; ...' if len(ranges) > 12 else ''})")
         if not accept_inexact:
             raise ExportError(msg + ". Use the OpenSearch target (no slack), or pass accept_inexact=True "
                                     "(--accept-inexact) if no feature takes such values, and check the parity")

@@ -233,13 +233,13 @@ def to_vespa(model, *, feature_names=None, name: str = "rankwise", format: str =
             raise ExportError(f"LinearRanker(feature_map={model.feature_map!r}) scores a non-linear map of the "
                               "features; Vespa's linear expression takes the features themselves (retrain with "
                               "feature_map=None)")
-        names = feature_names_for(model, len(model.coef_), feature_names)
+        names = feature_names_for(model, len(model.coef_), feature_names, rename=True)
         expression = _linear_expression(model, names)
         out = VespaExport(name, {}, _profile(name, expression, names, _functions(names, feature_expressions),
                                              first_phase, rerank_count), expression, names, "linear")
     else:
         ens = tree_ensemble(model)
-        names = feature_names_for(model, ens.n_features, feature_names)
+        names = feature_names_for(model, ens.n_features, feature_names, rename=True)
         kind = ens.source
         text = _lightgbm_file(ens, names) if kind == "lightgbm" else _xgboost_file(ens, names)
         expression = f'{kind}("{name}.json")'

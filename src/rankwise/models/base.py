@@ -17,7 +17,10 @@ declare their parameters' constraints in ``_parameter_constraints`` (checked in 
 :meth:`BaseRanker._validate_fit` (which wraps :func:`rankwise.data.ranking_input.check_ranking_input`),
 set fitted attributes ending in ``_`` (at least ``n_features_in_``, and ``feature_names_in_``
 when ``X`` is a DataFrame with string column names, checked again by ``predict``) and return
-``self``. Common hyper-parameters have one name in every model: ``learning_rate``,
+``self``. ``feature_names_`` (set by :meth:`BaseRanker._validate_fit`, kept by ``save``) names the
+training columns when the data named them -- a DataFrame's string columns or a
+:class:`~rankwise.data.RankingDataset`'s ``feature_names`` (a feature log's) -- and is what an
+export addresses the engine's features by; ``predict`` does not check it. Common hyper-parameters have one name in every model: ``learning_rate``,
 ``max_iter`` (iterations or epochs; ``n_estimators`` for boosting rounds), ``alpha`` (ℓ2),
 ``random_state``, ``n_jobs``. Names a model used before (``lr``, ``epochs``, ``weight_decay``,
 ``n_epochs``, ``C``) still work for one release, with a ``DeprecationWarning``.
@@ -271,6 +274,12 @@ class BaseRanker(BaseEstimator):
             self.feature_names_in_ = names
         else:
             self.__dict__.pop("feature_names_in_", None)
+        data_names = names if names is not None else getattr(X, "feature_names", None) if hasattr(
+            X, "query_offsets") else None
+        if data_names is not None:
+            self.feature_names_ = [str(n) for n in data_names]
+        else:
+            self.__dict__.pop("feature_names_", None)
         return train, val
 
     # -- the end of fit: did training move the model? ----------------------------------------------

@@ -11,7 +11,8 @@ read with ``allow_pickle=False``, so loading a file never runs code. It holds
        "kind": "model" | "checkpoint", "class": "LinearRanker",
        "params": {...constructor arguments...}, "state": {...fitted scalars...},
        "digests": {"coef_": "<sha256 of coef_.npy>", ...},
-       "train_state": {...}   # checkpoints only
+       "train_state": {...},  # checkpoints only
+       "feature_names": [...]  # the training columns' names (``feature_names_``), when the data named them
       }
 
 - ``__digest__``: a ``uint8`` array with the ASCII text ``sha256:<hex>``, the sha256 of the
@@ -329,6 +330,9 @@ def _model_meta(model, kind: str) -> tuple[dict, dict]:
         "params": _encode(model._get_params_state(), where=f"{type(model).__name__} parameters"),
         "state": _encode(state, where=f"{type(model).__name__} state"),
     }
+    names = getattr(model, "feature_names_", None)
+    if names is not None:
+        meta["feature_names"] = [str(n) for n in names]
     return meta, dict(arrays)
 
 
@@ -392,6 +396,13 @@ def _build(meta: dict, arrays: dict, path):
         raise InputError(f"cannot load {path}: corrupt or not a rankwise model file (n_features_in_ is "
                          f"{str(n_features)[:40]!r}, not a feature count)")
     restore_state(model, state, arrays, path)
+    names = meta.get("feature_names")
+    if names is not None:
+        if not (isinstance(names, list) and all(isinstance(n, str) for n in names)
+                and len(names) == getattr(model, "n_features_in_", len(names))):
+            raise InputError(f"cannot load {path}: corrupt or not a rankwise model file (feature_names is not a list "
+                             f"of {getattr(model, 'n_features_in_', '?')} strings)")
+        model.feature_names_ = names
     _probe(model, path)
     return model
 
