@@ -10,7 +10,6 @@ import argparse
 import os
 import sys
 
-from rankwise.cli.inputs import _cli_hints, _load_predict_data
 from rankwise.errors import RankwiseError
 
 MODELS = ("linear", "neural", "gbdt", "reduction", "structured")
