@@ -38,7 +38,7 @@ def _linear(**kw):
 def _neural(**kw):
     from rankwise.models import NeuralRanker
 
-    return NeuralRanker, dict(loss="listnet", hidden=(8,), max_iter=8, batch_queries=4, learning_rate=0.01,
+    return NeuralRanker, dict(loss="listnet", hidden=(8,), max_iter=6, batch_queries=5, learning_rate=0.01,
                               verbose=False, random_state=3, **kw)
 
 
@@ -60,7 +60,7 @@ TRAINERS = {
     "linear lbfgs + early stopping": (lambda **kw: _linear(solver="lbfgs", alpha=1e-3, max_iter=40, tol=1e-12,
                                                           early_stopping_rounds=3, **kw), {"eval": True}),
     "linear adam": (lambda **kw: _linear(solver="adam", max_iter=12, learning_rate=0.05, **kw), {}),
-    "linear ogd": (lambda **kw: _linear(solver="ogd", max_iter=8, learning_rate=0.1, **kw), {}),
+    "linear ogd": (lambda **kw: _linear(solver="ogd", max_iter=5, learning_rate=0.1, **kw), {}),
     "neural (mlp, adam)": (_neural, {}),
     "gbdt lightgbm": (_gbdt("lightgbm"), {"checkpoint_every": 1}),
     "gbdt xgboost": (_gbdt("xgboost"), {"checkpoint_every": 1}),
@@ -75,7 +75,7 @@ ALL = {**TRAINERS, **SUBSAMPLED}
 
 
 def data():
-    X, y, qid = make_data(n_queries=30, list_len=8, n_features=6, seed=11)
+    X, y, qid = make_data(n_queries=20, list_len=8, n_features=6, seed=11)
     Xv, yv, qv = make_data(n_queries=10, list_len=8, n_features=6, seed=12)
     return (X, y, qid), (Xv, yv, qv)
 
@@ -149,14 +149,17 @@ def sigkill_and_resume(name: str, ck: Path, delay: float, n_jobs: int = 1) -> tu
 
     Returns the resumed scores and whether a checkpoint was there to resume from.
     """
+    import rankwise
+
+    src = str(Path(rankwise.__file__).resolve().parents[1])  # the rankwise this process runs
     started = ck.with_suffix(".started")
     code = ("import sys; sys.path[:0] = [%r, %r]\n"
             "from pathlib import Path\n"
             "import _resume_faults as h\n"
             "h.data(); Path(%r).write_text('go')\n"
-            "h._fit(%r, %d, checkpoint=Path(%r))\n") % (str(HERE), str(HERE.parents[1] / "src"), str(started), name,
+            "h._fit(%r, %d, checkpoint=Path(%r))\n") % (str(HERE), src, str(started), name,
                                                       n_jobs, str(ck))
-    env = dict(os.environ, PYTHONPATH=str(HERE.parents[1] / "src"))
+    env = dict(os.environ, PYTHONPATH=src)
     child = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE)
     try:
