@@ -23,6 +23,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from _model_data import make_data
 
@@ -113,7 +114,7 @@ def _fit(name, n_jobs, **fit_kw):
     if extra.get("eval"):
         kw["eval_set"] = val
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a short fit stopped at max_iter on purpose
+        warnings.filterwarnings("ignore", category=ConvergenceWarning)  # a short fit stopped at max_iter on purpose
         model = cls(**params).fit(X, y, qid=qid, **kw, **fit_kw)
     return model.predict(X)
 
