@@ -256,9 +256,10 @@ class LinearRanker(_TorchRanker):
         after every iteration; with ``early_stopping_rounds`` training stops after that many
         steps without improvement and keeps the best step. ``checkpoint=path`` writes the
         training state after every epoch (ogd/adam) or iteration (lbfgs), ``resume=path``
-        continues a run from such a file up to ``max_iter`` steps in all (lbfgs restarts its
-        curvature memory from the saved coefficients, so a resumed lbfgs run reaches the same
-        optimum, not bit-identical iterates). lbfgs warns (``ConvergenceWarning``, a
+        continues a run from such a file up to ``max_iter`` steps in all, equal to the run that was
+        never interrupted, bit for bit (lbfgs checkpoints carry L-BFGS-B's complete state: its
+        correction pairs, line-search scalars and counters; a checkpoint without it restarts
+        L-BFGS at the saved coefficients: the same optimum, not the same iterates). lbfgs warns (``ConvergenceWarning``, a
         ``UserWarning``) when it stops at ``max_iter`` while the objective is still falling
         (by more than 1e-4 relative over the last tenth of its iterations, at least 3); a run that merely did not reach
         the tight ``tol`` is not warned about. ``group`` (query sizes) may replace ``qid``.
