@@ -123,3 +123,17 @@ def test_gbdt_resume_with_random_sampling_warns_that_it_differs(tmp_path, backen
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         GBDTRanker("listnet", backend=backend, n_estimators=5, verbose=False).fit(X, y, qid=qid, resume=ck)
+
+
+def test_lbfgs_state_from_another_scipy_restarts_with_a_warning(tmp_path):
+    """L-BFGS-B's workspace layout is scipy's: a state written by another scipy version is not trusted."""
+    from rankwise.models import LinearRanker, persistence
+
+    (X, y, qid), _ = h.data()
+    ck = tmp_path / "ck.npz"
+    m = LinearRanker("listnet", max_iter=30, verbose=False).fit(X, y, qid=qid, checkpoint=ck)
+    _, _, tstate, tarrays = persistence.load_checkpoint(ck, m)
+    assert "lbfgs/wa" in tarrays
+    persistence.save_checkpoint(m, ck, {**tstate, "scipy": "1.15.0rc9"}, tarrays)
+    with pytest.warns(UserWarning, match=r"written by scipy 1\.15\.0rc9, this is scipy .*: L-BFGS restarts"):
+        LinearRanker("listnet", max_iter=40, verbose=False).fit(X, y, qid=qid, resume=ck)

@@ -23,6 +23,12 @@ _SOLVERS = ("auto", "lbfgs", "ogd", "adam")
 _FEATURE_MAPS = (None, "poly2", "rff")
 
 
+def _scipy_version() -> str:
+    import scipy
+
+    return scipy.__version__
+
+
 def _linear_module(n_inputs: int, fit_intercept: bool):
     import torch
 
@@ -285,6 +291,11 @@ class LinearRanker(_TorchRanker):
             self._check_resume_features(state, train.X.shape[1], resume)
             persistence.restore_state(self, state, arrays, resume)
             lbfgs = {k[len("lbfgs/"):]: v for k, v in tarrays.items() if k.startswith("lbfgs/")}
+            if lbfgs and tstate.get("scipy") != _scipy_version():  # its workspace layout is scipy's own
+                warn_user(f"resume={str(resume)!r}: the checkpoint's L-BFGS-B state was written by scipy "
+                          f"{tstate.get('scipy')}, this is scipy {_scipy_version()}: L-BFGS restarts at the saved "
+                          "coefficients (the same optimum, not the iterates of the uninterrupted run)")
+                lbfgs = {}
             self._lbfgs_resume = (tstate.get("stopper", {}), tarrays.get("best_theta"), lbfgs or None, resume)
         self.n_features_in_ = train.X.shape[1]
         Z = self._transform(train.X)
@@ -468,7 +479,10 @@ class LinearRanker(_TorchRanker):
 
         arrays = {} if best_theta is None else {"best_theta": best_theta}
         arrays.update({f"lbfgs/{k}": v for k, v in (opt_state or {}).items()})
-        persistence.save_checkpoint(self, path, {"epoch": epoch, "stopper": stopper.state()}, arrays)
+        tstate = {"epoch": epoch, "stopper": stopper.state()}
+        if opt_state:
+            tstate["scipy"] = _scipy_version()
+        persistence.save_checkpoint(self, path, tstate, arrays)
 
     # -- predict ------------------------------------------------------------------------------
     def _predict_rows(self, Xv):
