@@ -7,7 +7,8 @@ import unicodedata
 import numpy as np
 import scipy.sparse as sp
 
-from rankwise._validation import Interval, Options, available_cpus, check_positive_int, fit_seed, limit_threads
+from rankwise._validation import (Interval, Options, available_cpus, check_positive_int, fit_seed, limit_threads,
+                                  warn_user)
 from rankwise.errors import InputError
 from rankwise.models import _booster_text, persistence
 from rankwise.models.base import BaseRanker
@@ -357,6 +358,7 @@ class GBDTRanker(BaseRanker):
                                  f"than n_estimators={total}; raise n_estimators to at least {done}")
             history = state.get("history", {})
             stopper.load_state(tstate.get("stopper", {}))
+            self._warn_sampling_restarts(resume, done, total)
         native, obj = self._objective(on_value, start=done)
         self.n_features_in_ = train.X.shape[1]
         names = getattr(self, "feature_names_in_", None)
@@ -384,6 +386,24 @@ class GBDTRanker(BaseRanker):
             self.best_score_ = float(stopper.best_value) * metric.sign
         self._check_trained(train, f"after {self.n_estimators_} boosting round(s)")
         return self
+
+    #: backend parameters that draw rows or columns at random each round
+    _SAMPLING_PARAMS = ("bagging_fraction", "feature_fraction", "feature_fraction_bynode", "subsample",
+                        "colsample_bytree", "colsample_bylevel", "colsample_bynode")
+
+    def _warn_sampling_restarts(self, resume, done, total) -> None:
+        """A resumed booster restarts the backend's sampling stream (LightGBM's bagging and feature
+        fraction generators, XGBoost's): the later trees then differ from an uninterrupted fit's."""
+        if done >= total:
+            return
+        sampled = {"subsample": self.subsample, "colsample_bytree": self.colsample_bytree}
+        sampled.update({k: v for k, v in (self.backend_params or {}).items() if k in self._SAMPLING_PARAMS})
+        drawn = [f"{k}={v}" for k, v in sampled.items() if isinstance(v, (int, float)) and v < 1]
+        if drawn:
+            warn_user(f"resume={str(resume)!r} with {', '.join(drawn)}: {self.backend} draws its row/column samples "
+                      f"from a generator that restarts with the resumed booster, so rounds {done}..{total - 1} "
+                      "differ from those of an uninterrupted fit (same distribution, other trees); with subsample=1 "
+                      "and colsample_bytree=1 a resume equals the uninterrupted fit")
 
     def _untrained_hint(self) -> str:
         return (f"No tree split the training rows: lower min_child_samples (now {self.min_child_samples}), check that "

@@ -23,6 +23,12 @@ _SOLVERS = ("auto", "lbfgs", "ogd", "adam")
 _FEATURE_MAPS = (None, "poly2", "rff")
 
 
+def _scipy_version() -> str:
+    import scipy
+
+    return scipy.__version__
+
+
 def _linear_module(n_inputs: int, fit_intercept: bool):
     import torch
 
@@ -256,9 +262,10 @@ class LinearRanker(_TorchRanker):
         after every iteration; with ``early_stopping_rounds`` training stops after that many
         steps without improvement and keeps the best step. ``checkpoint=path`` writes the
         training state after every epoch (ogd/adam) or iteration (lbfgs), ``resume=path``
-        continues a run from such a file up to ``max_iter`` steps in all (lbfgs restarts its
-        curvature memory from the saved coefficients, so a resumed lbfgs run reaches the same
-        optimum, not bit-identical iterates). lbfgs warns (``ConvergenceWarning``, a
+        continues a run from such a file up to ``max_iter`` steps in all, equal to the run that was
+        never interrupted, bit for bit (lbfgs checkpoints carry L-BFGS-B's complete state: its
+        correction pairs, line-search scalars and counters; a checkpoint without it restarts
+        L-BFGS at the saved coefficients: the same optimum, not the same iterates). lbfgs warns (``ConvergenceWarning``, a
         ``UserWarning``) when it stops at ``max_iter`` while the objective is still falling
         (by more than 1e-4 relative over the last tenth of its iterations, at least 3); a run that merely did not reach
         the tight ``tol`` is not warned about. ``group`` (query sizes) may replace ``qid``.
@@ -283,7 +290,13 @@ class LinearRanker(_TorchRanker):
             state, arrays, tstate, tarrays = persistence.load_checkpoint(resume, self)
             self._check_resume_features(state, train.X.shape[1], resume)
             persistence.restore_state(self, state, arrays, resume)
-            self._lbfgs_resume = (tstate.get("stopper", {}), tarrays.get("best_theta"))
+            lbfgs = {k[len("lbfgs/"):]: v for k, v in tarrays.items() if k.startswith("lbfgs/")}
+            if lbfgs and tstate.get("scipy") != _scipy_version():  # its workspace layout is scipy's own
+                warn_user(f"resume={str(resume)!r}: the checkpoint's L-BFGS-B state was written by scipy "
+                          f"{tstate.get('scipy')}, this is scipy {_scipy_version()}: L-BFGS restarts at the saved "
+                          "coefficients (the same optimum, not the iterates of the uninterrupted run)")
+                lbfgs = {}
+            self._lbfgs_resume = (tstate.get("stopper", {}), tarrays.get("best_theta"), lbfgs or None, resume)
         self.n_features_in_ = train.X.shape[1]
         Z = self._transform(train.X)
         val_in = None if val is None else (self._transform(val.X), val.y, val.offsets, None)
@@ -370,14 +383,17 @@ class LinearRanker(_TorchRanker):
         early = self.early_stopping_rounds is not None
         best = {"theta": None}
         resumed = self.__dict__.pop("_lbfgs_resume", None)
+        lbfgs_state = None
         if resume is not None:
             x0 = np.append(self.coef_, self.intercept_) if fi else self.coef_.copy()
             if resumed is not None:
                 stopper.load_state(resumed[0])
                 best["theta"] = None if resumed[1] is None or not early else np.asarray(resumed[1], dtype=np.float64)
+                lbfgs_state = self._checked_lbfgs_state(resumed[2], len(self.history_), resumed[3])
         done = len(self.history_)
         remaining = int(self.max_iter) - done  # max_iter counts every iteration, resumed ones included
         step = [done]
+        live = {}  # the optimiser's complete state at the current iterate (minimize_erm fills it)
 
         def set_theta(theta):
             self.coef_ = theta[:d].copy()
@@ -399,7 +415,11 @@ class LinearRanker(_TorchRanker):
             step[0] += 1
             if checkpoint is not None:  # the iterate after every iteration, so a killed run resumes
                 set_theta(theta)
-                self._write_lbfgs_checkpoint(checkpoint, step[0], stopper, best["theta"])
+                opt_state = dict(live)
+                if stop and "counts" in opt_state:  # the stop is part of the state: a resume stops here too
+                    opt_state["counts"] = opt_state["counts"].copy()
+                    opt_state["counts"][2] = 1
+                self._write_lbfgs_checkpoint(checkpoint, step[0], stopper, best["theta"], opt_state)
             if stop:
                 raise StopIteration
 
@@ -409,9 +429,12 @@ class LinearRanker(_TorchRanker):
         if remaining > 0:
             bar = Progress(int(self.max_iter), desc="LinearRanker[lbfgs]", verbose=self.verbose, initial=done)
             try:
+                # with the saved state L-BFGS continues exactly (max_iter counts its iterations
+                # before the interruption too); without one (an older checkpoint) it restarts at x0
                 theta, res = minimize_erm(fun_grad, x0, l1=float(self.l1),
                                           l1_mask=np.r_[np.ones(d, bool), np.zeros(fi, bool)],
-                                          max_iter=remaining, tol=float(self.tol), callback=callback)
+                                          max_iter=remaining if lbfgs_state is None else int(self.max_iter),
+                                          tol=float(self.tol), callback=callback, state=lbfgs_state, state_out=live)
             finally:
                 bar.close()
         if res is not None and res.status == 1:
@@ -429,17 +452,37 @@ class LinearRanker(_TorchRanker):
             theta = best["theta"]  # early stopping keeps the best iterate; an eval_set alone does not
             self.best_iteration_ = int(stopper.best_step)
             self.best_score_ = float(stopper.best_value) * metric.sign
-        self.n_iter_ = done + (0 if res is None else int(res.nit))
+        self.n_iter_ = done if res is None else (int(res.nit) if lbfgs_state is not None else done + int(res.nit))
         set_theta(theta)
         self.fit_time_ = time.perf_counter() - t0
         if checkpoint is not None:
-            self._write_lbfgs_checkpoint(checkpoint, step[0], stopper, best["theta"])
+            final = lbfgs_state if res is None else res.state
+            self._write_lbfgs_checkpoint(checkpoint, step[0], stopper, best["theta"], final)
 
-    def _write_lbfgs_checkpoint(self, path, epoch, stopper, best_theta):
+    @staticmethod
+    def _checked_lbfgs_state(arrays, done, path):
+        """The saved L-BFGS-B state of a checkpoint, checked against its history (None: restart at its coefficients)."""
+        from rankwise.models import persistence
+        from rankwise.train.optim import _LBFGSB_ARRAYS
+
+        if arrays is None:
+            return None
+        missing = [k for k in _LBFGSB_ARRAYS if k not in arrays]
+        counts = np.asarray(arrays.get("counts", ()))
+        if missing or counts.shape != (3,) or int(counts[0]) != done:
+            why = f"missing {missing}" if missing else f"iteration counter {counts.tolist()} vs {done} recorded"
+            raise persistence.corrupt(path, ValueError(f"L-BFGS state: {why}"), "a LinearRanker checkpoint")
+        return arrays
+
+    def _write_lbfgs_checkpoint(self, path, epoch, stopper, best_theta, opt_state=None):
         from rankwise.models import persistence
 
         arrays = {} if best_theta is None else {"best_theta": best_theta}
-        persistence.save_checkpoint(self, path, {"epoch": epoch, "stopper": stopper.state()}, arrays)
+        arrays.update({f"lbfgs/{k}": v for k, v in (opt_state or {}).items()})
+        tstate = {"epoch": epoch, "stopper": stopper.state()}
+        if opt_state:
+            tstate["scipy"] = _scipy_version()
+        persistence.save_checkpoint(self, path, tstate, arrays)
 
     # -- predict ------------------------------------------------------------------------------
     def _predict_rows(self, Xv):
