@@ -417,25 +417,43 @@ class RankingDataset:
 
     # ------------------------------------------------------------------ binary cache
     def save(self, path) -> None:
-        """Save as a directory of ``.npy`` arrays plus ``meta.json`` (no pickle)."""
+        """Save as a directory of ``.npy`` arrays plus ``meta.json`` (no pickle).
+
+        Each file is written atomically (:func:`rankwise._io.atomic_write`); ``meta.json`` is
+        removed first and written last, so a save that is killed or fails (a full disk: a
+        :class:`~rankwise.errors.WriteError` naming the file) leaves a folder that :meth:`load`
+        refuses, never one that mixes the arrays of two saves.
+        """
+        from rankwise._io import atomic_write, write_error
+
         path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            (path / "meta.json").unlink(missing_ok=True)
+        except OSError as exc:
+            raise write_error(path / "meta.json", exc) from None
+
+        def np_save(name, arr):
+            with atomic_write(path / name) as fh:
+                np.save(fh, arr)
+
         meta = {"format": "rankwise.RankingDataset", "version": _FORMAT_VERSION,
                 "sparse": bool(sp.issparse(self.X)), "shape": list(self.X.shape),
                 "feature_names": self.feature_names, "has_doc_ids": self.doc_ids is not None}
         if sp.issparse(self.X):
-            np.save(path / "X_data.npy", self.X.data)
-            np.save(path / "X_indices.npy", self.X.indices)
-            np.save(path / "X_indptr.npy", self.X.indptr)
+            np_save("X_data.npy", self.X.data)
+            np_save("X_indices.npy", self.X.indices)
+            np_save("X_indptr.npy", self.X.indptr)
         else:
-            np.save(path / "X.npy", self.X)
-        np.save(path / "labels.npy", self.labels)
-        np.save(path / "query_offsets.npy", self.query_offsets)
-        np.save(path / "query_ids.npy", self.query_ids)
+            np_save("X.npy", self.X)
+        np_save("labels.npy", self.labels)
+        np_save("query_offsets.npy", self.query_offsets)
+        np_save("query_ids.npy", self.query_ids)
         if self.doc_ids is not None:
-            np.save(path / "doc_ids.npy", self.doc_ids)
+            np_save("doc_ids.npy", self.doc_ids)
         # meta.json last: its presence marks a complete cache
-        (path / "meta.json").write_text(json.dumps(meta))
+        with atomic_write(path / "meta.json", "w") as fh:
+            fh.write(json.dumps(meta))
 
     @classmethod
     def load(cls, path, *, mmap_mode: str | None = None) -> "RankingDataset":
