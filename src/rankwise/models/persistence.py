@@ -278,7 +278,7 @@ def forge(path, entries: dict[str, bytes], meta: dict | None = None) -> Path:
     entries["__digest__"] = _npy_bytes(np.frombuffer(b"sha256:" + _sha256(entries["__meta__"]).encode(),
                                                      dtype=np.uint8))
     path = Path(path)
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+    with atomic_write(path) as fh, zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
         for name, data in entries.items():
             zf.writestr(name + ".npy", data)
     return path
