@@ -151,8 +151,7 @@ def child(name: str, payload: str, target: str, plain: bool) -> None:
     """A writer process: load what to write, say READY, wait for GO on stdin, write, say DONE."""
     import pickle
 
-    import rankwise.data  # noqa: F401  (every writer's module loaded before the clock starts)
-    import rankwise.models  # noqa: F401
+    import rankwise.data  # noqa: F401  (the writers' modules loaded before the clock starts)
 
     if plain:
         _plain_open_writes()
@@ -168,9 +167,10 @@ def child(name: str, payload: str, target: str, plain: bool) -> None:
 class _Children:
     """Writer processes started ahead of time (a fresh interpreter starts in seconds on a busy machine)."""
 
-    def __init__(self, name, payload, target, plain, ahead=3):
+    def __init__(self, name, payload, target, plain, total, ahead=3):
         self.args = (name, str(payload), str(target), plain)
-        self.ready = [self._spawn() for _ in range(ahead)]
+        self.left = total - min(ahead, total)
+        self.ready = [self._spawn() for _ in range(min(ahead, total))]
 
     def _spawn(self):
         name, payload, target, plain = self.args
@@ -183,7 +183,9 @@ class _Children:
     def start(self):
         """A child that has loaded its data, told to write now."""
         p = self.ready.pop(0)
-        self.ready.append(self._spawn())
+        if self.left > 0:
+            self.left -= 1
+            self.ready.append(self._spawn())
         line = p.stdout.readline()
         if not line.startswith("READY"):
             p.kill()
@@ -238,7 +240,7 @@ def kill_trials(name: str, kills: int, scale: float, rng: random.Random, work: P
     trial_dir = work / "trials"
     trial_dir.mkdir()
     target = trial_dir / f"target{suffix}"
-    children = _Children(name, work / "payload.pkl", target, plain)
+    children = _Children(name, work / "payload.pkl", target, plain, kills + 1)
     try:
         _copy(ref_old, target)
         p = children.start()  # one uninterrupted write: how long a write takes
