@@ -52,6 +52,18 @@ class TrainingDivergedError(RankwiseError, FloatingPointError):
     """Training produced a non-finite loss or gradient (lower the learning rate, standardise X)."""
 
 
+class WriteError(InputError, OSError):
+    """A file could not be written (disk full, read-only folder, no permission...).
+
+    The message names the target path and the reason; ``errno`` is the system's. Nothing was
+    written under the target name: a previous file there is unchanged (see ``rankwise._io``).
+    An ``InputError`` too (the path given cannot take the file) and an ``OSError``.
+    """
+
+    def __str__(self) -> str:  # the message, not OSError's "[Errno n] strerror: filename"
+        return str(self.args[0]) if self.args else ""
+
+
 class DataNotFoundError(RankwiseError, FileNotFoundError):
     """A data set is neither in the cache nor downloadable (offline)."""
 

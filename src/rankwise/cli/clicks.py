@@ -193,7 +193,10 @@ def run_clicks(args) -> int:
                                        top_k=_top_k(args.top_k), production_fraction=args.production_fraction,
                                        random_state=args.seed)
         frame = sim.log.to_frame()
-        frame.to_csv(out, index=False) if out.suffix == ".csv" else frame.to_parquet(out)
+        from rankwise._io import atomic_write
+
+        with atomic_write(out) as fh:
+            frame.to_csv(fh, index=False) if out.suffix == ".csv" else frame.to_parquet(fh)
         print(f"{sim.log.n_sessions} sessions, {int(sim.log.clicked.sum())} clicks written to {out} "
               "(documents are row numbers of --data)")
         return 0

@@ -150,7 +150,9 @@ def _cmd_predict(args) -> int:
     if args.trec:
         write_trec_run(ds, args.out, scores=scores, tag=args.tag)
     else:
-        with open(args.out, "w", encoding="utf-8") as fh:
+        from rankwise._io import atomic_write
+
+        with atomic_write(args.out, "w") as fh:
             fh.write("".join(f"{s!r}\n" for s in scores.tolist()))
     print(f"wrote {len(scores)} scores for {ds.n_queries} queries to {args.out}")
     return 0

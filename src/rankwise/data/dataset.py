@@ -420,15 +420,29 @@ class RankingDataset:
         """Save as a directory of ``.npy`` arrays plus ``meta.json`` (no pickle).
 
         ``meta.json`` records a digest of every array (dtype, shape and bytes), which
-        :meth:`load` checks: a damaged or swapped array is refused, never served.
+        :meth:`load` checks: a damaged or swapped array is refused, never served. Each file is
+        written atomically (:func:`rankwise._io.atomic_write`); ``meta.json`` is removed first and
+        written last, so a save that is killed or fails (a full disk: a
+        :class:`~rankwise.errors.WriteError` naming the file) leaves a folder that :meth:`load`
+        refuses, never one that mixes the arrays of two saves.
         """
         self._save(path)
 
     def _save(self, path, extra: dict | None = None) -> None:
+        from rankwise._io import atomic_write, write_error
         from rankwise.data._digest import array_digest, digest_algorithm
 
         path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            (path / "meta.json").unlink(missing_ok=True)
+        except OSError as exc:
+            raise write_error(path / "meta.json", exc) from None
+
+        def np_save(name, arr):
+            with atomic_write(path / name) as fh:
+                np.save(fh, arr)
+
         meta = {"format": "rankwise.RankingDataset", "version": _FORMAT_VERSION,
                 "sparse": bool(sp.issparse(self.X)), "shape": list(self.X.shape),
                 "feature_names": self.feature_names, "has_doc_ids": self.doc_ids is not None}
@@ -445,11 +459,12 @@ class RankingDataset:
         meta["digests"] = {"algorithm": algorithm}
         for name, arr in arrays.items():
             arr = np.ascontiguousarray(arr)
-            np.save(path / name, arr)
+            np_save(name, arr)
             meta["digests"][name] = array_digest(arr, algorithm)
         meta.update(extra or {})
         # meta.json last: its presence marks a complete save
-        (path / "meta.json").write_text(json.dumps(meta))
+        with atomic_write(path / "meta.json", "w") as fh:
+            fh.write(json.dumps(meta))
 
     @classmethod
     def load(cls, path, *, mmap_mode: str | None = None, verify: bool = True) -> "RankingDataset":

@@ -975,5 +975,8 @@ def write_feature_log(path, format: str, X, qid=None, doc_ids=None, *, feature_n
         text = json.dumps({"took": sum(r["took"] for r in out), "responses": out}, ensure_ascii=False) + eol
     else:
         text = eol.join(json.dumps(o, ensure_ascii=False) for o in out) + eol
-    Path(path).write_text(text, encoding="utf-8", newline="")
+    from rankwise._io import atomic_write
+
+    with atomic_write(path, "w", newline="") as fh:
+        fh.write(text)
     return order

@@ -273,7 +273,10 @@ def fetch(name: str, cache_dir=None, *, download: bool = True, verify: bool = Tr
                                     "refusing to use it (the download is corrupt or the publisher changed the file)")
         if expected is None:  # trust on first use: record it, later downloads must match
             tofu[spec.archive] = digest
-            tofu_path.write_text(json.dumps(tofu, indent=1, sort_keys=True))
+            from rankwise._io import atomic_write
+
+            with atomic_write(tofu_path, "w") as fh:
+                fh.write(json.dumps(tofu, indent=1, sort_keys=True))
         _extract(archive, root / spec.extract_to if spec.extract_to else root, spec, root)
         missing = [f for f in spec.files if _present(root, f) is None]
         if missing:

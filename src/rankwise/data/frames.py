@@ -125,7 +125,10 @@ def write_parquet(dataset: RankingDataset, path, **kwargs) -> None:
     for c in frame.columns:
         if isinstance(frame[c].dtype, __import__("pandas").SparseDtype):
             frame[c] = frame[c].sparse.to_dense()  # Parquet has no sparse columns
-    frame.to_parquet(Path(path), index=False)
+    from rankwise._io import atomic_write
+
+    with atomic_write(path) as fh:  # the old file or the whole new one, never a torn Parquet file
+        frame.to_parquet(fh, index=False)
 
 
 def read_parquet(path, *, qid: str = "qid", label: str = "label", features=None, doc_id: str | None = None,

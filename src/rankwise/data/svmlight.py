@@ -8,7 +8,9 @@ float32 feature values).
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
+import hashlib
 import lzma
 import os
 import re
@@ -18,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from rankwise._io import atomic_write
 from rankwise.data.dataset import RankingDataset
 from rankwise.data.groups import offsets_from_sizes
 from rankwise.errors import InputError, ParseError
@@ -77,6 +80,41 @@ def _decode(path: Path, raw: bytes) -> bytes:
         raise ParseError(path, None, f"cannot decompress ({kind}: {exc}); the file is truncated or corrupt") from None
     check_text_bytes(path, raw)
     return raw
+
+
+#: first and last lines of a file written by :func:`write_svmlight` (comment lines to other readers)
+_HEAD = b"# rankwise-svmlight 1: complete only when the last line is '# rankwise-svmlight end rows=N sha256=...'\n"
+_END = b"# rankwise-svmlight end "
+_END_RE = re.compile(rb"# rankwise-svmlight end rows=([0-9]+) sha256=([0-9a-f]{64})\r?\n\Z")
+
+
+def _check_whole(path, data: bytes) -> int | None:
+    """Refuse a file that looks cut short; the row count its trailer promises (None: no trailer).
+
+    A last line without a line break is a truncated file (or a hand-written one: the message
+    names ``allow_truncated=True``). A file :func:`write_svmlight` wrote starts with ``_HEAD``
+    and must end with its trailer, whose SHA-256 covers every byte before it.
+    """
+    hint = "if the file is complete as it is, pass allow_truncated=True"
+    if data and not data.endswith(b"\n"):
+        raise ParseError(path, data.count(b"\n") + 1, "the last line has no line break at its end: the file looks "
+                                                      f"truncated (a copy or a writer cut short); {hint}, or end it "
+                                                      "with a newline")
+    if not data.startswith(_HEAD[:20]):
+        return None
+    start = data.rfind(b"\n", 0, len(data) - 1) + 1
+    m = _END_RE.match(data, start)
+    n_lines = data.count(b"\n")
+    if m is None:
+        raise ParseError(path, n_lines, "rankwise wrote this file with a closing '# rankwise-svmlight end "
+                                        f"rows=N sha256=...' line, and it is missing: the file is truncated; {hint}")
+    digest = hashlib.sha256(memoryview(data)[:start]).hexdigest()
+    if digest != m.group(2).decode():
+        raise ParseError(path, n_lines, f"the file's SHA-256 ({digest[:16]}...) is not the one rankwise wrote in "
+                                        f"its last line ({m.group(2).decode()[:16]}...): the file was changed or "
+                                        "damaged after writing; if it was edited on purpose, delete its first and "
+                                        f"last '# rankwise-svmlight' lines (or pass allow_truncated=True)")
+    return int(m.group(1))
 
 
 def _line_of(data: bytes, offset: int) -> int:
@@ -256,7 +294,7 @@ def _default_cache_root() -> Path:
 
 def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bool = False,
                   n_features: int | None = None, dense: bool | None = None,
-                  cache: bool | str | os.PathLike = False) -> RankingDataset:
+                  cache: bool | str | os.PathLike = False, allow_truncated: bool = False) -> RankingDataset:
     """Read a LETOR / SVMlight ranking file into a :class:`RankingDataset`.
 
     Each non-blank line is ``label [qid:Q] i:v i:v ... [#comment]``; a ``#docid = X`` comment
@@ -288,6 +326,12 @@ def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bo
         match those recorded. A damaged or foreign entry is rebuilt with a warning; an unwritable
         cache folder means no cache, with a warning. ``True`` uses ``$RANKWISE_CACHE`` or
         ``~/.cache/rankwise/svmlight``; a path names the cache root.
+    allow_truncated : bool
+        Read a file that looks cut short: one whose last line has no line break (hand-written
+        files sometimes lack it), or one :func:`write_svmlight` wrote whose closing
+        ``# rankwise-svmlight end rows=N sha256=...`` line is missing or does not match. By
+        default such a file is refused with ``path:line``: a truncated file must not load as if
+        it were whole.
 
     Returns
     -------
@@ -301,7 +345,8 @@ def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bo
     """
     path = Path(path)
     options = dict(query_file=None if query_file is None else str(Path(query_file).resolve()),
-                   strict=strict, zero_based=zero_based, n_features=n_features, dense=dense)
+                   strict=strict, zero_based=zero_based, n_features=n_features, dense=dense,
+                   **({"allow_truncated": True} if allow_truncated else {}))
     entry = None
     if cache:
         if not path.exists():
@@ -319,8 +364,12 @@ def read_svmlight(path, *, query_file=None, strict: bool = False, zero_based: bo
     data_stat, data_digest = (None, None) if entry is None else (_stat(path), _bytes_digest(raw))
     data = _decode(path, raw)
     del raw
+    promised = None if allow_truncated else _check_whole(path, data)
     p = _parse_bytes(path, data, zero_based=zero_based, n_features=n_features)
     n_rows = p["n_rows"]
+    if promised is not None and promised != n_rows:
+        raise ParseError(path, data.count(b"\n"), f"{n_rows} data rows, but the closing line rankwise wrote says "
+                                                  f"rows={promised}; the file was changed after writing")
     if n_rows == 0:
         raise ParseError(path, None, "empty file: no data lines; expected lines like "
                                      "'label qid:Q 1:v1 2:v2 ...'")
@@ -428,7 +477,7 @@ def _format_label(x: float) -> str:
 
 
 def write_svmlight(dataset: RankingDataset, path, *, zero_based: bool = False, decimals: int | None = None,
-                   write_zeros: bool | None = None) -> None:
+                   write_zeros: bool | None = None, trailer: bool = True) -> None:
     """Write a :class:`RankingDataset` as LETOR / SVMlight text (``.gz`` when the name ends in ``.gz``).
 
     Lines are ``label qid:Q i:v ... #docid = X``. Labels are written exactly (``repr``),
@@ -446,6 +495,14 @@ def write_svmlight(dataset: RankingDataset, path, *, zero_based: bool = False, d
     write_zeros : bool, optional
         Write explicit ``i:0`` entries. Default: True for dense ``X`` (every index on every line,
         as LETOR does), False for CSR (stored entries only).
+    trailer : bool
+        Start the file with a ``# rankwise-svmlight 1`` comment line and end it with
+        ``# rankwise-svmlight end rows=N sha256=...`` (the SHA-256 of every byte before it), so
+        that :func:`read_svmlight` refuses a copy that was cut short or damaged. scikit-learn reads
+        comment lines; XGBoost's and LightGBM's text loaders do not: pass ``trailer=False`` for them.
+
+    The file is written atomically (:func:`rankwise._io.atomic_write`): the previous file or the
+    whole new one, never a prefix; a full disk raises :class:`~rankwise.errors.WriteError`.
     """
     if not isinstance(dataset, RankingDataset):
         raise InputError(f"dataset must be a RankingDataset; got {type(dataset).__name__}")
@@ -465,7 +522,6 @@ def write_svmlight(dataset: RankingDataset, path, *, zero_based: bool = False, d
             raise InputError(f"doc id {bad[0]!r} cannot be written in a '#docid = X' comment; "
                              "doc ids must be non-empty and contain no whitespace or '#'")
     labels = dataset.labels
-    opener = gzip.open if path.suffix == ".gz" else open
     if decimals is not None:
         if sp.issparse(X) or dataset.doc_ids is not None or np.any(labels != np.round(labels)) \
                 or (not isinstance(decimals, (int, np.integer))) or not 0 <= decimals <= 9:
@@ -477,8 +533,8 @@ def write_svmlight(dataset: RankingDataset, path, *, zero_based: bool = False, d
             raise InputError("decimals= cannot write NaN values; use decimals=None (writes NULL)")
         out = K.format_fixed(labels.astype(np.int64), qid.astype(np.int64), np.ascontiguousarray(X),
                              int(decimals), base)
-        with opener(path, "wb") as fh:
-            fh.write(out.tobytes())
+        with _writer(path, trailer, len(labels)) as write:
+            write(out.tobytes())
         return
     if write_zeros is None:
         write_zeros = not sp.issparse(X)
@@ -495,7 +551,7 @@ def write_svmlight(dataset: RankingDataset, path, *, zero_based: bool = False, d
             pad_last = not (np.any(in_last) if write_zeros else np.any(Xc.data[in_last] != 0))
         else:
             pad_last = not write_zeros and not np.any(Xc[:, last] != 0)
-    with opener(path, "wt", encoding="utf-8", newline="\n") as fh:
+    with _writer(path, trailer, X.shape[0]) as write:
         for r in range(X.shape[0]):
             if sp.issparse(Xc):
                 lo, hi = Xc.indptr[r], Xc.indptr[r + 1]
@@ -520,4 +576,27 @@ def write_svmlight(dataset: RankingDataset, path, *, zero_based: bool = False, d
                 parts.append(f"{last + base}:0")
             if dataset.doc_ids is not None:
                 parts.append(f"#docid = {dataset.doc_ids[r]}")
-            fh.write(" ".join(parts) + "\n")
+            write((" ".join(parts) + "\n").encode("utf-8"))
+
+
+
+@contextlib.contextmanager
+def _writer(path: Path, trailer: bool, n_rows: int):
+    """``write(bytes)`` into an atomic write of ``path`` (gzipped for ``.gz``), framed by the
+    ``# rankwise-svmlight`` header and trailer when ``trailer``."""
+    sha = hashlib.sha256()
+    with atomic_write(path) as raw:
+        out = gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) if path.suffix == ".gz" else raw
+
+        def write(data: bytes) -> None:
+            out.write(data)
+            if trailer:
+                sha.update(data)
+
+        if trailer:
+            write(_HEAD)
+        yield write
+        if trailer:
+            out.write(_END + f"rows={n_rows} sha256={sha.hexdigest()}\n".encode())
+        if out is not raw:
+            out.close()

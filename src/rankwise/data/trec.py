@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rankwise._io import atomic_write
 from rankwise.data.dataset import RankingDataset
 from rankwise.errors import InputError, ParseError
 
@@ -139,7 +140,18 @@ class _Ids:
         return [self.string(r) for r in range(a, b)]
 
 
-def _scan(path, kind: int):
+def _check_final_newline(path: Path, raw: bytes) -> None:
+    """A last line without a line break is a file cut short (a killed writer, a partial copy):
+    refused, since its prefix would score as a whole run. trec_eval's formats have no comment or
+    trailer to carry more; rankwise writes its files atomically, always ending in a newline."""
+    if raw and not raw.endswith(b"\n"):
+        raise ParseError(path, raw.count(b"\n") + 1, "the last line has no line break at its end: the file looks "
+                                                     "truncated (a copy or a writer cut short); if it is complete "
+                                                     "as it is, pass allow_truncated=True, "
+                                                     "or end it with a newline")
+
+
+def _scan(path, kind: int, allow_truncated: bool = False):
     from rankwise.data import _trec_kernel as TK
 
     path = Path(path)
@@ -150,6 +162,8 @@ def _scan(path, kind: int):
         TK.scan(buf, kind, max_rows, TK._POW10)
     if err:
         _raise_scan(path, raw, err, line, ival, kind)
+    if not allow_truncated:
+        _check_final_newline(path, raw)
     what = "qrels" if kind == 0 else "run"
     if n == 0:
         expected = "'qid iter docno rel'" if kind == 0 else "'qid Q0 docno rank score tag'"
@@ -307,9 +321,13 @@ class Qrels:
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def read(cls, path) -> "Qrels":
-        """Read a TREC qrels file (``qid iter docno rel``; ``iter`` is ignored)."""
-        path, _, lines, qids, docs, rel, _ = _scan(path, 0)
+    def read(cls, path, *, allow_truncated: bool = False) -> "Qrels":
+        """Read a TREC qrels file (``qid iter docno rel``; ``iter`` is ignored).
+
+        A file whose last line has no line break looks truncated and is refused with ``path:line``
+        unless ``allow_truncated=True``.
+        """
+        path, _, lines, qids, docs, rel, _ = _scan(path, 0, allow_truncated)
         return cls._build(qids, docs, rel, path=path, lines=lines)
 
     @classmethod
@@ -420,9 +438,13 @@ class Run:
         self._checked = False
 
     @classmethod
-    def read(cls, path, name: str | None = None) -> "Run":
-        """Read a TREC run file (``qid Q0 docno rank score tag``, extra columns ignored)."""
-        path, _, lines, qid_ids, docs, scores, tag = _scan(path, 1)
+    def read(cls, path, name: str | None = None, *, allow_truncated: bool = False) -> "Run":
+        """Read a TREC run file (``qid Q0 docno rank score tag``, extra columns ignored).
+
+        A file whose last line has no line break looks truncated and is refused with ``path:line``
+        unless ``allow_truncated=True``.
+        """
+        path, _, lines, qid_ids, docs, scores, tag = _scan(path, 1, allow_truncated)
         names, offsets, order = _group(qid_ids)
         if order is not None:
             docs, scores, lines = docs.take(order), scores[order], lines[order]
@@ -535,12 +557,12 @@ def _columns(frame, wanted, ranx_names, what):
                      f"got {list(frame.columns)}")
 
 
-def read_trec_qrels(path) -> dict[str, dict[str, int]]:
+def read_trec_qrels(path, *, allow_truncated: bool = False) -> dict[str, dict[str, int]]:
     """Read a TREC qrels file (``qid iter docno rel``) as ``{qid: {docno: rel}}``.
 
     Same rules as :meth:`Qrels.read`; a repeated ``(qid, docno)`` is an error.
     """
-    q = Qrels.read(path)
+    q = Qrels.read(path, allow_truncated=allow_truncated)
     # keep the file order of the documents in each query
     out = {}
     order = np.argsort(q._lines, kind="stable")
@@ -552,13 +574,13 @@ def read_trec_qrels(path) -> dict[str, dict[str, int]]:
     return out
 
 
-def read_trec_run(path) -> dict[str, dict[str, float]]:
+def read_trec_run(path, *, allow_truncated: bool = False) -> dict[str, dict[str, float]]:
     """Read a TREC run file (``qid Q0 docno rank score tag``) as ``{qid: {docno: score}}``.
 
     The ``rank`` column is checked to be an integer but, as in trec_eval, ordering comes from
     the scores. Same rules as :meth:`Run.read`.
     """
-    return Run.read(path).to_dict()
+    return Run.read(path, allow_truncated=allow_truncated).to_dict()
 
 
 def _doc_names(ds: RankingDataset) -> np.ndarray:
@@ -589,7 +611,7 @@ def write_trec_qrels(qrels, path) -> None:
         items = ((q, d, r) for q, docs in qrels.items() for d, r in docs.items())
     else:
         raise InputError(f"qrels must be a dict {{qid: {{docno: rel}}}} or a RankingDataset; got {type(qrels).__name__}")
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+    with atomic_write(path, "w", newline="\n") as fh:  # the old file or the whole new one, never a prefix
         for q, d, r in items:
             _check_token(str(q), "query id")
             _check_token(str(d), "doc id")
@@ -628,7 +650,7 @@ def write_trec_run(run, path, *, scores=None, tag: str = "rankwise", depth: int 
         raise InputError(f"run must be a dict {{qid: {{docno: score}}}} or a RankingDataset; got {type(run).__name__}")
     elif scores is not None:
         raise InputError("scores must be None when run is a dict (the dict holds the scores)")
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+    with atomic_write(path, "w", newline="\n") as fh:  # the old file or the whole new one, never a prefix
         for q, docs in run.items():
             _check_token(str(q), "query id")
             order = sorted(docs.items(), key=lambda kv: (-float(kv[1]), _Desc(str(kv[0]))))

@@ -70,6 +70,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rankwise._io import atomic_write
 from rankwise.errors import InputError
 
 FORMAT = "rankwise-model"
@@ -167,23 +168,11 @@ def _write(path, meta: dict, arrays: dict[str, np.ndarray]) -> Path:
     entries["__meta__"] = _npy_bytes(np.frombuffer(blob, dtype=np.uint8))
     entries["__digest__"] = _npy_bytes(np.frombuffer(b"sha256:" + _sha256(entries["__meta__"]).encode(),
                                                      dtype=np.uint8))
-    if path.parent and not path.parent.exists():
-        raise InputError(f"cannot save to {path}: directory {path.parent} does not exist")
-    if path.is_dir():
-        raise InputError(f"cannot save to {path}: it is a directory; give a file name")
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with open(tmp, "wb") as fh:  # a plain .npz (stored entries, fixed dates: same model, same bytes)
-            with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
-                for name, data in entries.items():
-                    zf.writestr(zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0)), data)
-        os.replace(tmp, path)  # atomic: a crash while writing a checkpoint keeps the previous one
-    except OSError as exc:
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
-        raise InputError(f"cannot save to {path}: {exc.strerror or exc}") from None
+    # atomic: a crash while writing a model or checkpoint keeps the previous one (rankwise._io)
+    with atomic_write(path) as fh:  # a plain .npz (stored entries, fixed dates: same model, same bytes)
+        with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
+            for name, data in entries.items():
+                zf.writestr(zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0)), data)
     return path
 
 
@@ -290,7 +279,7 @@ def forge(path, entries: dict[str, bytes], meta: dict | None = None) -> Path:
     entries["__digest__"] = _npy_bytes(np.frombuffer(b"sha256:" + _sha256(entries["__meta__"]).encode(),
                                                      dtype=np.uint8))
     path = Path(path)
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
+    with atomic_write(path) as fh, zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
         for name, data in entries.items():
             zf.writestr(name + ".npy", data)
     return path

@@ -71,5 +71,8 @@ def write_report(results: dict, out_dir, *, metrics, curves: dict | None = None,
         plot_learning_curves(histories, out / "learning_curves.png")
         parts += ["## Learning curves", "", "![learning curves](learning_curves.png)", ""]
     path = out / "report.md"
-    path.write_text("\n".join(parts))
+    from rankwise._io import atomic_write
+
+    with atomic_write(path, "w") as fh:
+        fh.write("\n".join(parts))
     return path

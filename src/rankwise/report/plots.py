@@ -144,8 +144,17 @@ def _save(fig, path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     import matplotlib.pyplot as plt
 
     plt.close(fig)
     return path
+
+
+def save_figure(fig, path, **kwargs) -> None:
+    """``fig.savefig`` through :func:`rankwise._io.atomic_write` (format from the file name, PNG by default)."""
+    from rankwise._io import atomic_write
+
+    path = Path(path)
+    with atomic_write(path) as fh:
+        fig.savefig(fh, format=path.suffix[1:].lower() or "png", **kwargs)

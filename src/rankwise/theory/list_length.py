@@ -141,13 +141,17 @@ class ListLengthResult:
         import json
         from pathlib import Path
 
+        from rankwise._io import atomic_write
+
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         paths = {"png": out / "list_length.png", "md": out / "list_length.md", "json": out / "list_length.json"}
         self.plot(paths["png"])
-        paths["md"].write_text(str(self) + "\n")
-        paths["json"].write_text(json.dumps({"rows": self.rows, "settings": self.settings,
-                                             "seconds": self.seconds}, default=float, indent=1))
+        with atomic_write(paths["md"], "w") as fh:
+            fh.write(str(self) + "\n")
+        with atomic_write(paths["json"], "w") as fh:
+            fh.write(json.dumps({"rows": self.rows, "settings": self.settings, "seconds": self.seconds},
+                                default=float, indent=1))
         return paths
 
     def plot(self, path) -> None:
@@ -182,7 +186,12 @@ class ListLengthResult:
         axes[2].set_title("NDCG@10 train − test")
         axes[2].legend()
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        from pathlib import Path
+
+        from rankwise._io import atomic_write
+
+        with atomic_write(path) as fh:
+            fig.savefig(fh, format=Path(path).suffix[1:].lower() or "png", dpi=110)
         plt.close(fig)
 
 
