@@ -160,8 +160,9 @@ def _scan(path, kind: int):
     lines, qs, qe, ds, de, qh, dh = lines[:n], qs[:n], qe[:n], ds[:n], de[:n], qh[:n], dh[:n]
     if kind == 1:
         fval = fval[:n]
+        split = raw.split(b"\n") if n_fb else None  # once: one split per row was quadratic in the file
         for r in fb_rows[:n_fb].tolist():  # numbers outside the exact fast path: Python's float()
-            tok = _token(raw, lines[r], 4)
+            tok = _token(split, lines[r], 4)
             if not _FLOAT.match(tok):
                 if tok.lower().lstrip("+-") in ("nan", "inf", "infinity"):
                     raise ParseError(path, int(lines[r]), f"score {tok!r} is not finite")
@@ -179,8 +180,9 @@ def _scan(path, kind: int):
     return path, buf, lines, _Ids(buf, qs, qe, qh), _Ids(buf, ds, de, dh), values, tag
 
 
-def _token(raw: bytes, line: int, field: int) -> str:
-    text = raw.split(b"\n")[line - 1].decode("utf-8", "replace").split()
+def _token(raw, line: int, field: int) -> str:
+    """Field ``field`` of line ``line`` (1-based) of the file's bytes, or of its lines already split."""
+    text = (raw.split(b"\n") if isinstance(raw, bytes) else raw)[line - 1].decode("utf-8", "replace").split()
     return text[field] if field < len(text) else ""
 
 
