@@ -20,11 +20,14 @@ import math
 import re
 from itertools import chain
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rankwise.data.dataset import RankingDataset
 from rankwise.errors import InputError, ParseError
+
+if TYPE_CHECKING:
+    from rankwise.data.dataset import RankingDataset
 
 __all__ = ["Qrels", "Run", "read_trec_qrels", "write_trec_qrels", "read_trec_run", "write_trec_run"]
 
@@ -572,6 +575,8 @@ def write_trec_qrels(qrels, path) -> None:
 
     A data set without ``doc_ids`` names documents ``d0, d1, ...`` within each query.
     """
+    from rankwise.data.dataset import RankingDataset  # here: the readers need neither it nor scipy
+
     if isinstance(qrels, RankingDataset):
         ds = qrels
         if np.any(ds.labels != np.round(ds.labels)):
@@ -601,6 +606,8 @@ def write_trec_run(run, path, *, scores=None, tag: str = "rankwise", depth: int 
     _check_token(tag, "tag")
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1):
         raise InputError(f"depth must be a positive integer or None; got {depth!r}")
+    from rankwise.data.dataset import RankingDataset
+
     if isinstance(run, RankingDataset):
         ds = run
         if scores is None:
