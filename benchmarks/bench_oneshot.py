@@ -14,7 +14,7 @@ scientific notation) and its qrels (about 1,000 graded judgments per topic); MQ2
 (``$RANKWISE_DATA``, ``../shared/data`` or ``/work/shared/data``; its rows are skipped with a message
 where it is absent); 10,000 random rows in 1,000 queries for ``evaluate``.
 
-Usage: python benchmarks/bench_oneshot.py [--quick] [--repeat N]
+Usage: python benchmarks/bench_oneshot.py [--quick] [--repeat N] [--only TEXT ...]
 ``--quick``: the import, evaluate and TREC rows only (20 topics), warm once, printed only. Otherwise writes
 benchmarks/results/bench_oneshot.md, the first section of BENCHMARKS.md (benchmarks/run_all.py).
 """
@@ -160,6 +160,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the import, evaluate and TREC rows only, warm once")
     ap.add_argument("--repeat", type=int, default=2, help="warm and peer runs per job (the best is kept)")
+    ap.add_argument("--only", nargs="*", metavar="TEXT", help="only the jobs whose label contains one of these")
     args = ap.parse_args(argv)
     repeat = 1 if args.quick else max(1, args.repeat)
     scratch = Path(tempfile.mkdtemp(prefix="bench_oneshot_"))
@@ -180,6 +181,8 @@ def main(argv=None) -> int:
                  "mq": None if root is None else root / "MQ2008" / "Fold1"}
         rows, phases = [], {}
         for label, ours, peer, peer_name in jobs(paths, args.quick):
+            if args.only and not any(t in label for t in args.only):
+                continue
             cache = scratch / f"numba_cache_{len(rows)}"
             cache.mkdir()
             e = dict(env, NUMBA_CACHE_DIR=str(cache))
@@ -198,7 +201,7 @@ def main(argv=None) -> int:
     total = time.perf_counter() - t_start
     text = report(rows, phases, load0, load1, total, args.quick, repeat)
     print(text)
-    if not args.quick:  # a quick run is a check, not the headline
+    if not args.quick and not args.only:  # a quick or partial run is a check, not the headline
         RESULTS.mkdir(exist_ok=True)
         (RESULTS / "bench_oneshot.md").write_text(text)
     return 0
