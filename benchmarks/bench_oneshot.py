@@ -234,7 +234,40 @@ def report(rows, phases, load0, load1, total, quick, repeat) -> str:
     for label, ph in phases.items():
         parts = "; ".join(", ".join(f"{k} {v:.2f} s" for k, v in p.items()) for p in ph)
         lines += ["", f"Inside the process, {label} (wall, cold run first): {parts}."]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + goals(rows, phases)) + "\n"
+
+
+def goals(rows, phases) -> list[str]:
+    """Issue 27's goals, each met or not by the figures above (CPU seconds; wall where the goal is a time)."""
+    by = {label: (cold, warm, theirs) for label, cold, warm, theirs, _ in rows}
+
+    def find(text):
+        return next((v for k, v in by.items() if text in k), None)
+
+    out = ["", "Issue 27's goals, from these figures:", "", "| goal | measured | |", "|---|---|---|"]
+
+    def goal(what, measured, ok):
+        out.append(f"| {what} | {measured} | {'met' if ok else '**not met**'} |")
+
+    for text, name, limit in (("every `all_trec`", "one TREC run, all_trec, cold ≤ 1.0× pytrec_eval", 1.0),
+                              ("`GBDTRanker()`", "`GBDTRanker()` 20 rounds cold ≤ 1.2× `LGBMRanker`", 1.2)):
+        r = find(text)
+        if r and r[2]:
+            ratio = r[0][1] / r[2][1]
+            goal(name, f"{ratio:.1f}× (CPU)", ratio <= limit)
+    r = find("`import rankwise.metrics`")
+    if r:
+        goal("`import rankwise.metrics` ≤ 0.3 s", f"{r[0][1]:.2f} s CPU, {r[0][0]:.2f} s wall (cold)",
+             max(r[0][1], r[0][0]) <= 0.3)
+    ev = next((ph[0] for k, ph in phases.items() if "10k rows" in k), None)
+    if ev:
+        goal("first `evaluate` of three measures on 10k rows ≤ 0.5 s beyond the import",
+             f"{ev['first evaluate']:.2f} s wall (cold)", ev["first evaluate"] <= 0.5)
+    worst = max(rows, key=lambda r: r[1][1] / r[2][1]) if rows else None
+    if worst:
+        ratio = worst[1][1] / worst[2][1]
+        goal("cold within 10% of warm, every row", f"worst {ratio:.1f}× ({worst[0]})", ratio <= 1.1)
+    return out
 
 
 if __name__ == "__main__":
