@@ -15,7 +15,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results"
-ORDER = ["bench_io", "bench_metrics", "bench_trec", "bench_losses", "bench_training", "bench_training_quality", "bench_quality",
+ORDER = ["bench_oneshot", "bench_io", "bench_metrics", "bench_trec", "bench_losses", "bench_training",
+         "bench_training_quality", "bench_quality",
          "bench_models_speed", "bench_reduction_structured", "bench_recommendation", "bench_recommendation_full",
          "bench_clicks", "bench_serving_parity", "bench_fuzz", "faults_cache"]
 # scripts run a second time with these arguments (a second measurement, its own results file)
@@ -29,7 +30,9 @@ def assemble() -> Path:
         "",
         "Latest results of the scripts in `benchmarks/` (each compares against its peer in the same run; "
         "machines here are noisy, so read the ratios, not the absolute times). Regenerate with "
-        "`make bench` or `python benchmarks/<script>.py`; this file is assembled by `benchmarks/run_all.py`.",
+        "`make bench` or `python benchmarks/<script>.py`; this file is assembled by `benchmarks/run_all.py`. "
+        "The first section is the headline: each job as a user runs it, in a fresh process, numba's cache cold "
+        "and warm; the sections after it time kernels in a warm process (the supplement).",
         "",
     ]
     body = [p.read_text().rstrip() + "\n" for p in sections]

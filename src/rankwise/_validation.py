@@ -18,7 +18,6 @@ import sys
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 
 from rankwise.errors import InputError
 
@@ -269,10 +268,17 @@ class InputTypeError(InputError, TypeError):
     """An array of the wrong kind (not numbers): an InputError that is also a TypeError, as numpy's."""
 
 
+def issparse(X) -> bool:
+    """``scipy.sparse.issparse(X)`` without importing scipy: no sparse matrix exists before scipy.sparse is
+    imported, so until then the answer is False (``import rankwise.metrics`` stays free of scipy)."""
+    sp = sys.modules.get("scipy.sparse")
+    return sp is not None and sp.issparse(X)
+
+
 def feature_names_of(X):
     """Column names of a DataFrame whose column names are all strings, else None (scikit-learn's rule)."""
     cols = getattr(X, "columns", None)
-    if cols is None or sp.issparse(X) or hasattr(X, "query_offsets"):
+    if cols is None or issparse(X) or hasattr(X, "query_offsets"):
         return None
     names = np.asarray([c for c in cols], dtype=object)
     if len(names) and all(isinstance(c, str) for c in names):
@@ -288,7 +294,9 @@ def check_features(X, *, name: str = "X", allow_nan: bool = False, min_features:
     range (which the cast would turn into inf) are refused as such.
     """
     X0 = X
-    if sp.issparse(X):
+    if issparse(X):
+        import scipy.sparse as sp
+
         if np.iscomplexobj(X.data if hasattr(X, "data") else X):
             raise InputError(f"{name} has complex values (dtype {X.dtype}): Complex data not supported; ranking "
                              "features must be real numbers")
@@ -332,7 +340,7 @@ def check_features(X, *, name: str = "X", allow_nan: bool = False, min_features:
 def _finite_before_cast(X0, bad) -> bool:
     """Whether the entries that are inf after the float32 cast were all finite in the caller's array."""
     try:
-        orig = X0.tocsr().data if sp.issparse(X0) else np.asarray(X0)
+        orig = X0.tocsr().data if issparse(X0) else np.asarray(X0)
         orig = np.asarray(orig, dtype=np.float64)
         return orig.shape == bad.shape and bool(np.all(np.isfinite(orig[bad])))
     except (TypeError, ValueError):

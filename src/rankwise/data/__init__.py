@@ -1,22 +1,42 @@
 """rankwise.data: query-grouped data sets, their file formats, real and synthetic data.
 
-Light to import: numpy, scipy and (lazily, when parsing) numba; pandas/pyarrow only inside
-the functions that use them; never torch, lightgbm or xgboost.
+Free to import: each public name's module is imported on its first use (numpy, scipy and numba with it);
+pandas/pyarrow only inside the functions that use them; never torch, lightgbm or xgboost.
 """
 from __future__ import annotations
 
-from rankwise.data.dataset import PaddedBatch, Query, RankingDataset, concat
-from rankwise.data.events import from_events
-from rankwise.data.feature_logs import (FEATURE_LOG_FORMATS, FeatureLog, JoinReport, join_judgments,
-                                         read_feature_log, write_feature_log)
-from rankwise.data.fetchers import DATASETS, fetch
-from rankwise.data.frames import from_pandas, read_parquet, to_pandas, write_parquet
-from rankwise.data.fusion import fuse, fuse_scores
-from rankwise.data.groups import Grouping, group_by_qid, offsets_from_sizes, padded_index
-from rankwise.data.movielens import load_movielens_100k
-from rankwise.data.svmlight import read_group_file, read_svmlight, write_svmlight
-from rankwise.data.synthetic import SyntheticTruth, make_synthetic
-from rankwise.data.trec import Qrels, Run, read_trec_qrels, read_trec_run, write_trec_qrels, write_trec_run
+import importlib
+
+# Public name -> the module that defines it; each module is imported on first use (PEP 562), so that
+# ``rankwise.metrics``, which needs only ``groups``, does not pay for the readers, scipy or the fetchers.
+_LAZY = {
+    **dict.fromkeys(("PaddedBatch", "Query", "RankingDataset", "concat"), "dataset"),
+    "from_events": "events",
+    **dict.fromkeys(("FEATURE_LOG_FORMATS", "FeatureLog", "JoinReport", "join_judgments", "read_feature_log",
+                     "write_feature_log"), "feature_logs"),
+    **dict.fromkeys(("DATASETS", "fetch"), "fetchers"),
+    **dict.fromkeys(("from_pandas", "read_parquet", "to_pandas", "write_parquet"), "frames"),
+    **dict.fromkeys(("fuse", "fuse_scores"), "fusion"),
+    **dict.fromkeys(("Grouping", "group_by_qid", "offsets_from_sizes", "padded_index"), "groups"),
+    "load_movielens_100k": "movielens",
+    **dict.fromkeys(("read_group_file", "read_svmlight", "write_svmlight"), "svmlight"),
+    **dict.fromkeys(("SyntheticTruth", "make_synthetic"), "synthetic"),
+    **dict.fromkeys(("Qrels", "Run", "read_trec_qrels", "read_trec_run", "write_trec_qrels", "write_trec_run"), "trec"),
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rankwise.data' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"rankwise.data.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "RankingDataset", "Query", "PaddedBatch", "concat",

@@ -19,12 +19,15 @@ from __future__ import annotations
 import math
 from itertools import chain
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rankwise._io import atomic_write
-from rankwise.data.dataset import RankingDataset
 from rankwise.errors import InputError, ParseError
+
+if TYPE_CHECKING:
+    from rankwise.data.dataset import RankingDataset
 
 __all__ = ["Qrels", "Run", "read_trec_qrels", "write_trec_qrels", "read_trec_run", "write_trec_run"]
 
@@ -198,8 +201,9 @@ def _convert_scores(path, raw, buf, fb, fval, lines):
     fval[fb[:, 0]] = values
 
 
-def _token(raw: bytes, line: int, field: int) -> str:
-    text = raw.split(b"\n")[line - 1].decode("utf-8", "replace").split()
+def _token(raw, line: int, field: int) -> str:
+    """Field ``field`` of line ``line`` (1-based) of the file's bytes, or of its lines already split."""
+    text = (raw.split(b"\n") if isinstance(raw, bytes) else raw)[line - 1].decode("utf-8", "replace").split()
     return text[field] if field < len(text) else ""
 
 
@@ -601,6 +605,8 @@ def write_trec_qrels(qrels, path) -> None:
 
     A data set without ``doc_ids`` names documents ``d0, d1, ...`` within each query.
     """
+    from rankwise.data.dataset import RankingDataset  # here: the readers need neither it nor scipy
+
     if isinstance(qrels, RankingDataset):
         ds = qrels
         if np.any(ds.labels != np.round(ds.labels)):
@@ -630,6 +636,8 @@ def write_trec_run(run, path, *, scores=None, tag: str = "rankwise", depth: int 
     _check_token(tag, "tag")
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1):
         raise InputError(f"depth must be a positive integer or None; got {depth!r}")
+    from rankwise.data.dataset import RankingDataset
+
     if isinstance(run, Run) and scores is None:
         run = run.to_dict()
     if isinstance(run, RankingDataset):

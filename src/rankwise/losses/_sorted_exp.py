@@ -19,13 +19,16 @@ Written in numba, parallel over lists.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
-import torch
 from numba import njit, prange
 
+from rankwise.losses._deferred import deferred
 from rankwise.losses._sorted_hinge import _fen_add, _fen_prefix, _prepare_sorted
+
+torch = deferred("torch", globals())
 
 
 @njit(cache=True)
@@ -208,16 +211,22 @@ def sorted_exp_terms(s, y, w, mask, c0: float, c1: float, T: float):
     return torch.from_numpy(val).to(**to), torch.from_numpy(grad).to(**to), torch.from_numpy(hess).to(**to)
 
 
-class SortedExp(torch.autograd.Function):
-    """Per-list RankBoost value; the gradient comes from the same sweeps (first order only)."""
+@functools.cache
+def sorted_exp_function():
+    """The ``torch.autograd.Function`` of the sweeps, built on first use (torch is imported then)."""
 
-    @staticmethod
-    def forward(ctx, s, y, w, mask, c0: float, c1: float, T: float):
-        val, grad, _ = sorted_exp_terms(s, y, w, mask, c0, c1, T)
-        ctx.save_for_backward(grad)
-        return val
+    class SortedExp(torch.autograd.Function):
+        """Per-list RankBoost value; the gradient comes from the same sweeps (first order only)."""
 
-    @staticmethod
-    def backward(ctx, g_val):
-        (grad,) = ctx.saved_tensors
-        return g_val.unsqueeze(-1) * grad, None, None, None, None, None, None
+        @staticmethod
+        def forward(ctx, s, y, w, mask, c0: float, c1: float, T: float):
+            val, grad, _ = sorted_exp_terms(s, y, w, mask, c0, c1, T)
+            ctx.save_for_backward(grad)
+            return val
+
+        @staticmethod
+        def backward(ctx, g_val):
+            (grad,) = ctx.saved_tensors
+            return g_val.unsqueeze(-1) * grad, None, None, None, None, None, None
+
+    return SortedExp

@@ -14,9 +14,14 @@ Letters 32, 2011). Written in numba, parallel over lists.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
-import torch
 from numba import njit, prange
+
+from rankwise.losses._deferred import deferred
+
+torch = deferred("torch", globals())
 
 
 @njit(cache=True)
@@ -159,22 +164,28 @@ def _prepare_sorted(s, y, w, mask):
     return ss, ys, ws, rank, K.astype(np.int64), lengths, order
 
 
-class SortedHinge(torch.autograd.Function):
-    """Per-list weighted pairwise hinge and tied-pair weight; gradient from the same sweep."""
+@functools.cache
+def sorted_hinge_function():
+    """The ``torch.autograd.Function`` of the sweep, built on first use (torch is imported then)."""
 
-    @staticmethod
-    def forward(ctx, s, y, w, mask, c0: float, c1: float):
-        ss, ys, ws, rank, K, lengths, order = _prepare_sorted(s, y, w, mask)
-        # one long list gains nothing from threads; many lists run in parallel
-        kernel = _batch if ss.shape[0] > 1 else _batch_serial
-        val, tie, gs = kernel(ss, ys, ws, rank, K, lengths, float(c0), float(c1))
-        grad = np.zeros_like(gs)
-        np.put_along_axis(grad, order, gs, 1)
-        ctx.save_for_backward(torch.from_numpy(grad).to(device=s.device, dtype=s.dtype))
-        return (torch.from_numpy(val).to(device=s.device, dtype=s.dtype),
-                torch.from_numpy(tie).to(device=s.device, dtype=s.dtype))
+    class SortedHinge(torch.autograd.Function):
+        """Per-list weighted pairwise hinge and tied-pair weight; gradient from the same sweep."""
 
-    @staticmethod
-    def backward(ctx, g_val, g_tie):
-        (grad,) = ctx.saved_tensors
-        return g_val.unsqueeze(-1) * grad, None, None, None, None, None
+        @staticmethod
+        def forward(ctx, s, y, w, mask, c0: float, c1: float):
+            ss, ys, ws, rank, K, lengths, order = _prepare_sorted(s, y, w, mask)
+            # one long list gains nothing from threads; many lists run in parallel
+            kernel = _batch if ss.shape[0] > 1 else _batch_serial
+            val, tie, gs = kernel(ss, ys, ws, rank, K, lengths, float(c0), float(c1))
+            grad = np.zeros_like(gs)
+            np.put_along_axis(grad, order, gs, 1)
+            ctx.save_for_backward(torch.from_numpy(grad).to(device=s.device, dtype=s.dtype))
+            return (torch.from_numpy(val).to(device=s.device, dtype=s.dtype),
+                    torch.from_numpy(tie).to(device=s.device, dtype=s.dtype))
+
+        @staticmethod
+        def backward(ctx, g_val, g_tie):
+            (grad,) = ctx.saved_tensors
+            return g_val.unsqueeze(-1) * grad, None, None, None, None, None
+
+    return SortedHinge

@@ -13,9 +13,10 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-import torch
-
 from rankwise.errors import InputError
+from rankwise.losses._deferred import deferred
+
+torch = deferred("torch", globals())
 
 REDUCTIONS = ("mean", "sum", "none")
 
@@ -269,4 +270,4 @@ def ranks_from_scores(s: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return ranks.to(s.dtype)
 
 
-LossFn = Callable[..., torch.Tensor]
+LossFn = Callable[..., "torch.Tensor"]

@@ -11,11 +11,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 from rankwise._validation import check_k
 from rankwise.errors import InputError
 from rankwise.losses import _engine
+from rankwise.losses._deferred import deferred
 from rankwise.losses._spec import CT, LossSpec, RegretRule, positive_param, u_inf
 from rankwise.losses._utils import (
     check_choice,
@@ -41,6 +41,8 @@ from rankwise.losses.pairwise import (
     check_truncation,
     lambdarank_options,
 )
+
+torch = deferred("torch", globals())
 
 
 def _masked_log_softmax(x, mask):

@@ -35,13 +35,15 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 from rankwise.errors import InputError
 from rankwise.losses import _engine
+from rankwise.losses._deferred import deferred
 from rankwise.losses._utils import prepare
 from rankwise.losses.pairwise import _dense
 from rankwise.losses.registry import check_hyper, get, spec
+
+torch = deferred("torch", globals())
 
 BACKENDS = ("lightgbm", "lightgbm_sklearn", "xgboost")
 # cells of a [B, L] bucket (times L for the O(L^2) losses) handled by one batched call

@@ -27,13 +27,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
-import torch.nn.functional as F
 
 from rankwise.errors import InputError
 from rankwise.losses import _engine
-from rankwise.losses._sorted_exp import SortedExp, sorted_exp_terms
-from rankwise.losses._sorted_hinge import SortedHinge
+from rankwise.losses._deferred import deferred
+from rankwise.losses._sorted_exp import sorted_exp_function, sorted_exp_terms
+from rankwise.losses._sorted_hinge import sorted_hinge_function
 from rankwise.losses._spec import CT, LossSpec, RegretRule, u_inf
 from rankwise.losses._utils import (
     EXP_CLIP,
@@ -50,6 +49,9 @@ from rankwise.losses._utils import (
     scaled_gains,
     utility,
 )
+
+torch = deferred("torch", globals())
+F = deferred("torch.nn.functional", globals(), "F")
 
 PAIR_WEIGHTS = ("none", "delta_label", "delta_ndcg")
 GAINS = ("exp2", "linear")
@@ -248,7 +250,7 @@ def _squared_pairs(b, *, utility="linear", **_):
 
 def _sorted_hinge(b, c0, c1):
     w = b.item_w if b.item_w is not None else b.mask.to(b.scores.dtype)
-    val, tie = SortedHinge.apply(b.scores, b.labels, w, b.mask, c0, c1)
+    val, tie = sorted_hinge_function().apply(b.scores, b.labels, w, b.mask, c0, c1)
     return val, tie
 
 
@@ -529,7 +531,7 @@ def rankboost_loss(scores, labels, *, where=None, weights=None, reduction="mean"
     if _use_sort(method, name, "pair_weights", pw, "delta_ndcg", _PW_SORT, "delta_ndcg"):
         w = b.item_w if b.item_w is not None else b.mask.to(b.scores.dtype)
         c0, c1 = _rankboost_coefs(pw)
-        val = SortedExp.apply(b.scores, b.labels, w, b.mask, c0, c1, EXP_CLIP)
+        val = sorted_exp_function().apply(b.scores, b.labels, w, b.mask, c0, c1, EXP_CLIP)
         return reduce(val, _has_ordered_pair(b), b, reduction, loss=name)
     W, phi, valid = _rankboost_pairs(b, pair_weights=pw)
     return reduce(_dense(b, W, phi), valid, b, reduction, loss=name)

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import math
 
-import torch
-import torch.nn.functional as F
-
 from rankwise.errors import InputError
 from rankwise.losses import _engine
+from rankwise.losses._deferred import deferred
 from rankwise.losses._spec import CT, LossSpec, pointwise_regret, positive_param
 from rankwise.losses._utils import check_positive, prepare, reduce, safe_exp, utility
+
+torch = deferred("torch", globals())
+F = deferred("torch.nn.functional", globals(), "F")
 
 
 def _finish(term, b, reduction, name):

@@ -91,6 +91,14 @@ def register_collection_fit(kind: str, fit) -> None:
     _COLLECTION_FIT[kind] = fit
 
 
+def _on_engine(loss: str, loss_params) -> bool:
+    """Whether the rankwise objective of ``loss`` runs on the compiled engine (then no torch is loaded)."""
+    from rankwise.losses.registry import spec
+
+    sp = spec(loss)
+    return sp.kernel is not None and sp.kernel(dict(loss_params or {})) is not None
+
+
 class GBDTRanker(BaseRanker):
     """Gradient-boosted trees whose gradients come from a rankwise loss.
 
@@ -431,7 +439,7 @@ class GBDTRanker(BaseRanker):
                 return stop
 
             threads = None
-            if obj is not None:
+            if obj is not None and not _on_engine(self.loss, self.loss_params):
                 # An objective without a compiled kernel runs torch between rounds; two OpenMP pools (the GBDT
                 # library's, spinning after each parallel region, and torch's) on the same cores
                 # slow each round down by an order of magnitude, so torch runs single-threaded.
