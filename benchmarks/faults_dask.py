@@ -35,7 +35,7 @@ ROOT = HERE.parent
 RESULTS = HERE / "results"
 
 
-def _data(n_queries=600):
+def _data(n_queries=200):
     import numpy as np
 
     from rankwise.data import make_synthetic, to_pandas
@@ -49,7 +49,8 @@ def _data(n_queries=600):
 def _model(backend):
     from rankwise.models import GBDTRanker
 
-    return GBDTRanker("ranknet", backend=backend, n_estimators=40, num_leaves=15, random_state=0)
+    return GBDTRanker("ranknet", backend=backend, n_estimators=8, num_leaves=7, min_child_samples=5, random_state=0,
+                      verbose=False)
 
 
 def child(case: str, kill_after: float | None, out: str) -> None:
@@ -171,7 +172,7 @@ def main(argv=None) -> int:
         "",
         f"`python benchmarks/faults_dask.py --trials {args.trials}` on {platform.node()} ({os.cpu_count()} CPUs, "
         f"shared). Each trial: a fresh `distributed.LocalCluster` (processes=True, 2 workers x 1 thread, nanny), "
-        f"`rankwise.distributed.fit_gbdt` (GBDTRanker('ranknet'), 40 trees, 600 queries) or "
+        f"`rankwise.distributed.fit_gbdt` (GBDTRanker('ranknet'), 8 trees, 200 queries) or "
         f"`rankwise.distributed.evaluate`, one worker killed with SIGKILL at a random moment within the "
         f"uninterrupted call's duration (the 'uninterrupted s' column); a trial that does not finish within "
         f"{args.timeout:.0f} s counts as a hang. 'correct': predictions equal to the uninterrupted fit's (≤ 1e-12) or "

@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from rankwise.distributed._deps import require_dask, require_distributed
+from rankwise.distributed._watch import watched
 from rankwise.distributed.partition import _check_frame, feature_columns, whole_queries
 from rankwise.errors import InputError
 from rankwise.models.gbdt import register_collection_fit
@@ -64,7 +65,8 @@ def _group_sizes(part, qid):
     return pd.Series(np.diff(np.append(starts, len(q))).astype(np.int64))
 
 
-def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label", features=None):
+def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label", features=None,
+             timeout: float | None = None):
     """Fit a :class:`rankwise.models.GBDTRanker` on a Dask collection with the same loss and parameters.
 
     The distributed counterpart of ``GBDTRanker.fit``: ``fit_gbdt(GBDTRanker("listnet",
@@ -85,6 +87,9 @@ def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label
     qid, label : str
     features : list of str, optional
         Feature columns in order (default: every numeric column except qid/label/doc_id/score).
+    timeout : float, optional
+        Seconds the training collective may take before :class:`rankwise.errors.WorkerLostError`
+        (default: no limit; a dead worker is detected without it).
 
     Returns
     -------
@@ -101,6 +106,12 @@ def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label
     the quantiles of its own rows and XGBoost merges the sketches, so the histogram bins (split
     candidates), hence the trees, depend slightly on the number of workers (measured in
     ``benchmarks/results/bench_distributed.md``).
+
+    A worker that dies during training (killed, out of memory) raises
+    :class:`rankwise.errors.WorkerLostError` naming it as soon as the scheduler sees it gone: the
+    booster's collective cannot finish without it, and no partial model is set (``model`` keeps
+    its previous state). Before training (while the rows are partitioned) Dask recomputes a lost
+    worker's partitions elsewhere.
     """
     from rankwise.models import GBDTRanker
     from rankwise._validation import fit_seed
@@ -129,9 +140,9 @@ def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label
     frame = whole_queries(frame[[qid, label] + feats], qid=qid)
     t0 = time.perf_counter()
     if model.backend == "xgboost":
-        booster = _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed)
+        booster = _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed, timeout)
     else:
-        booster = _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed)
+        booster = _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed, timeout)
     from rankwise.train.history import History
 
     model.booster_ = booster
@@ -142,7 +153,7 @@ def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label
     return model
 
 
-def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed):
+def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed, timeout):
     import xgboost as xgb
     import xgboost.dask as dxgb
 
@@ -162,8 +173,9 @@ def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed):
     X = framed[feats].astype(np.float32)
     dtrain = dxgb.DaskDMatrix(client, X, framed[label], qid=framed[GROUP], missing=np.nan)
     params = model._xgb_params(native, seed)
-    out = dxgb.train(client, params, dtrain, num_boost_round=int(model.n_estimators), obj=obj,
-                     verbose_eval=False)
+    out = watched(client, lambda: dxgb.train(client, params, dtrain, num_boost_round=int(model.n_estimators),
+                                             obj=obj, verbose_eval=False),
+                  what="fit_gbdt (xgboost)", timeout=timeout)
     booster = out["booster"]
     if not isinstance(booster, xgb.Booster):  # pragma: no cover
         raise RuntimeError("xgboost.dask.train returned no booster")
@@ -173,7 +185,7 @@ def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed):
     return booster
 
 
-def _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed):
+def _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed, timeout):
     import lightgbm as lgb
     from lightgbm.dask import DaskLGBMRanker
 
@@ -190,7 +202,8 @@ def _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed):
     else:
         objective = native
     est = DaskLGBMRanker(client=client, objective=objective, n_estimators=int(model.n_estimators), **params)
-    est.fit(frame[feats].astype(np.float32), frame[label], group=group)
+    watched(client, lambda: est.fit(frame[feats].astype(np.float32), frame[label], group=group),
+            what="fit_gbdt (lightgbm)", timeout=timeout)
     text = est.booster_.model_to_string()
     return lgb.Booster(model_str=text)
 
