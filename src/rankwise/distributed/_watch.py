@@ -8,6 +8,7 @@ at the start has left the cluster (or ``timeout`` seconds have passed); no parti
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -19,12 +20,22 @@ POLL_S = 0.25
 GRACE_S = 3.0
 
 
-def _workers(client) -> set[str]:
+def _workers(client) -> set[str] | None:
+    """The addresses of the cluster's workers as the scheduler lists them; None when the listing has none
+    (a listing being refreshed, or every worker restarting): not taken as a loss by itself."""
     try:
         info = client.scheduler_info(n_workers=-1)
     except TypeError:  # pragma: no cover - distributed before n_workers=
         info = client.scheduler_info()
-    return set(info.get("workers", {}))
+    workers = set((info or {}).get("workers") or ())
+    if os.environ.get("RANKWISE_DEBUG_WATCH"):
+        print("watch", sorted(workers), sorted(info or {}), flush=True)
+    return workers or None
+
+
+def _lost(start: set[str] | None, client) -> set[str]:
+    now = _workers(client)
+    return set() if start is None or now is None else start - now
 
 
 def _lost_message(what: str, lost: set[str]) -> str:
@@ -58,7 +69,7 @@ def watched(client, fn, *, what: str, timeout: float | None = None):
         thread.join(POLL_S)
         if not thread.is_alive():
             break
-        lost = start - _workers(client)
+        lost = _lost(start, client)
         if lost:
             raise WorkerLostError(_lost_message(what, lost))
         if timeout is not None and time.monotonic() - t0 > timeout:
@@ -70,10 +81,10 @@ def watched(client, fn, *, what: str, timeout: float | None = None):
         # a dead worker often surfaces first as the survivors' error (a closed socket, a lost task):
         # give the scheduler a moment to register the loss, then name it
         deadline = time.monotonic() + GRACE_S
-        lost = start - _workers(client)
+        lost = _lost(start, client)
         while not lost and time.monotonic() < deadline and _looks_like_worker_loss(exc):
             time.sleep(POLL_S)
-            lost = start - _workers(client)
+            lost = _lost(start, client)
         if lost:
             raise WorkerLostError(_lost_message(what, lost)) from exc
         if _looks_like_worker_loss(exc):
