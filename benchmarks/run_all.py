@@ -17,7 +17,7 @@ ROOT = HERE.parent
 RESULTS = HERE / "results"
 ORDER = ["bench_io", "bench_metrics", "bench_trec", "bench_losses", "bench_training", "bench_training_quality", "bench_quality",
          "bench_models_speed", "bench_reduction_structured", "bench_recommendation", "bench_recommendation_full",
-         "bench_clicks", "bench_fuzz", "faults_cache"]
+         "bench_clicks", "bench_fuzz", "faults_cache", "faults_memory", "faults_dask"]
 # scripts run a second time with these arguments (a second measurement, its own results file)
 EXTRA_RUNS = {"bench_recommendation": [["--full-catalogue"]]}
 

@@ -163,7 +163,8 @@ def _proc_kb(path: str, key: str) -> float | None:
 def _cgroup_headroom() -> float | None:
     """Bytes this process's memory cgroup (v2 ``memory.max``, v1 ``memory.limit_in_bytes``) still allows."""
     for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                          "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
         try:
             with open(limit) as fh:
                 raw = fh.read().strip()
