@@ -94,6 +94,8 @@ def child(case: str, kill_after: float | None, out: str) -> None:
             if kill_after is None:
                 np.save(ref_path, pred)
                 rec["outcome"] = "correct"
+            elif not ref_path.exists():
+                rec["outcome"] = "model, no reference"
             else:
                 ref = np.load(ref_path)
                 rec["max_abs_diff"] = float(np.max(np.abs(pred - ref)))
@@ -116,8 +118,8 @@ def child(case: str, kill_after: float | None, out: str) -> None:
 def run_child(case, kill_after, timeout, workdir):
     out = Path(workdir) / f"{case}_{kill_after}.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), OMP_NUM_THREADS="1")
-    cmd = [sys.executable, __file__, "--child", case, "--kill-after", "none" if kill_after is None else repr(kill_after),
-           "--out", str(out)]
+    when = "none" if kill_after is None else repr(kill_after)
+    cmd = [sys.executable, __file__, "--child", case, "--kill-after", when, "--out", str(out)]
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
@@ -132,7 +134,7 @@ def run_child(case, kill_after, timeout, workdir):
     return json.loads(out.read_text())
 
 
-OUTCOMES = ["correct", "clean error", "hang", "partial model", "foreign error"]
+OUTCOMES = ["correct", "clean error", "hang", "partial model", "foreign error", "model, no reference"]
 
 
 def main(argv=None) -> int:
@@ -144,6 +146,9 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", default="lightgbm,xgboost,evaluate")
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--seed", type=int, default=29)
+    ap.add_argument("--window", type=float, default=None,
+                    help="kill within [0, WINDOW] s (default: the uninterrupted call's duration); trials run even "
+                         "when the uninterrupted call failed or timed out")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
     if args.child:
@@ -156,10 +161,10 @@ def main(argv=None) -> int:
         for case in args.cases.split(","):
             base = run_child(case, None, args.timeout, tmp)
             print(json.dumps(base), flush=True)
-            if base["outcome"] != "correct":
+            if base["outcome"] != "correct" and args.window is None:
                 rows.append((case, base, []))
                 continue
-            span = base["seconds"]
+            span = base["seconds"] if args.window is None else args.window
             trials = []
             for _ in range(args.trials):
                 r = run_child(case, round(rng.uniform(0.0, span), 3), args.timeout, tmp)
@@ -173,18 +178,23 @@ def main(argv=None) -> int:
         f"`python benchmarks/faults_dask.py --trials {args.trials}` on {platform.node()} ({os.cpu_count()} CPUs, "
         f"shared). Each trial: a fresh `distributed.LocalCluster` (processes=True, 2 workers x 1 thread, nanny), "
         f"`rankwise.distributed.fit_gbdt` (GBDTRanker('ranknet'), 8 trees, 200 queries) or "
-        f"`rankwise.distributed.evaluate`, one worker killed with SIGKILL at a random moment within the "
-        f"uninterrupted call's duration (the 'uninterrupted s' column); a trial that does not finish within "
-        f"{args.timeout:.0f} s counts as a hang. 'correct': predictions equal to the uninterrupted fit's (≤ 1e-12) or "
+        f"`rankwise.distributed.evaluate`, one worker killed with SIGKILL at a random moment within "
+        + (f"the first {args.window:g} s of the call" if args.window is not None else
+           "the uninterrupted call's duration (the 'uninterrupted s' column)")
+        + f"; a trial that does not finish within "
+        f"{args.timeout:.0f} s counts as a hang. 'correct': predictions equal to the uninterrupted fit's (≤ 1e-12) "
+        "or "
         f"evaluation equal to `rankwise.metrics.evaluate`; 'partial model': a model or result that differs.",
         "",
-        "| case | uninterrupted s | trials | correct result | clean error | hang | partial model | foreign error |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| case | uninterrupted s | trials | correct result | clean error | hang | partial model | foreign error "
+        "| model, no reference |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for case, base, trials in rows:
         n = {o: sum(t["outcome"] == o for t in trials) for o in OUTCOMES}
-        lines.append(f"| {case if case == 'evaluate' else 'fit_gbdt ' + case} | {base['seconds']:.1f} | {len(trials)} | "
-                     + " | ".join(str(n[o]) for o in OUTCOMES) + " |")
+        label = case if case == "evaluate" else "fit_gbdt " + case
+        base_s = f"{base['seconds']:.1f}" + (f" ({base['outcome']})" if base["outcome"] != "correct" else "")
+        lines.append(f"| {label} | {base_s} | {len(trials)} | " + " | ".join(str(n[o]) for o in OUTCOMES) + " |")
     errs = sorted({t.get("error", "")[:200] for t in details if t["outcome"] in ("clean error", "foreign error")})
     if errs:
         lines += ["", "Errors seen:", ""] + [f"- `{e}`" for e in errs]

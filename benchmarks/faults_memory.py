@@ -81,6 +81,11 @@ def _qrels_rows(path: Path, n: int, one_query: bool) -> None:
     _write_lines(path, (f"q{0 if one_query else i} 0 d{i} {i % 3}\n" for i in range(n)))
 
 
+def _run_and_qrels(path: Path, n: int, one_query: bool) -> None:
+    _run_rows(path, n, one_query)
+    _qrels_rows(Path(str(path) + ".qrels"), n, one_query)
+
+
 def _qrels_long_line(path: Path, nbytes: int) -> None:
     with open(path, "w") as fh:
         fh.write("q1 0 ")
@@ -350,8 +355,8 @@ def cases(scale: float):
         (f"read_click_log: {n:,} sessions", lambda p: _click_rows(p, n), n),
         (f"evaluate: {many}", None, n),
         (f"evaluate: {one} (1q)", None, n),
-        (f"evaluate_runs: {many}", lambda p: (_run_rows(p, n, False), _qrels_rows(Path(str(p) + ".qrels"), n, False)), n),
-        (f"evaluate_runs: {one} (1q)", lambda p: (_run_rows(p, n, True), _qrels_rows(Path(str(p) + ".qrels"), n, True)), n),
+        (f"evaluate_runs: {many}", lambda p: _run_and_qrels(p, n, False), n),
+        (f"evaluate_runs: {one} (1q)", lambda p: _run_and_qrels(p, n, True), n),
         (f"grad_hess(ranknet): {one}", None, n),
         (f"grad_hess(lambdarank): {one}", None, n),
         (f"grad_hess(listmle): {one}", None, n),
