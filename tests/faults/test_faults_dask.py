@@ -106,3 +106,24 @@ def test_worker_killed_during_lightgbm_fit_raises_worker_lost_and_leaves_no_mode
             rd.fit_gbdt(model, frame, client=client, timeout=400)
         assert time.monotonic() - t0 < 400
         assert not hasattr(model, "booster_")  # no partial model
+
+
+def test_distributed_evaluate_reports_repeatedly_killed_workers_as_worker_lost(monkeypatch):
+    dask = pytest.importorskip("dask")
+    scheduler = pytest.importorskip("distributed.scheduler")
+    import pandas as pd
+
+    import rankwise.distributed as rd
+
+    frame = rd.from_pandas(pd.DataFrame({"qid": [1, 1, 2, 2], "score": [0.5, 0.1, 0.2, 0.9],
+                                         "label": [1.0, 0.0, 0.0, 2.0]}), npartitions=2)
+
+    def killed(*args, **kwargs):
+        from types import SimpleNamespace
+
+        raise scheduler.KilledWorker("_evaluate_partition-123", SimpleNamespace(address="tcp://127.0.0.1:4000"), 3)
+
+    monkeypatch.setattr(dask, "compute", killed)
+    with pytest.raises(WorkerLostError, match="distributed evaluate: Dask workers kept dying") as info:
+        rd.evaluate(frame, ["ndcg@10"])
+    assert isinstance(info.value.__cause__, scheduler.KilledWorker)
