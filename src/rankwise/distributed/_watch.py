@@ -46,13 +46,26 @@ def _lost_message(what: str, lost: set[str]) -> str:
             "the collective until its sockets close (client.restart() frees them at once)")
 
 
-def watched(client, fn, *, what: str, timeout: float | None = None):
-    """``fn()`` (blocking), or :class:`WorkerLostError` when a worker dies or ``timeout`` passes first."""
+def workers(client) -> set[str] | None:
+    """The workers now (pass as ``start=`` to :func:`watched` to count losses from this moment on)."""
+    return _workers(client)
+
+
+def watched(client, fn, *, what: str, timeout: float | None = None, start: set[str] | None = None):
+    """``fn()`` (blocking), or :class:`WorkerLostError` when a worker dies or ``timeout`` passes first.
+
+    ``start``: the workers to watch (default: those at the call). A worker lost since then (e.g. while
+    the training rows were being partitioned, whose recomputation may leave the booster's inputs
+    inconsistent) is reported before ``fn`` runs."""
     if timeout is not None and not timeout > 0:
         from rankwise.errors import InputError
 
         raise InputError(f"timeout must be a positive number of seconds or None; got {timeout!r}")
-    start = _workers(client)
+    if start is None:
+        start = _workers(client)
+    lost = _lost(start, client)
+    if lost:
+        raise WorkerLostError(_lost_message(what, lost))
     box: dict = {}
 
     def target():

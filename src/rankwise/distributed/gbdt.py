@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from rankwise.distributed._deps import require_dask, require_distributed
-from rankwise.distributed._watch import watched
+from rankwise.distributed._watch import watched, workers
 from rankwise.distributed.partition import _check_frame, feature_columns, whole_queries
 from rankwise.errors import InputError
 from rankwise.models.gbdt import register_collection_fit
@@ -110,8 +110,9 @@ def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label
     A worker that dies during training (killed, out of memory) raises
     :class:`rankwise.errors.WorkerLostError` naming it as soon as the scheduler sees it gone: the
     booster's collective cannot finish without it, and no partial model is set (``model`` keeps
-    its previous state). Before training (while the rows are partitioned) Dask recomputes a lost
-    worker's partitions elsewhere.
+    its previous state). A worker lost earlier in the call (while the rows are partitioned) raises
+    the same error before training: Dask would recompute its partitions, but the group sizes and
+    rows handed to the booster could then disagree (measured: a LightGBM shape error).
     """
     from rankwise.models import GBDTRanker
     from rankwise._validation import fit_seed
@@ -135,14 +136,15 @@ def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label
         except ValueError:
             raise InputError("fit_gbdt needs a dask.distributed Client: pass client= or create one "
                              "(distributed.Client(...)) before calling") from None
+    watch_from = workers(client)  # a worker lost from here on (partitioning included) fails the fit cleanly
     native, obj = model._objective()
     seed = fit_seed(model.random_state) % (2 ** 31)
     frame = whole_queries(frame[[qid, label] + feats], qid=qid)
     t0 = time.perf_counter()
     if model.backend == "xgboost":
-        booster = _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed, timeout)
+        booster = _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed, (timeout, watch_from))
     else:
-        booster = _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed, timeout)
+        booster = _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed, (timeout, watch_from))
     from rankwise.train.history import History
 
     model.booster_ = booster
@@ -153,7 +155,7 @@ def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label
     return model
 
 
-def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed, timeout):
+def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed, watch):
     import xgboost as xgb
     import xgboost.dask as dxgb
 
@@ -175,7 +177,7 @@ def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed, tim
     params = model._xgb_params(native, seed)
     out = watched(client, lambda: dxgb.train(client, params, dtrain, num_boost_round=int(model.n_estimators),
                                              obj=obj, verbose_eval=False),
-                  what="fit_gbdt (xgboost)", timeout=timeout)
+                  what="fit_gbdt (xgboost)", timeout=watch[0], start=watch[1])
     booster = out["booster"]
     if not isinstance(booster, xgb.Booster):  # pragma: no cover
         raise RuntimeError("xgboost.dask.train returned no booster")
@@ -185,7 +187,7 @@ def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed, tim
     return booster
 
 
-def _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed, timeout):
+def _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed, watch):
     import lightgbm as lgb
     from lightgbm.dask import DaskLGBMRanker
 
@@ -203,7 +205,7 @@ def _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed, ti
         objective = native
     est = DaskLGBMRanker(client=client, objective=objective, n_estimators=int(model.n_estimators), **params)
     watched(client, lambda: est.fit(frame[feats].astype(np.float32), frame[label], group=group),
-            what="fit_gbdt (lightgbm)", timeout=timeout)
+            what="fit_gbdt (lightgbm)", timeout=watch[0], start=watch[1])
     text = est.booster_.model_to_string()
     return lgb.Booster(model_str=text)
 
