@@ -68,6 +68,11 @@ class DataNotFoundError(RankwiseError, FileNotFoundError):
     """A data set is neither in the cache nor downloadable (offline)."""
 
 
+class WorkerLostError(RankwiseError, RuntimeError):
+    """A distributed computation lost a worker (killed, out of memory, disconnected) at a point where it
+    cannot go on without it, or did not finish within its ``timeout``; nothing partial is returned."""
+
+
 class UntrainedModelWarning(UserWarning):
     """``fit`` ended with a model that ranks like a constant scorer (every document of every training
     query scored alike) or whose parameters never left their start: its scores carry no ranking."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from rankwise.distributed._deps import require_dask
 from rankwise.distributed.partition import ROW, _check_frame, _regroup_partition, whole_queries, with_row_key
-from rankwise.errors import InputError
+from rankwise.errors import InputError, WorkerLostError
 
 __all__ = ["evaluate"]
 
@@ -91,8 +91,9 @@ def evaluate(frame, metrics=("ndcg@10", "err@10", "map"), profile=None, *, qid: 
     scores twice in the usual, already whole-query case. The per-query table is gathered on the
     client (8 bytes per query and metric: 80 MB for 10M queries and one metric).
 
-    If a worker dies, Dask recomputes its tasks elsewhere; if that keeps failing the
-    computation raises (``distributed.scheduler.KilledWorker``). A result is never assembled
+    If a worker dies, Dask recomputes its tasks elsewhere and the result is the same; if that
+    keeps failing (the task killed a worker ``distributed.scheduler.allowed-failures`` times) it
+    raises :class:`rankwise.errors.WorkerLostError`. A result is never assembled
     from a subset of the partitions: the number of rows evaluated is checked against the
     number of rows in the frame.
 
@@ -137,7 +138,13 @@ def evaluate(frame, metrics=("ndcg@10", "err@10", "map"), profile=None, *, qid: 
         kw = kwargs if max_grade is None else dict(kwargs, conventions={**conventions, "max_grade": max_grade})
         tasks = [dask.delayed(_evaluate_partition)(p, **kw) for p in parts]
         counts = [dask.delayed(len)(p) for p in parts]
-        out = dask.compute(*tasks, *counts)
+        try:
+            out = dask.compute(*tasks, *counts)
+        except Exception as exc:
+            if type(exc).__name__ == "KilledWorker":  # distributed.scheduler.KilledWorker
+                raise WorkerLostError(f"distributed evaluate: Dask workers kept dying while evaluating a partition "
+                                      f"({exc}); no partial result is returned") from exc
+            raise
         return list(out[:len(tasks)]), int(sum(out[len(tasks):]))
 
     # One pass over the partitions as they are: enough when they hold whole queries (the usual

@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from rankwise.distributed._deps import require_dask, require_distributed
+from rankwise.distributed._watch import watched, workers
 from rankwise.distributed.partition import _check_frame, feature_columns, whole_queries
 from rankwise.errors import InputError
 from rankwise.models.gbdt import register_collection_fit
@@ -64,7 +65,8 @@ def _group_sizes(part, qid):
     return pd.Series(np.diff(np.append(starts, len(q))).astype(np.int64))
 
 
-def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label", features=None):
+def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label", features=None,
+             timeout: float | None = None):
     """Fit a :class:`rankwise.models.GBDTRanker` on a Dask collection with the same loss and parameters.
 
     The distributed counterpart of ``GBDTRanker.fit``: ``fit_gbdt(GBDTRanker("listnet",
@@ -85,6 +87,9 @@ def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label
     qid, label : str
     features : list of str, optional
         Feature columns in order (default: every numeric column except qid/label/doc_id/score).
+    timeout : float, optional
+        Seconds the training collective may take before :class:`rankwise.errors.WorkerLostError`
+        (default: no limit; a dead worker is detected without it).
 
     Returns
     -------
@@ -101,6 +106,13 @@ def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label
     the quantiles of its own rows and XGBoost merges the sketches, so the histogram bins (split
     candidates), hence the trees, depend slightly on the number of workers (measured in
     ``benchmarks/results/bench_distributed.md``).
+
+    A worker that dies during training (killed, out of memory) raises
+    :class:`rankwise.errors.WorkerLostError` naming it as soon as the scheduler sees it gone: the
+    booster's collective cannot finish without it, and no partial model is set (``model`` keeps
+    its previous state). A worker lost earlier in the call (while the rows are partitioned) raises
+    the same error before training: Dask would recompute its partitions, but the group sizes and
+    rows handed to the booster could then disagree (measured: a LightGBM shape error).
     """
     from rankwise.models import GBDTRanker
     from rankwise._validation import fit_seed
@@ -124,14 +136,15 @@ def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label
         except ValueError:
             raise InputError("fit_gbdt needs a dask.distributed Client: pass client= or create one "
                              "(distributed.Client(...)) before calling") from None
+    watch_from = workers(client)  # a worker lost from here on (partitioning included) fails the fit cleanly
     native, obj = model._objective()
     seed = fit_seed(model.random_state) % (2 ** 31)
     frame = whole_queries(frame[[qid, label] + feats], qid=qid)
     t0 = time.perf_counter()
     if model.backend == "xgboost":
-        booster = _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed)
+        booster = _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed, (timeout, watch_from))
     else:
-        booster = _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed)
+        booster = _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed, (timeout, watch_from))
     from rankwise.train.history import History
 
     model.booster_ = booster
@@ -142,7 +155,7 @@ def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label
     return model
 
 
-def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed):
+def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed, watch):
     import xgboost as xgb
     import xgboost.dask as dxgb
 
@@ -162,8 +175,9 @@ def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed):
     X = framed[feats].astype(np.float32)
     dtrain = dxgb.DaskDMatrix(client, X, framed[label], qid=framed[GROUP], missing=np.nan)
     params = model._xgb_params(native, seed)
-    out = dxgb.train(client, params, dtrain, num_boost_round=int(model.n_estimators), obj=obj,
-                     verbose_eval=False)
+    out = watched(client, lambda: dxgb.train(client, params, dtrain, num_boost_round=int(model.n_estimators),
+                                             obj=obj, verbose_eval=False),
+                  what="fit_gbdt (xgboost)", timeout=watch[0], start=watch[1])
     booster = out["booster"]
     if not isinstance(booster, xgb.Booster):  # pragma: no cover
         raise RuntimeError("xgboost.dask.train returned no booster")
@@ -173,7 +187,7 @@ def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed):
     return booster
 
 
-def _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed):
+def _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed, watch):
     import lightgbm as lgb
     from lightgbm.dask import DaskLGBMRanker
 
@@ -190,7 +204,8 @@ def _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed):
     else:
         objective = native
     est = DaskLGBMRanker(client=client, objective=objective, n_estimators=int(model.n_estimators), **params)
-    est.fit(frame[feats].astype(np.float32), frame[label], group=group)
+    watched(client, lambda: est.fit(frame[feats].astype(np.float32), frame[label], group=group),
+            what="fit_gbdt (lightgbm)", timeout=watch[0], start=watch[1])
     text = est.booster_.model_to_string()
     return lgb.Booster(model_str=text)
 

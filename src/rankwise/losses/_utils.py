@@ -149,11 +149,62 @@ def reduce(per_list: torch.Tensor, valid: torch.Tensor, batch: Batch, reduction:
     return total / n.clamp(min=1).to(total.dtype)
 
 
-def _memory_bytes() -> float:
+def _proc_kb(path: str, key: str) -> float | None:
+    """The ``key:`` value (kB) of a /proc file such as /proc/meminfo, in bytes; None when absent."""
     try:
-        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return 16e9
+        with open(path) as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return float(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _cgroup_headroom() -> float | None:
+    """Bytes this process's memory cgroup (v2 ``memory.max``, v1 ``memory.limit_in_bytes``) still allows."""
+    for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                          "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        try:
+            with open(limit) as fh:
+                raw = fh.read().strip()
+            if raw == "max" or float(raw) >= 2 ** 60:
+                continue
+            with open(usage) as fh:
+                return max(0.0, float(raw) - float(fh.read().strip()))
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _memory_bytes() -> float:
+    """Bytes this process can still allocate: the least of the machine's available memory
+    (``MemAvailable``, else its physical memory), the address-space limit (``RLIMIT_AS``, as set by
+    ``ulimit -v`` / ``prlimit --as``) less the address space in use, and the memory cgroup's
+    headroom. A pair form larger than this is refused before it is allocated, instead of failing
+    with a MemoryError half-way or drawing the OOM killer."""
+    have = []
+    avail = _proc_kb("/proc/meminfo", "MemAvailable")
+    if avail is None:
+        try:
+            avail = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+        except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+            avail = 16e9
+    have.append(avail)
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY:
+            used = _proc_kb("/proc/self/status", "VmSize") or 0.0
+            have.append(max(0.0, float(soft) - used))
+    except (ImportError, OSError, ValueError):  # pragma: no cover - non-POSIX
+        pass
+    cg = _cgroup_headroom()
+    if cg is not None:
+        have.append(cg)
+    return min(have)
 
 
 def check_pair_memory(b: Batch, loss: str, *, copies: int = 8) -> None:
@@ -165,7 +216,8 @@ def check_pair_memory(b: Batch, loss: str, *, copies: int = 8) -> None:
     have = _memory_bytes()
     if need > have:
         raise InputError(f"{loss}: the dense pair form of {B} list(s) of {L} items needs about {need / 1e9:.3g} GB, "
-                         f"more than this machine's {have / 1e9:.3g} GB; train through the compiled engine "
+                         f"more than the {have / 1e9:.3g} GB this process can still allocate (available memory, "
+                         "address-space and cgroup limits); train through the compiled engine "
                          "(rankwise.losses.grad_hess / training_loss), use method='auto' where the loss has a "
                          "sort-based form, or split the lists")
 
