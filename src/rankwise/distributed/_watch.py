@@ -8,7 +8,6 @@ at the start has left the cluster (or ``timeout`` seconds have passed); no parti
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 
@@ -28,8 +27,6 @@ def _workers(client) -> set[str] | None:
     except TypeError:  # pragma: no cover - distributed before n_workers=
         info = client.scheduler_info()
     workers = set((info or {}).get("workers") or ())
-    if os.environ.get("RANKWISE_DEBUG_WATCH"):
-        print("watch", sorted(workers), sorted(info or {}), flush=True)
     return workers or None
 
 
