@@ -103,6 +103,8 @@ def crash_cases(n_lgb: int, n_xgb: int, folder: str, max_tries: int = 3000):
         for trial in range(max_tries):
             blob = mutate(text, rng)
             outcome = raw_library_outcome(backend, blob, X)
+            if outcome == "hang":  # past 10 s on a loaded machine is not yet a hang: confirm with a longer wait
+                outcome = raw_library_outcome(backend, blob, X, timeout=90.0)
             if outcome not in ("ok", "error"):
                 cases.append((backend, trial, outcome, blob))
                 found += 1

@@ -449,7 +449,7 @@ def _stat(path: Path) -> dict:
 
 
 def _bytes_digest(raw: bytes) -> str:
-    from rankwise.data._cache import bytes_digest
+    from rankwise.data._digest import bytes_digest
 
     return bytes_digest(raw)
 
