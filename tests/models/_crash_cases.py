@@ -3,7 +3,8 @@
 Run as a script (``python _crash_cases.py N_LGB N_XGB``): it fits a small LightGBM and a small
 XGBoost ``GBDTRanker``, mutates the booster text inside the saved file as the issue's fuzzer
 did (truncation, digits changed, one byte replaced), and keeps the first mutations that **kill
-the unprotected library** (abort, segfault, or a hang past 10 s) when its own parser and
+the unprotected library** (abort, segfault, or a hang: 10 s of its own CPU time, or blocked after
+10 s) when its own parser and
 ``predict`` are given the text directly, each tried in a forked child. Then, in this process
 (not in a child: a miss would kill it, and the test reading the output sees that), every kept
 case is written as a model file with valid digests (as a forger would) and loaded with
@@ -39,6 +40,16 @@ def mutate(text: bytes, rng: random.Random) -> bytes:
     return bytes(b)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live child (``/proc/PID/stat``); 0.0 where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def raw_library_outcome(backend: str, blob: bytes, X: np.ndarray, timeout: float = 10.0) -> str:
     """What the library does with ``blob`` and no rankwise check, in a forked child:
     'ok', 'error' (a Python exception), 'hang', or the name of the killing signal."""
@@ -61,16 +72,24 @@ def raw_library_outcome(backend: str, blob: bytes, X: np.ndarray, timeout: float
             os._exit(0)
         except BaseException:
             os._exit(1)
+    # A hang is the child's own doing, not the machine's load: it spun for ``timeout`` seconds of its
+    # own CPU time, or it has been blocked (no CPU time gained) for 2 s after ``timeout`` seconds of wall
+    # time. A child that is merely starved on a loaded machine is neither, and is waited for (up to 600 s).
     t0 = time.monotonic()
+    last_cpu, stalled_since = -1.0, time.monotonic()
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             break
-        if time.monotonic() - t0 > timeout:
+        now, cpu = time.monotonic(), _cpu_seconds(pid)
+        if cpu != last_cpu:
+            last_cpu, stalled_since = cpu, now
+        blocked = now - t0 > timeout and now - stalled_since > 2.0
+        if cpu > timeout or blocked or now - t0 > 600.0:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             return "hang"
-        time.sleep(0.001)
+        time.sleep(0.01)
     if os.WIFSIGNALED(status):
         return signal.Signals(os.WTERMSIG(status)).name
     return "ok" if os.WEXITSTATUS(status) == 0 else "error"
@@ -84,7 +103,8 @@ def fitted_files(folder):
     X, y, qid = make_data(n_queries=10, list_len=5)
     out = {}
     for backend, loss in (("lightgbm", "native:lambdarank"), ("xgboost", "native:rank:ndcg")):
-        m = GBDTRanker(loss, backend=backend, n_estimators=3, min_child_samples=5, random_state=0)
+        # one thread: a forked child of a process with a live OpenMP pool can deadlock (not a library hang)
+        m = GBDTRanker(loss, backend=backend, n_estimators=3, min_child_samples=5, random_state=0, n_jobs=1)
         out[backend] = m.fit(X, y, qid=qid).save(os.path.join(folder, f"{backend}.npz"))
     return out, X
 
@@ -103,8 +123,6 @@ def crash_cases(n_lgb: int, n_xgb: int, folder: str, max_tries: int = 3000):
         for trial in range(max_tries):
             blob = mutate(text, rng)
             outcome = raw_library_outcome(backend, blob, X)
-            if outcome == "hang":  # past 10 s on a loaded machine is not yet a hang: confirm with a longer wait
-                outcome = raw_library_outcome(backend, blob, X, timeout=90.0)
             if outcome not in ("ok", "error"):
                 cases.append((backend, trial, outcome, blob))
                 found += 1

@@ -75,6 +75,17 @@ def test_gbdt_default_threads_are_the_available_cpus(monkeypatch):
     assert GBDTRanker(n_jobs=3)._lgb_params(None, 0)["num_threads"] == 3
 
 
+def test_gbdt_default_threads_honour_omp_num_threads(monkeypatch):
+    monkeypatch.setattr("rankwise.models.gbdt.available_cpus", lambda: 4)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert GBDTRanker()._lgb_params(None, 0)["num_threads"] == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "8")  # a request above the CPUs available gets the CPUs
+    assert GBDTRanker()._lgb_params(None, 0)["num_threads"] == 4
+    monkeypatch.setenv("OMP_NUM_THREADS", "junk")
+    assert GBDTRanker()._lgb_params(None, 0)["num_threads"] == 4
+    assert GBDTRanker(n_jobs=3)._lgb_params(None, 0)["num_threads"] == 3  # an explicit n_jobs wins
+
+
 class _RecordingClassifier:
     """A logistic regression that records the thread pools in force and its n_jobs while it fits."""
 

@@ -1,6 +1,8 @@
 """Gradient-boosted tree rankers grown by LightGBM or XGBoost on any rankwise loss."""
 from __future__ import annotations
 
+import os
+
 import time
 import unicodedata
 
@@ -264,8 +266,14 @@ class GBDTRanker(BaseRanker):
     def _threads(self) -> int:
         """The library's threads: ``n_jobs``, or (None) the CPUs this process may actually use (affinity
         mask and cgroup quota, :func:`rankwise._validation.available_cpus`), not the machine's core
-        count that LightGBM's and XGBoost's OpenMP default to."""
-        return int(self.n_jobs) if self.n_jobs is not None else available_cpus()
+        count that LightGBM's and XGBoost's OpenMP default to; capped by ``OMP_NUM_THREADS`` where it is
+        set, which the libraries' own default honours too (and a forked child of a one-thread process
+        inherits no OpenMP pool that could deadlock it)."""
+        if self.n_jobs is not None:
+            return int(self.n_jobs)
+        n = available_cpus()
+        omp = os.environ.get("OMP_NUM_THREADS", "").strip()
+        return min(n, int(omp)) if omp.isdigit() and int(omp) >= 1 else n
 
     def _lgb_params(self, native, seed):
         p = {"objective": native if native else "none", "learning_rate": float(self.learning_rate),
