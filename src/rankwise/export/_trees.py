@@ -159,20 +159,7 @@ class TreeEnsemble:
 
     def leaf_values(self, X) -> np.ndarray:
         """``(n_rows, n_trees)`` leaf value reached by each row in each tree (float64)."""
-        X = self._check_X(X)
-        n = X.shape[0]
-        rows = np.arange(n)
-        out = np.empty((n, len(self.trees)))
-        for k, tree in enumerate(self.trees):
-            node = np.zeros(n, dtype=np.int64)
-            active = tree.feature[node] >= 0
-            while active.any():
-                idx = node[active]
-                x = X[rows[active], tree.feature[idx]]
-                node[active] = np.where(self.go_left(tree, idx, x), tree.left[idx], tree.right[idx])
-                active = tree.feature[node] >= 0
-            out[:, k] = tree.value[node]
-        return out
+        return descend(self.trees, self._check_X(X), self.go_left)
 
     def raw_score(self, X) -> np.ndarray:
         """The booster's raw score (margin) of each row of ``X`` (float64 array, NaN = missing).
@@ -354,3 +341,23 @@ def adversarial_rows(ensemble: TreeEnsemble, base_row, *, max_rows: int | None =
             rows.append(r)
     out = np.array(rows) if rows else np.empty((0, len(base)))
     return out if max_rows is None else out[:max_rows]
+
+
+def descend(trees, X: np.ndarray, go_left) -> np.ndarray:
+    """``(n_rows, n_trees)``: the leaf value each row of ``X`` reaches in each tree (arrays with
+    ``feature`` (< 0 at a leaf), ``left``, ``right``, ``value``), all rows at once, level by level.
+    ``go_left(tree, idx, x)`` is the target's split rule: for the nodes ``idx`` the active rows
+    stand at and their feature values ``x``, whether each goes left."""
+    n = X.shape[0]
+    rows = np.arange(n)
+    out = np.empty((n, len(trees)))
+    for k, tree in enumerate(trees):
+        node = np.zeros(n, dtype=np.int64)
+        active = tree.feature[node] >= 0
+        while active.any():
+            idx = node[active]
+            x = X[rows[active], tree.feature[idx]]
+            node[active] = np.where(go_left(tree, idx, x), tree.left[idx], tree.right[idx])
+            active = tree.feature[node] >= 0
+        out[:, k] = tree.value[node]
+    return out

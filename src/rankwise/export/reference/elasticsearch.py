@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rankwise.errors import InputError
+from rankwise.export._trees import descend
 from rankwise.export.reference import EngineRejection
 
 __all__ = ["EngineRejection", "TrainedModel", "parse_trained_model", "DECISION_TYPES"]
@@ -69,22 +70,7 @@ class TrainedModel:
             raise InputError(f"X: expected {len(self.feature_names)} columns (feature_names), got {X.shape[1]}")
         with np.errstate(over="ignore"):
             X = X.astype(np.float32).astype(np.float64)  # Lucene scores are float, widened to double
-        n = X.shape[0]
-        rows = np.arange(n)
-        out = np.empty((n, len(self.trees)))
-        for k, tree in enumerate(self.trees):
-            node = np.zeros(n, dtype=np.int64)
-            active = tree.feature[node] >= 0
-            while active.any():
-                idx = node[active]
-                x, t, op = X[rows[active], tree.feature[idx]], tree.threshold[idx], tree.op[idx]
-                with np.errstate(invalid="ignore"):
-                    go = np.select([op == 0, op == 1, op == 2], [x < t, x <= t, x > t], x >= t)
-                go = np.where(np.isnan(x), tree.default_left[idx], go)
-                node[active] = np.where(go, tree.left[idx], tree.right[idx])
-                active = tree.feature[node] >= 0
-            out[:, k] = tree.value[node] * self.weights[k]
-        return out
+        return descend(self.trees, X, _go_left) * self.weights
 
     def score(self, X, *, missing: str = "branch") -> np.ndarray:
         leaves = self.leaf_values(X, missing=missing)
@@ -197,3 +183,11 @@ def parse_trained_model(definition, feature_names=None) -> TrainedModel:
         trees.append(_parse_tree(m["tree"], names, t))
     w = np.ones(len(trees)) if weights is None else np.asarray(weights, dtype=np.float64)
     return TrainedModel(tuple(names), trees, w)
+
+
+def _go_left(tree, idx, x):
+    """Elasticsearch's split: the node's operator (lt, lte, gt, gte); a missing value follows default_left."""
+    t, op = tree.threshold[idx], tree.op[idx]
+    with np.errstate(invalid="ignore"):
+        go = np.select([op == 0, op == 1, op == 2], [x < t, x <= t, x > t], x >= t)
+    return np.where(np.isnan(x), tree.default_left[idx], go)

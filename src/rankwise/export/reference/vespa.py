@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rankwise.errors import InputError
-from rankwise.export._trees import MISSING_NAN, _flatten
+from rankwise.export._trees import MISSING_NAN, _flatten, descend
 from rankwise.export.reference import EngineRejection
 
 __all__ = ["EngineRejection", "VespaModel", "parse_lightgbm", "parse_xgboost", "parse_linear", "SIGMOID_OBJECTIVES"]
@@ -62,23 +62,15 @@ class VespaModel:
         if self.kind != "trees":
             raise InputError("leaf_values: a linear expression has no trees")
         X = self._X(X)
-        n = X.shape[0]
-        rows = np.arange(n)
-        out = np.empty((n, len(self.trees)))
-        for k, tree in enumerate(self.trees):
-            node = np.zeros(n, dtype=np.int64)
-            active = tree.feature[node] >= 0
-            while active.any():
-                idx = node[active]
-                x, t = X[rows[active], tree.feature[idx]], tree.threshold[idx]
-                if self.float_thresholds:
-                    t = t.astype(np.float32).astype(np.float64)
-                with np.errstate(invalid="ignore"):
-                    go = np.where(tree.default_left[idx], ~(x >= t), x < t)  # NaN: left iff default_left
-                node[active] = np.where(go, tree.left[idx], tree.right[idx])
-                active = tree.feature[node] >= 0
-            out[:, k] = tree.value[node]
-        return out
+
+        def go_left(tree, idx, x):
+            t = tree.threshold[idx]
+            if self.float_thresholds:
+                t = t.astype(np.float32).astype(np.float64)
+            with np.errstate(invalid="ignore"):
+                return np.where(tree.default_left[idx], ~(x >= t), x < t)  # NaN: left iff default_left
+
+        return descend(self.trees, X, go_left)
 
     def score(self, X, *, missing: str = "branch") -> np.ndarray:
         """Vespa's value of the expression for rows ``X`` (columns in ``features`` order, NaN = unset)."""
