@@ -343,14 +343,14 @@ def adversarial_rows(ensemble: TreeEnsemble, base_row, *, max_rows: int | None =
     return out if max_rows is None else out[:max_rows]
 
 
-def descend(trees, X: np.ndarray, go_left) -> np.ndarray:
-    """``(n_rows, n_trees)``: the leaf value each row of ``X`` reaches in each tree (arrays with
-    ``feature`` (< 0 at a leaf), ``left``, ``right``, ``value``), all rows at once, level by level.
+def leaf_nodes(trees, X: np.ndarray, go_left) -> np.ndarray:
+    """``(n_rows, n_trees)`` int64: the leaf node each row of ``X`` reaches in each tree (arrays with
+    ``feature`` (< 0 at a leaf), ``left``, ``right``), all rows at once, level by level.
     ``go_left(tree, idx, x)`` is the target's split rule: for the nodes ``idx`` the active rows
     stand at and their feature values ``x``, whether each goes left."""
     n = X.shape[0]
     rows = np.arange(n)
-    out = np.empty((n, len(trees)))
+    out = np.empty((n, len(trees)), dtype=np.int64)
     for k, tree in enumerate(trees):
         node = np.zeros(n, dtype=np.int64)
         active = tree.feature[node] >= 0
@@ -359,5 +359,14 @@ def descend(trees, X: np.ndarray, go_left) -> np.ndarray:
             x = X[rows[active], tree.feature[idx]]
             node[active] = np.where(go_left(tree, idx, x), tree.left[idx], tree.right[idx])
             active = tree.feature[node] >= 0
-        out[:, k] = tree.value[node]
+        out[:, k] = node
+    return out
+
+
+def descend(trees, X: np.ndarray, go_left) -> np.ndarray:
+    """``(n_rows, n_trees)`` float64: the leaf value each row reaches in each tree (:func:`leaf_nodes`)."""
+    nodes = leaf_nodes(trees, X, go_left)
+    out = np.empty(nodes.shape)
+    for k, tree in enumerate(trees):
+        out[:, k] = tree.value[nodes[:, k]]
     return out

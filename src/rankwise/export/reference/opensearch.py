@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rankwise.errors import InputError
-from rankwise.export._trees import MISSING_NAN, Tree, _flatten
+from rankwise.export._trees import MISSING_NAN, Tree, _flatten, leaf_nodes
 from rankwise.export.reference import EngineRejection
 
 __all__ = ["EngineRejection", "PluginModel", "parse_model", "MODEL_TYPES", "OBJECTIVES", "feature_vectors",
@@ -113,24 +113,18 @@ class PluginModel:
         return self._leaves(X32, missing)
 
     def _leaves(self, X32, missing):
-        n = X32.shape[0]
-        rows = np.arange(n)
-        out = np.empty((n, len(self.trees)), dtype=np.float32)
+        def go_left(tree, idx, x):
+            t = tree.threshold[idx].astype(np.float32)
+            with np.errstate(invalid="ignore"):
+                cmp = x < t if self.rule == "<" else x <= t
+            if missing == "branch":
+                cmp = np.where(np.isnan(x), tree.default_left[idx], cmp)
+            return cmp  # NaN compares false: right
+
+        nodes = leaf_nodes(self.trees, X32, go_left)
+        out = np.empty(nodes.shape, dtype=np.float32)
         for k, tree in enumerate(self.trees):
-            node = np.zeros(n, dtype=np.int64)
-            active = tree.feature[node] >= 0
-            while active.any():
-                idx = node[active]
-                x = X32[rows[active], tree.feature[idx]]
-                t = tree.threshold[idx].astype(np.float32)
-                with np.errstate(invalid="ignore"):
-                    cmp = x < t if self.rule == "<" else x <= t
-                nan = np.isnan(x)
-                if missing == "branch":
-                    cmp = np.where(nan, tree.default_left[idx], cmp)
-                node[active] = np.where(cmp, tree.left[idx], tree.right[idx])  # NaN compares false: right
-                active = tree.feature[node] >= 0
-            leaf = tree.value[node].astype(np.float32)
+            leaf = tree.value[nodes[:, k]].astype(np.float32)
             out[:, k] = leaf if self.tree_weights is None else leaf * self.tree_weights[k]
         return out
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from rankwise.errors import InputError
-from rankwise.export._trees import MISSING_NAN, _flatten
+from rankwise.export._trees import MISSING_NAN, _flatten, leaf_nodes
 from rankwise.export.reference import EngineRejection
 
 __all__ = ["ModelStore", "SolrModel", "java_float", "NODE_SPLIT_SLACK", "LINEAR", "TREES", "NEURAL"]
@@ -98,22 +98,19 @@ class SolrModel:
     def leaf_values(self, X, *, missing=None) -> np.ndarray:
         """``(n_rows, n_trees)`` weight × leaf (float32) each row reaches (tree models)."""
         X32 = self._inputs(X)
-        n = X32.shape[0]
-        rows = np.arange(n)
-        out = np.empty((n, len(self.trees)), dtype=np.float32)
+
+        def go_left(tree, idx, x):
+            thr = tree.threshold[idx].astype(np.float32)  # already float(t) + 1e-6f
+            with np.errstate(invalid="ignore"):
+                left = x <= thr
+            if not self.null_same_as_zero:
+                left = np.where(np.isnan(x), tree.default_left[idx], left)
+            return left
+
+        nodes = leaf_nodes(self.trees, X32, go_left)
+        out = np.empty(nodes.shape, dtype=np.float32)
         for k, tree in enumerate(self.trees):
-            node = np.zeros(n, dtype=np.int64)
-            active = tree.feature[node] >= 0
-            while active.any():
-                idx = node[active]
-                x = X32[rows[active], tree.feature[idx]]
-                thr = tree.threshold[idx].astype(np.float32)  # already float(t) + 1e-6f
-                with np.errstate(invalid="ignore"):
-                    left = x <= thr
-                if not self.null_same_as_zero:
-                    left = np.where(np.isnan(x), tree.default_left[idx], left)
-                node[active] = np.where(left, tree.left[idx], tree.right[idx])
-                active = tree.feature[node] >= 0
+            node = nodes[:, k]
             value = np.where(tree.feature[node] == _NOT_A_MODEL_FEATURE, 0.0, tree.value[node])
             out[:, k] = value.astype(np.float32) * self.tree_weights[k]
         return out
