@@ -212,6 +212,25 @@ def thread_limit() -> int | None:
     return _THREAD_LIMIT.get()
 
 
+def kernel_threads(n_jobs=None) -> int:
+    """Threads for rankwise's compiled kernels (they release the GIL; Python threads run them on
+    ranges of queries): ``n_jobs`` if given (-1: every CPU), else the limit of the enclosing
+    :func:`limit_threads` (a model's ``n_jobs``), else ``RANKWISE_NUM_THREADS`` when set, else every CPU
+    this process may use (:func:`available_cpus`)."""
+    if n_jobs is None:
+        n_jobs = thread_limit()
+    if n_jobs is None:
+        env = os.environ.get("RANKWISE_NUM_THREADS", "").strip()
+        if env:
+            try:
+                n_jobs = int(env)
+            except ValueError:
+                raise InputError(f"RANKWISE_NUM_THREADS must be a whole number of threads; got {env!r}") from None
+    if n_jobs is None or n_jobs == -1:
+        return available_cpus()
+    return max(1, int(n_jobs))
+
+
 @contextlib.contextmanager
 def limit_threads(n_jobs):
     """Run the block on ``n_jobs`` threads (:func:`n_jobs_threads`; None: change nothing) in every pool

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from rankwise.errors import InputError
 from rankwise.metrics import _kernels as K
+from rankwise.metrics._correlation import spearman_kernel
 from rankwise.metrics._common import run_metric
 
 
@@ -66,44 +66,10 @@ def pairwise_cost_values(prep, *, omega="kemeny"):
     return out, emp
 
 
-@njit(cache=True)
-def _spearman_kernel(offsets, y, pos):
-    nq = offsets.shape[0] - 1
-    out = np.zeros(nq)
-    ok = np.zeros(nq, dtype=np.bool_)
-    for q in range(nq):
-        a = offsets[q]
-        b = offsets[q + 1]
-        n = b - a
-        if n < 2:
-            continue
-        o = np.argsort(y[a:b], kind="mergesort")
-        lr = np.empty(n)  # average ranks of the labels (1 = lowest)
-        i = 0
-        while i < n:
-            j = i + 1
-            while j < n and y[a + o[j]] == y[a + o[i]]:
-                j += 1
-            for t in range(i, j):
-                lr[o[t]] = (i + 1 + j) / 2.0
-            i = j
-        mean = (n + 1) / 2.0
-        sxy = 0.0
-        syy = 0.0
-        for t in range(n):
-            r = n + 1 - pos[a + t]  # score rank, n = best
-            sxy += (r - mean) * (lr[t] - mean)
-            syy += (lr[t] - mean) ** 2
-        if syy > 0:
-            sxx = n * (n * n - 1) / 12.0
-            out[q] = sxy / np.sqrt(sxx * syy)
-            ok[q] = True
-    return out, ok
-
-
 def spearman_values(prep):
     pos = K.expected_rank_kernel(prep.offsets, prep.gstart)
-    vals, ok = _spearman_kernel(prep.offsets, prep.labels, pos)
+    vals, ok = spearman_kernel(np.ascontiguousarray(prep.offsets, dtype=np.int64),
+                               np.ascontiguousarray(prep.labels, dtype=np.float64), pos)
     return vals, ~ok
 
 
