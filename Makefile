@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# the compiled kernels (setup.py): rebuilt in place when a .pyx/.pxd/.hpp changes after the install
+KERNELS := $(shell find src -name '*.pyx' -o -name '*.pxd' -o -name '*.hpp')
+BUILT  := $(VENV)/.kernels
 
 .PHONY: demo test bench install clean
 
@@ -15,17 +18,22 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet -e ".[test,dask,export]"
 	touch $(STAMP)
 
-install: $(STAMP)
+$(BUILT): $(STAMP) $(KERNELS) setup.py
+	$(PY) setup.py --quiet build_ext --inplace
+	touch $(BUILT)
 
-demo: $(STAMP)
+install: $(BUILT)
+
+demo: $(BUILT)
 	$(VENV)/bin/rankwise demo
 
 # two pytest workers on two cores: one thread each for torch/OpenMP/BLAS, else they oversubscribe
-test: $(STAMP)
+test: $(BUILT)
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(PY) -m pytest -n 2 -q
 
-bench: $(STAMP)
+bench: $(BUILT)
 	$(PY) benchmarks/run_all.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache
+	find src -name '*.so' -delete -o -name '*.pyd' -delete -o -name '*.pyx' -exec sh -c 'rm -f "$${1%.pyx}.cpp"' _ {} \;

@@ -1,9 +1,12 @@
-"""One-shot jobs as users run them: each job in a fresh process, numba's cache cold and warm, against the peer.
+"""One-shot jobs as users run them: each job in a fresh process, with no compiled-code cache and again warm, against the peer.
 
 Every job (the rows of issue 27's table, plus the command line and the whole demo) runs as its own
-``python`` process: "cold" with ``NUMBA_CACHE_DIR`` set to a new, empty folder (what every new
-environment gets; the folder also keeps numba away from any cache left beside the sources in
-``__pycache__``), "warm" with the same folder as the cold run left it. Each figure is the wall time and
+``python`` process: "cold" with no cache of compiled code anywhere -- ``PYTHONPYCACHEPREFIX`` (Python's
+bytecode) and ``NUMBA_CACHE_DIR`` (JIT-compiled kernels, for a baseline tree that still has them) set to
+new, empty folders, what every new environment gets -- and "warm" with the same folders as the cold run
+left them. rankwise's own kernels are compiled when the package is built (``setup.py``), so a cold
+process finds them ready; ``--baseline SRC`` times another source tree (e.g. a checkout from before
+that change, whose kernels numba compiled on first use) cold and warm in the same run. Each figure is the wall time and
 the CPU seconds (user + system, ``RUSAGE_CHILDREN``: every thread of the child) of the whole process,
 interpreter start-up and imports included. The peer (pytrec_eval, LightGBM's ``LGBMRanker``,
 scikit-learn's ``load_svmlight_file``, the trec_eval 10 binary) does the same job in its own fresh
@@ -14,7 +17,7 @@ scientific notation) and its qrels (about 1,000 graded judgments per topic); MQ2
 (``$RANKWISE_DATA``, ``../shared/data`` or ``/work/shared/data``; its rows are skipped with a message
 where it is absent); 10,000 random rows in 1,000 queries for ``evaluate``.
 
-Usage: python benchmarks/bench_oneshot.py [--quick] [--repeat N] [--only TEXT ...]
+Usage: python benchmarks/bench_oneshot.py [--quick] [--repeat N] [--only TEXT ...] [--baseline SRC]
 ``--quick``: the import, evaluate and TREC rows only (20 topics), warm once, printed only. Otherwise writes
 benchmarks/results/bench_oneshot.md, the first section of BENCHMARKS.md (benchmarks/run_all.py).
 """
@@ -147,6 +150,15 @@ def timed(argv: list[str], env: dict) -> tuple[float, float, str]:
     return wall, cpu, r.stdout
 
 
+def cold_warm(argv: list[str], env: dict, cache: Path, repeat: int) -> tuple[tuple, tuple]:
+    """The job cold (new, empty bytecode and JIT caches) and warm (best of ``repeat``, the caches it left)."""
+    (cache / "pyc").mkdir(parents=True)
+    (cache / "numba").mkdir()
+    e = dict(env, PYTHONPYCACHEPREFIX=str(cache / "pyc"), NUMBA_CACHE_DIR=str(cache / "numba"))
+    cold = timed(argv, e)
+    return cold, best([timed(argv, e) for _ in range(repeat)])
+
+
 def best(runs: list[tuple]) -> tuple[float, float, str]:
     return min(runs, key=lambda r: r[1])
 
@@ -160,12 +172,16 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="the import, evaluate and TREC rows only, warm once")
     ap.add_argument("--repeat", type=int, default=2, help="warm and peer runs per job (the best is kept)")
     ap.add_argument("--only", nargs="*", metavar="TEXT", help="only the jobs whose label contains one of these")
+    ap.add_argument("--baseline", metavar="SRC", help="another source tree (its src/ folder) timed cold and warm too")
     args = ap.parse_args(argv)
     repeat = 1 if args.quick else max(1, args.repeat)
     scratch = Path(tempfile.mkdtemp(prefix="bench_oneshot_"))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])]),
-               BENCH_CWD=str(scratch))
+    def tree_env(src):
+        return dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), *filter(None, [os.environ.get("PYTHONPATH")])]),
+                    BENCH_CWD=str(scratch))
+    env = tree_env(SRC)
     env.pop("NUMBA_DISABLE_JIT", None)
+    base_env = tree_env(Path(args.baseline).resolve()) if args.baseline else None
     load0 = os.getloadavg()
     t_start = time.perf_counter()
     try:
@@ -182,23 +198,21 @@ def main(argv=None) -> int:
         for label, ours, peer, peer_name in jobs(paths, args.quick):
             if args.only and not any(t in label for t in args.only):
                 continue
-            cache = scratch / f"numba_cache_{len(rows)}"
-            cache.mkdir()
-            e = dict(env, NUMBA_CACHE_DIR=str(cache))
-            cold = timed(ours, e)
-            warm = best([timed(ours, e) for _ in range(repeat)])
+            cold, warm = cold_warm(ours, env, scratch / f"cache_{len(rows)}", repeat)
+            before = cold_warm(ours, base_env, scratch / f"base_cache_{len(rows)}", repeat) if base_env else None
             theirs = best([timed(peer, env) for _ in range(repeat)]) if peer else None
             for line in (cold[2] + warm[2]).splitlines():
                 if line.startswith("PHASES"):
                     phases.setdefault(label, []).append(eval(line[len("PHASES"):]))  # noqa: S307 (our own output)
-            rows.append((label, cold, warm, theirs, peer_name))
+            rows.append((label, cold, warm, theirs, peer_name, before))
             print(f"{label}: cold {cold[0]:.2f}s wall {cold[1]:.2f}s cpu; warm {warm[0]:.2f}/{warm[1]:.2f}"
+                  + (f"; baseline cold {before[0][1]:.2f} warm {before[1][1]:.2f} cpu" if before else "")
                   + (f"; {peer_name} {theirs[0]:.2f}/{theirs[1]:.2f}" if theirs else ""), flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     load1 = os.getloadavg()
     total = time.perf_counter() - t_start
-    text = report(rows, phases, load0, load1, total, args.quick, repeat)
+    text = report(rows, phases, load0, load1, total, args.quick, repeat, args.baseline)
     print(text)
     if not args.quick and not args.only:  # a quick or partial run is a check, not the headline
         RESULTS.mkdir(exist_ok=True)
@@ -206,7 +220,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def report(rows, phases, load0, load1, total, quick, repeat) -> str:
+def report(rows, phases, load0, load1, total, quick, repeat, baseline=None) -> str:
     today = datetime.date.today().isoformat()
     lines = [
         "## One-shot jobs, fresh process, cold and warm (bench_oneshot.py)",
@@ -215,20 +229,24 @@ def report(rows, phases, load0, load1, total, quick, repeat) -> str:
         f"({platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}), one run of "
         f"{total / 60:.0f} min; load average (1, 5, 15 min) {', '.join(f'{x:.1f}' for x in load0)} at the start, "
         f"{', '.join(f'{x:.1f}' for x in load1)} at the end: the machine is shared, so read the ratios. Each job is "
-        "a fresh `python` process (start-up and imports included); **cold**: `NUMBA_CACHE_DIR` a new empty folder "
-        "(every kernel the job calls is compiled), **warm**: the same folder as the cold run left it (best of "
+        "a fresh `python` process (start-up and imports included); **cold**: `PYTHONPYCACHEPREFIX` and `NUMBA_CACHE_DIR` "
+        "new empty folders (no compiled-code cache anywhere), **warm**: the same folders as the cold run left them (best of "
         f"{repeat}); the peer in its own fresh process in the same run (best of {repeat}). Figures: CPU seconds "
         "(user + system of the process and its threads), wall seconds in brackets. Ratios are CPU seconds, "
         "rankwise / peer." + (f" Run with OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} (LightGBM's threads)."
                                if os.environ.get("OMP_NUM_THREADS") else ""),
         "",
-        "| the user's job | rankwise cold | rankwise warm | peer | peer | cold / peer | warm / peer | cold / warm |",
-        "|---|---:|---:|---|---:|---:|---:|---:|",
+        *([f"**Before** columns: the source tree `{baseline}` timed the same way in the same run.", ""] if baseline else []),
+        "| the user's job | rankwise cold | rankwise warm |" + (" before cold | before warm |" if baseline else "")
+        + " peer | peer | cold / peer | warm / peer | cold / warm |",
+        "|---|---:|---:|" + ("---:|---:|" if baseline else "") + "---|---:|---:|---:|---:|",
     ]
-    for label, cold, warm, theirs, peer_name in rows:
+    for label, cold, warm, theirs, peer_name, before in rows:
         peer_cells = (f"{peer_name} | {fmt(theirs[1])} ({fmt(theirs[0])}) | {cold[1] / theirs[1]:.1f}× | "
                       f"{warm[1] / theirs[1]:.1f}×") if theirs else "— | — | — | —"
-        lines.append(f"| {label} | {fmt(cold[1])} ({fmt(cold[0])}) | {fmt(warm[1])} ({fmt(warm[0])}) | {peer_cells} | "
+        then = (f" {fmt(before[0][1])} ({fmt(before[0][0])}) | {fmt(before[1][1])} ({fmt(before[1][0])}) |"
+                if before else (" — | — |" if baseline else ""))
+        lines.append(f"| {label} | {fmt(cold[1])} ({fmt(cold[0])}) | {fmt(warm[1])} ({fmt(warm[0])}) |{then} {peer_cells} | "
                      f"{cold[1] / warm[1]:.1f}× |")
     for label, ph in phases.items():
         parts = "; ".join(", ".join(f"{k} {v:.2f} s" for k, v in p.items()) for p in ph)
@@ -238,7 +256,7 @@ def report(rows, phases, load0, load1, total, quick, repeat) -> str:
 
 def goals(rows, phases) -> list[str]:
     """Issue 27's goals, each met or not by the figures above (CPU seconds; wall where the goal is a time)."""
-    by = {label: (cold, warm, theirs) for label, cold, warm, theirs, _ in rows}
+    by = {label: (cold, warm, theirs) for label, cold, warm, theirs, *_ in rows}
 
     def find(text):
         return next((v for k, v in by.items() if text in k), None)
