@@ -324,15 +324,15 @@ def segments(const uint64_t[::1] qh):
     """Row indices where a run of equal query hashes starts (plus the end)."""
     cdef int64_t n = qh.shape[0], r, k = 0
     cdef int64_t cnt = 1 if n else 0
+    cdef const uint64_t* q = &qh[0] if n else NULL
     with nogil:
         for r in range(1, n):
-            if qh[r] != qh[r - 1]:
-                cnt += 1
+            cnt += q[r] != q[r - 1]
     out_a = np.empty(cnt + 1, dtype=np.int64)
     cdef int64_t[::1] out = out_a
     with nogil:
         for r in range(n):
-            if r == 0 or qh[r] != qh[r - 1]:
+            if r == 0 or q[r] != q[r - 1]:
                 out[k] = r
                 k += 1
         out[cnt] = n
@@ -494,24 +494,30 @@ def join_table(const int64_t[::1] j_off, const uint64_t[::1] j_h, const uint8_t[
         while 2 * size < 3 * (j_off[g + 1] - j_off[g]) + 2:
             size *= 2
         t_off[g + 1] = t_off[g] + size
-    table_a = np.zeros((t_off[nq], SLOT_WORDS), dtype=np.uint64)
+    table_a = np.empty((t_off[nq], SLOT_WORDS), dtype=np.uint64)
     cdef uint64_t[:, ::1] table = table_a
+    cdef uint64_t* slot
+    cdef uint64_t* tab = &table[0, 0] if t_off[nq] else NULL
     cdef const uint8_t* jb = _ptr8(j_buf)
     cdef int64_t nbuf = j_buf.shape[0]
-    cdef uint64_t w0, w1
     with nogil:
         for g in range(nq):
             base = t_off[g]
             size = t_off[g + 1] - base
+            for i in range(base, base + size):  # empty slots: only their last word is read (the rest zeroed too)
+                slot = tab + SLOT_WORDS * i
+                slot[0] = 0
+                slot[1] = 0
+                slot[2] = 0
+                slot[3] = 0
             for r in range(j_off[g], j_off[g + 1]):
                 i = <int64_t>(j_h[r] & <uint64_t>(size - 1))
-                while table[base + i, 3] != 0:
+                while tab[SLOT_WORDS * (base + i) + 3] != 0:
                     i = (i + 1) & (size - 1)
-                _words(jb, nbuf, j_s[r], j_e[r], &w0, &w1)
-                table[base + i, 0] = <uint64_t>j_rel[r]
-                table[base + i, 1] = w0
-                table[base + i, 2] = w1
-                table[base + i, 3] = ((<uint64_t>(j_e[r] - j_s[r])) << 32) | <uint64_t>(r - j_off[g] + 1)
+                slot = tab + SLOT_WORDS * (base + i)
+                _words(jb, nbuf, j_s[r], j_e[r], &slot[1], &slot[2])
+                slot[0] = <uint64_t>j_rel[r]
+                slot[3] = ((<uint64_t>(j_e[r] - j_s[r])) << 32) | <uint64_t>(r - j_off[g] + 1)
     return t_off_a, table_a
 
 
