@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from rankwise.data import _trec_kernel as DK
+from rankwise.data import _trec_numba as DK  # the join's byte helpers as numba functions
 
 NONPOOL = -1
 UNJUDGED = -2
