@@ -12,6 +12,7 @@ import numpy as np
 
 from libc.math cimport exp2, isnan, log2
 from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcpy
 
 from rankwise._native.sort cimport argsort_f64, sort_f64, sort_i64
 
@@ -310,12 +311,21 @@ def _sort_quicksort(offsets, neg_scores):
 # ---------------------------------------------------------------------------------------------------
 # measures
 
-cdef inline int64_t _group_end(const unsigned char[::1] gstart, int64_t i, int64_t b) noexcept nogil:
+cdef inline int64_t _group_end(const unsigned char* gstart, int64_t i, int64_t b) noexcept nogil:
     """One past the last row of the tie group that starts at row ``i`` (rows ``< b``)."""
     cdef int64_t j = i + 1
     while j < b and not gstart[j]:
         j += 1
     return j
+
+
+cdef inline double _unit(bint b) noexcept nogil:
+    """1.0 if ``b`` else 0.0, computed without a jump: g++ turns ``(double)(x >= thr)`` into a
+    branch, mispredicted on relevance that changes unpredictably from row to row."""
+    cdef uint64_t u = (<uint64_t>0x3FF0000000000000) & ((<uint64_t>0) - <uint64_t>b)
+    cdef double d
+    memcpy(&d, &u, 8)
+    return d
 
 
 cdef inline double _g(double x, int tf, double thr) noexcept nogil:
@@ -325,7 +335,7 @@ cdef inline double _g(double x, int tf, double thr) noexcept nogil:
             return <double>(((<int64_t>1) << (<int64_t>x)) - 1)
         return exp2(x) - 1.0
     if tf == 2:
-        return 1.0 if x >= thr else 0.0
+        return _unit(x >= thr)
     return x
 
 
@@ -340,9 +350,12 @@ def count_kernel(offsets, v, int tf, double thr):
     with nogil:
         for q in range(nq):
             c = 0
-            for t in range(off[q], off[q + 1]):
-                if _g(x[t], tf, thr) > 0.0:
-                    c += 1
+            if tf == 2:  # _g(x) > 0 is x >= thr: a comparison the compiler vectorises
+                for t in range(off[q], off[q + 1]):
+                    c += x[t] >= thr
+            else:
+                for t in range(off[q], off[q + 1]):
+                    c += _g(x[t], tf, thr) > 0.0
             out[q] = c
     return out_a
 
@@ -394,7 +407,7 @@ def dcg_kernel(offsets, v, gstart, int64_t k, int kind, int tf, double thr):
                 s = i - a
                 if s >= kk:
                     break
-                j = _group_end(gst, i, b)
+                j = _group_end(&gst[0], i, b)
                 m = j - i
                 if m == 1:
                     total += _g(x[i], tf, thr) * disc[s + 1]
@@ -551,7 +564,7 @@ def ap_kernel(offsets, v, gstart, bint singletons, int64_t k, int denom_kind, in
                 s = i - a
                 if s >= kk:
                     break
-                j = _group_end(gst, i, b)
+                j = _group_end(&gst[0], i, b)
                 m = j - i
                 if m == 1:  # the common case, spelled out: one item at position s + 1
                     r = _g(x[i], tf, thr)
@@ -602,7 +615,7 @@ def rr_kernel(offsets, v, gstart, int64_t k, int tf, double thr):
                 s = i - a
                 if s >= kk:
                     break
-                j = _group_end(gst, i, b)
+                j = _group_end(&gst[0], i, b)
                 m = j - i
                 r = 0
                 for t in range(i, j):
@@ -660,7 +673,7 @@ def err_kernel(offsets, v, gstart, int64_t k, int tf, double thr, double denom):
                 s = i - a
                 if s >= kk or P == 0.0:
                     break
-                j = _group_end(gst, i, b)
+                j = _group_end(&gst[0], i, b)
                 m = j - i
                 if m == 1:
                     Ri = _g(x[i], tf, thr) / denom
@@ -800,7 +813,7 @@ def pair_kernel(offsets, y, gstart, double rel_thr):
             A = 0.0
             i = a
             while i < b:
-                j = _group_end(gst, i, b)
+                j = _group_end(&gst[0], i, b)
                 m = j - i
                 rg = 0.0
                 for t in range(i, j):
@@ -869,7 +882,7 @@ def label_pair_discordance(y, gstart, int64_t a, int64_t b):
             counts[rank[t - a]] += 1.0
         i = a
         while i < b:
-            j = _group_end(gst, i, b)
+            j = _group_end(&gst[0], i, b)
             for t in range(i, j):
                 p = rank[t - a]
                 for r in range(p):
@@ -912,7 +925,7 @@ def expected_rank_kernel(offsets, gstart):
             b = off[q + 1]
             i = a
             while i < b:
-                j = _group_end(gst, i, b)
+                j = _group_end(&gst[0], i, b)
                 mid = (i - a + 1 + j - a) / 2.0
                 for t in range(i, j):
                     pos[t] = mid
