@@ -528,7 +528,7 @@ def ap_kernel(offsets, v, gstart, bint singletons, int64_t k, int denom_kind, in
     cdef double[::1] out = out_a
     cdef double[::1] nrel = nrel_a
     cdef int64_t a, b, kk, t, i, j, s, m, last, jj
-    cdef double acc, c, r, R, d, extra
+    cdef double acc, c, r, R, d, extra, pos
     with nogil:
         for q in range(nq):
             a = off[q]
@@ -538,10 +538,12 @@ def ap_kernel(offsets, v, gstart, bint singletons, int64_t k, int denom_kind, in
             c = 0.0
             if singletons and kk == b - a:
                 # no tie groups and no cutoff: one branch-free pass, whose count is R
+                pos = 0.0  # t - a + 1 as a double, counted rather than converted (the same values)
                 for t in range(a, b):
                     r = _g(x[t], tf, thr)
                     c += r
-                    acc += r * c / (t - a + 1.0)
+                    pos += 1.0
+                    acc += r * c / pos
                 R = c
                 nrel[q] = R
                 d = min(R, <double>k) if denom_kind == 1 and k > 0 else R
@@ -554,10 +556,12 @@ def ap_kernel(offsets, v, gstart, bint singletons, int64_t k, int denom_kind, in
             if R == 0.0:
                 kk = 0
             if singletons:  # no tie groups: a branch-free loop over the top kk
+                pos = 0.0
                 for t in range(a, a + kk):
                     r = _g(x[t], tf, thr)
                     c += r
-                    acc += r * c / (t - a + 1.0)
+                    pos += 1.0
+                    acc += r * c / pos
                 kk = 0
             i = a
             while i < b:
