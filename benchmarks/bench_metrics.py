@@ -264,8 +264,8 @@ def main(argv=None) -> int:
              "no ERR and compute ndcg@10 + map only (so the ratios below favour the peers); the numpy floor "
              "computes ndcg@10 + map with input-order ties. Ratios are peer time / rankwise time (> 1: "
              f"rankwise faster). rankwise sorts and scores inputs of {K.PARALLEL_MIN_ROWS:,} rows or more on "
-             f"{K.n_threads(10**9)} threads (NUMBA_NUM_THREADS; query ranges in parallel), ranx on numba's "
-             "threads, pytrec_eval and the numpy floor on one.", "",
+             f"{K.n_threads(10**9)} threads (kernel_threads; query ranges in parallel), ranx on numba's threads,"
+             " pytrec_eval and the numpy floor on one.", "",
              "| data | rows | ties | rankwise (s) | ranx end-to-end (s) | ratio | ranx scoring only (s) | ratio "
              "| pytrec_eval end-to-end (s) | ratio | numpy floor (s) | ratio |",
              "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]

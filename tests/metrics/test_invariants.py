@@ -294,6 +294,44 @@ def test_sort_kernel_exact_on_nearly_equal_scores(mode):
     np.testing.assert_array_equal(perm, expected)
 
 
+def test_ranx_sort_is_numbas_quicksort_tie_order_included():
+    """ties="ranx" orders ties as numba's unstable np.argsort(kind="quicksort") does (ranx sorts
+    runs with it): the compiled reimplementation must give numba's very permutation, on heavy ties
+    (2..5 distinct values, all equal, +-0.0, pre-sorted and reversed runs, organ pipes) as well as
+    on distinct full-precision scores, for every length 0..40 and random lengths up to 5,000."""
+    numba = pytest.importorskip("numba", reason="numba (a dependency of ranx) is the reference here")
+    from rankwise.metrics._kernels import sort_queries
+    from rankwise.metrics._metric_kernels import quicksort_argsort
+
+    numba_argsort = numba.njit(lambda x: np.argsort(x, kind="quicksort"))
+    rng = np.random.default_rng(11)
+
+    def arrays(n):
+        yield rng.integers(0, 2, n).astype(float)
+        yield rng.integers(0, 5, n) * 0.25 - 0.5
+        yield np.full(n, 3.5)
+        yield rng.choice([0.0, -0.0, 1e-300, -7.25e12], n)
+        yield np.sort(rng.integers(0, 4, n).astype(float))
+        yield np.sort(rng.integers(0, 4, n).astype(float))[::-1].copy()
+        yield np.minimum(np.arange(n), n - np.arange(n)) // 3 * 1.5  # organ pipe with runs of 3
+        yield rng.normal(size=n) * 10.0 ** rng.integers(-300, 300, n)  # distinct, scientific notation
+        yield np.round(rng.normal(size=n), 1)
+
+    sizes = list(range(41)) + sorted(rng.integers(41, 5001, 40).tolist()) + [5000]
+    runs = []
+    for n in sizes:
+        for x in arrays(n):
+            want = numba_argsort(x)
+            np.testing.assert_array_equal(quicksort_argsort(x), want, err_msg=f"n={n}, x={x[:20]}...")
+            runs.append((x, want))
+    # and per query through the sort that ties="ranx" uses (scores descending: argsort of -score)
+    sel = [runs[i] for i in rng.choice(len(runs), 150, replace=False)]
+    off = np.r_[0, np.cumsum([len(x) for x, _ in sel])].astype(np.int64)
+    neg = np.concatenate([x for x, _ in sel])
+    want = np.concatenate([w + off[i] for i, (_, w) in enumerate(sel)])
+    np.testing.assert_array_equal(sort_queries(off, neg, np.zeros(len(neg)), 2), want)
+
+
 def test_evaluate_keys_results_by_the_spec_as_written():
     s, y, q = np.array([3.0, 2, 1]), np.array([0.0, 1, 1]), np.array([1, 1, 1])
     r = M.evaluate(s, y, q, ["P@2", "NDCG@2"])
