@@ -1,7 +1,7 @@
 """Learning to rank from click logs.
 
 Click logs as flat arrays (:class:`ClickLog`, :func:`read_click_log`); the click models of
-Chuklin, Markov & de Rijke (*Click Models for Web Search*, 2015) fitted by EM/MLE with numba
+Chuklin, Markov & de Rijke (*Click Models for Web Search*, 2015) fitted by EM/MLE with compiled
 kernels and evaluated by held-out log-likelihood and perplexity; examination propensities from
 randomised interventions and without them (regression-EM, intervention harvesting); inverse-
 propensity-scored training of any rankwise model; Unbiased LambdaMART and the Dual Learning

@@ -28,9 +28,10 @@ positions (a, b), the number of sessions M_u[a, b] in which a was clicked and b 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from rankwise._validation import Interval, check_params, set_deprecated
+from rankwise.clicks._joint_kernels import page_counts as _page_counts
+from rankwise.clicks._joint_kernels import ulm_grad as _ulm_grad
 from rankwise.clicks.log import ClickLog
 from rankwise.errors import InputError, NotFittedError
 
@@ -66,50 +67,6 @@ def pages(log: ClickLog, features):
     n_sess = np.bincount(page_of, minlength=n_pages).astype(np.float64)
     position = (np.arange(p_off[-1]) - np.repeat(p_off[:-1], sizes) + 1).astype(np.int64)
     return p_off, np.asarray(X, dtype=np.float64), position, clicks, n_sess, counts, m_off
-
-
-@njit(cache=True)
-def _page_counts(off, clicked, page_of, p_off, m_off, clicks, counts):
-    for s in range(len(off) - 1):
-        u = page_of[s]
-        n = off[s + 1] - off[s]
-        for a in range(n):
-            if clicked[off[s] + a]:
-                clicks[p_off[u] + a] += 1.0
-                for b in range(n):
-                    if not clicked[off[s] + b]:
-                        counts[m_off[u] + a * n + b] += 1.0
-
-
-@njit(cache=True)
-def _ulm_grad(scores, p_off, m_off, counts, t_plus, t_minus, sigma, grad, hess, num_p, num_m):
-    """Gradients of the debiased pairwise loss and the sums that re-estimate t⁺, t⁻."""
-    for u in range(len(p_off) - 1):
-        a0 = p_off[u]
-        n = p_off[u + 1] - a0
-        # current rank of each item of the page by score (for |ΔDCG|)
-        order = np.argsort(-scores[a0:a0 + n])
-        cur = np.empty(n, dtype=np.int64)
-        for r in range(n):
-            cur[order[r]] = r
-        for a in range(n):
-            for b in range(n):
-                m = counts[m_off[u] + a * n + b]
-                if m == 0.0:
-                    continue
-                d = sigma * (scores[a0 + a] - scores[a0 + b])
-                rho = 1.0 / (1.0 + np.exp(d))  # = σ(-d)
-                loss = np.log1p(np.exp(-d)) if d > -30 else -d
-                delta = abs(1.0 / np.log2(2.0 + cur[a]) - 1.0 / np.log2(2.0 + cur[b]))
-                w = m / (t_plus[a0 + a] * t_minus[a0 + b])
-                g = w * sigma * rho * delta
-                h = w * sigma * sigma * rho * (1.0 - rho) * delta
-                grad[a0 + a] -= g
-                grad[a0 + b] += g
-                hess[a0 + a] += h
-                hess[a0 + b] += h
-                num_p[a0 + a] += m * loss / t_minus[a0 + b]
-                num_m[a0 + b] += m * loss / t_plus[a0 + a]
 
 
 class UnbiasedLambdaMART:

@@ -10,126 +10,51 @@ indexed by label rank accumulates sums of w, w·y, w·s, w·y·s answers every i
 O(log n), so value and gradient cost O(n log n) instead of O(n^2) (the counting idea of
 Joachims, "Training linear SVMs in linear time", KDD 2006, and Airola, Pahikkala & Salakoski,
 "Training linear ranking SVMs in linearithmic time using red-black trees", Pattern Recognition
-Letters 32, 2011). Written in numba, parallel over lists.
+Letters 32, 2011). The sweep is compiled (``_sorted_kernels.pyx``); lists run in parallel on threads.
 """
 from __future__ import annotations
 
 import functools
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import njit, prange
 
+from rankwise._validation import kernel_threads
 from rankwise.losses._deferred import deferred
+from rankwise.losses._sorted_kernels import hinge_rows
 
 torch = deferred("torch", globals())
 
 
-@njit(cache=True)
-def _fen_add(tree, pos, val):
-    n = tree.shape[0]
-    i = pos + 1
-    while i <= n:
-        tree[i - 1] += val
-        i += i & (-i)
+# Batches below this many items in all run on the calling thread: a pool costs more than it saves.
+PARALLEL_MIN_ITEMS = 2_000
 
 
-@njit(cache=True)
-def _fen_prefix(tree, pos):
-    """Sum of entries [0, pos)."""
-    acc = 0.0
-    i = pos
-    while i > 0:
-        acc += tree[i - 1]
-        i -= i & (-i)
-    return acc
+def run_ranges(fn, lengths):
+    """``fn(lo, hi)`` on ranges of rows of about equal work (n log n per row of n items) covering every
+    row, on :func:`~rankwise._validation.kernel_threads` threads; one range on the calling thread for
+    small batches or a single list. Each row is computed alone, so the result does not depend on the
+    number of threads."""
+    B = len(lengths)
+    # the size first: kernel_threads reads the cgroup's CPU quota, which costs more than a small batch
+    threads = 1 if B < 2 or int(lengths.sum()) < PARALLEL_MIN_ITEMS else min(kernel_threads(None), B)
+    if threads <= 1:
+        fn(0, B)
+        return
+    work = np.cumsum(lengths * np.log2(lengths + 2.0) + 1.0)
+    cuts = np.searchsorted(work, work[-1] * np.arange(1, 4 * threads) / (4 * threads))
+    bounds = np.unique(np.r_[0, np.clip(cuts, 0, B), B])
+    with ThreadPoolExecutor(threads) as ex:
+        list(ex.map(lambda k: fn(int(bounds[k]), int(bounds[k + 1])), range(len(bounds) - 1)))
 
 
-@njit(cache=True)
-def _one_list(s, y, w, rank, K, c0, c1, g):
-    """One list already sorted by ascending score; ``rank`` = label rank (ties share one).
-    Writes the gradient (in the same sorted order) into ``g``; returns (value, tied weight)."""
-    n = s.shape[0]
-    if n < 2:
-        return 0.0, 0.0
-    # weight of tied pairs (constant, used by the Kendall hinge)
-    wc = np.zeros(K)
-    w2c = np.zeros(K)
-    for k in range(n):
-        wc[rank[k]] += w[k]
-        w2c[rank[k]] += w[k] * w[k]
-    tie = 0.0
-    for c in range(K):
-        tie += 0.5 * (wc[c] * wc[c] - w2c[c])
-    t0 = np.zeros(K)
-    ty = np.zeros(K)
-    ts = np.zeros(K)
-    tys = np.zeros(K)
-    value = 0.0
-    # pass 1: i as the upper item; J_i = {j: y_j < y_i, s_j > s_i - 1}; sweep s descending
-    p = n - 1
-    for i in range(n - 1, -1, -1):
-        thr = s[i] - 1.0
-        while p >= 0 and s[p] > thr:
-            _fen_add(t0, rank[p], w[p])
-            _fen_add(ty, rank[p], w[p] * y[p])
-            _fen_add(ts, rank[p], w[p] * s[p])
-            _fen_add(tys, rank[p], w[p] * y[p] * s[p])
-            p -= 1
-        a0 = _fen_prefix(t0, rank[i])
-        if a0 == 0.0:
-            continue
-        ay = _fen_prefix(ty, rank[i])
-        a_s = _fen_prefix(ts, rank[i])
-        ays = _fen_prefix(tys, rank[i])
-        m = 1.0 - s[i]
-        ci = c0 + c1 * y[i]
-        # the label sums are only read when c1 != 0: with huge labels they may overflow, and
-        # 0 * inf would turn a "none"-weighted gradient into NaN
-        value += w[i] * (ci * (m * a0 + a_s) - (c1 * (m * ay + ays) if c1 != 0.0 else 0.0))
-        g[i] -= w[i] * (ci * a0 - (c1 * ay if c1 != 0.0 else 0.0))
-    # pass 2: j as the lower item; K_j = {i: y_i > y_j, s_i < s_j + 1}; sweep s ascending
-    t0[:] = 0.0
-    ty[:] = 0.0
-    p = 0
-    for j in range(n):
-        thr = s[j] + 1.0
-        while p < n and s[p] < thr:
-            _fen_add(t0, rank[p], w[p])
-            _fen_add(ty, rank[p], w[p] * y[p])
-            p += 1
-        b0 = _fen_prefix(t0, K) - _fen_prefix(t0, rank[j] + 1)
-        if b0 == 0.0:
-            continue
-        by = _fen_prefix(ty, K) - _fen_prefix(ty, rank[j] + 1)
-        g[j] += w[j] * (c0 * b0 + (c1 * (by - y[j] * b0) if c1 != 0.0 else 0.0))
-    return value, tie
-
-
-@njit(parallel=True, cache=True)
 def _batch(s, y, w, rank, K, lengths, c0, c1):
+    """Per-row value, tied-pair weight and gradient (sorted order) of the sweep, rows on threads."""
     B, L = s.shape
     val = np.zeros(B)
     tie = np.zeros(B)
     grad = np.zeros((B, L))
-    for b in prange(B):
-        n = lengths[b]
-        v, t = _one_list(s[b, :n], y[b, :n], w[b, :n], rank[b, :n], K[b], c0, c1, grad[b, :n])
-        val[b] = v
-        tie[b] = t
-    return val, tie, grad
-
-
-@njit(cache=True)
-def _batch_serial(s, y, w, rank, K, lengths, c0, c1):
-    B, L = s.shape
-    val = np.zeros(B)
-    tie = np.zeros(B)
-    grad = np.zeros((B, L))
-    for b in range(B):
-        n = lengths[b]
-        v, t = _one_list(s[b, :n], y[b, :n], w[b, :n], rank[b, :n], K[b], c0, c1, grad[b, :n])
-        val[b] = v
-        tie[b] = t
+    run_ranges(lambda lo, hi: hinge_rows(s, y, w, rank, K, lengths, c0, c1, lo, hi, val, tie, grad), lengths)
     return val, tie, grad
 
 
@@ -174,9 +99,7 @@ def sorted_hinge_function():
         @staticmethod
         def forward(ctx, s, y, w, mask, c0: float, c1: float):
             ss, ys, ws, rank, K, lengths, order = _prepare_sorted(s, y, w, mask)
-            # one long list gains nothing from threads; many lists run in parallel
-            kernel = _batch if ss.shape[0] > 1 else _batch_serial
-            val, tie, gs = kernel(ss, ys, ws, rank, K, lengths, float(c0), float(c1))
+            val, tie, gs = _batch(ss, ys, ws, rank, K, lengths, float(c0), float(c1))
             grad = np.zeros_like(gs)
             np.put_along_axis(grad, order, gs, 1)
             ctx.save_for_backward(torch.from_numpy(grad).to(device=s.device, dtype=s.dtype))
