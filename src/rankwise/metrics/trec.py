@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-import numba
 import numpy as np
 
+from rankwise._validation import kernel_threads
 from rankwise.errors import InputError
 from rankwise.metrics import _trec_kernel as TK
 from rankwise.metrics._trec_measures import GROUPS, STRING_MEASURES, _Plan, _spec_list, expand_groups
@@ -387,7 +387,7 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
     # threads that would wait on each other (measured: 0.14 s against 0.17 s on the bench's 17
     # runs with 2 workers that each converted their own runs). Files are read by the workers
     # (their scanner releases the GIL).
-    workers = min(len(items), max(1, int(numba.config.NUMBA_NUM_THREADS)), os.cpu_count() or 1)
+    workers = min(len(items), kernel_threads(None))
     if workers > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             if pq_ready is None:  # queued first: prepared while the first runs are converted
