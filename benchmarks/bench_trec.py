@@ -150,8 +150,6 @@ def rankwise_dicts(qrels_d, runs_d):
 def dict_breakdown(qrels_d, runs_d, repeat=3):
     """Where the dict path's time goes: CPU seconds of one thread (best of ``repeat``), the
     runs evaluated one after the other."""
-    import numba
-
     from rankwise.data.trec import Run
     from rankwise.metrics import evaluate_runs
     from rankwise.metrics.trec import PreparedQrels
@@ -166,8 +164,8 @@ def dict_breakdown(qrels_d, runs_d, repeat=3):
 
     pq = PreparedQrels(qrels_d)
     objs = {n: Run.from_dict(r, name=n) for n, r in runs_d.items()}
-    saved = numba.config.NUMBA_NUM_THREADS
-    numba.config.NUMBA_NUM_THREADS = 1  # evaluate_runs: one worker
+    saved = os.environ.get("RANKWISE_NUM_THREADS")
+    os.environ["RANKWISE_NUM_THREADS"] = "1"  # evaluate_runs: one worker (rankwise._validation.kernel_threads)
     try:
         out = {
             "qrels prepared (PreparedQrels)": cpu(lambda: PreparedQrels(qrels_d)),
@@ -181,7 +179,10 @@ def dict_breakdown(qrels_d, runs_d, repeat=3):
             "evaluate_runs(dicts), one thread, end to end": cpu(lambda: evaluate_runs(qrels_d, runs_d, "all_trec")),
         }
     finally:
-        numba.config.NUMBA_NUM_THREADS = saved
+        if saved is None:
+            os.environ.pop("RANKWISE_NUM_THREADS", None)
+        else:
+            os.environ["RANKWISE_NUM_THREADS"] = saved
     return out
 
 
