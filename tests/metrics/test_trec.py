@@ -329,24 +329,28 @@ def test_dict_run_keys_merged_by_str_are_duplicates_and_str_keys_skip_the_check(
     assert evaluate_runs(qrels, {"r": run}, "map")["r"].mean["map"] == 1.0
 
 
-def test_join_table_probes_every_topic_and_joins_only_equal_bytes():
+def _ids(words):
+    """A buffer of ids joined by newlines, their spans and hashes (the TREC reader's)."""
     from rankwise.data import _trec_kernel as DK
 
-    def ids(words):
-        buf = np.frombuffer("\n".join(words).encode(), dtype=np.uint8)
-        s, e, h = DK.split_hash(buf)
-        return buf, s, e, h
+    buf = np.frombuffer("\n".join(words).encode(), dtype=np.uint8)
+    s, e, h = DK.split_hash(buf)
+    return buf, s, e, h
+
+
+def test_join_table_probes_every_topic_and_joins_only_equal_bytes():
+    from rankwise.data import _trec_kernel as DK
 
     # two topics; the same docno in both with different grades; enough docs to wrap the table
     j_words = [f"d{i}" for i in range(50)] + ["d0", "x"]
     j_off = np.array([0, 50, 52], dtype=np.int64)
     j_rel = np.array(list(range(50)) + [7, -1], dtype=np.int64)
-    jb, js, je, jh = ids(j_words)
+    jb, js, je, jh = _ids(j_words)
     t_off, table = DK.join_table(j_off, jh, jb, js, je, j_rel)
     assert np.count_nonzero(table[:, 3]) == 52  # occupied slots
     r_words = ["d0", "d49", "zz", "x", "d0", "d3"]
     r_off = np.array([0, 3, 6], dtype=np.int64)
-    rb, rs, re_, rh = ids(r_words)
+    rb, rs, re_, rh = _ids(r_words)
     qmap = np.array([0, 1], dtype=np.int64)
     args = (qmap, j_off, t_off, table, *DK.join_filter(j_off, jh), jb, js, -9, -8)
     assert DK.join(r_off, rh, rb, rs, re_, *args).tolist() == [0, 49, -9, -8, 7, -9]
@@ -371,19 +375,14 @@ def test_eval_run_joins_by_bytes_under_forged_hashes_and_long_docnos():
     from rankwise.metrics._trec_measures import _Plan
     from rankwise.metrics.trec import _UTILITY
 
-    def ids(words):
-        buf = np.frombuffer("\n".join(words).encode(), dtype=np.uint8)
-        s, e, h = DK.split_hash(buf)
-        return buf, s, e, h
-
     stem = "LA010190-0000000000"  # 19 bytes: ids differ only past the first 16
     j_words = [f"{stem}{i}" for i in range(30)] + ["short", f"{stem}1x"]
     grades = [i % 4 for i in range(30)] + [2, -1]
     j_off = np.array([0, len(j_words)], dtype=np.int64)
     j_rel = np.array(grades, dtype=np.int64)
-    jb, js, je, jh = ids(j_words)
+    jb, js, je, jh = _ids(j_words)
     r_words = [f"{stem}{i}" for i in (3, 33, 7, 1)] + [f"{stem}1x", "short", "shorter", f"{stem}"]
-    rb, rs, re_, rh = ids(r_words)
+    rb, rs, re_, rh = _ids(r_words)
     scores = -np.arange(len(r_words), dtype=np.float64)  # ranked as given
     truth = dict(zip(j_words, grades))
     expect = "".join("-" if w not in truth else ("." if truth[w] < 0 else str(truth[w])) for w in r_words)
