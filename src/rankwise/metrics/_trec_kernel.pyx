@@ -13,7 +13,7 @@ import numpy as np
 from libc.math cimport floor, log, log2
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
-from rankwise.data._trec_join cimport JOIN_PREFETCH, byte_cmp, lookup, prefetch
+from rankwise.data._trec_kernel cimport PREFETCH_ROWS, SLOT_WORDS, _cmp, _lookup, _prefetch
 
 # relevance codes of ranked documents that are not a judged grade >= 0
 cpdef enum:
@@ -270,7 +270,7 @@ cdef inline bint _before(int64_t i, int64_t j, const double* key, const uint8_t*
     """Row ``i`` ranks before row ``j`` (trec_eval: score descending, then docno descending)."""
     if key[i] != key[j]:
         return key[i] > key[j]
-    return byte_cmp(buf, s[i], e[i], buf, s[j], e[j]) > 0
+    return _cmp(buf, s[i], e[i], buf, s[j], e[j]) > 0
 
 
 cdef void _rank_order(int64_t* idx, int64_t* tmp, int64_t n, const double* key, const uint8_t* buf, const int64_t* s,
@@ -297,7 +297,7 @@ cdef void _rank_order(int64_t* idx, int64_t* tmp, int64_t n, const double* key, 
             for i in range(lo + 1, hi):  # a group of tied scores: docno descending
                 x = idx[i]
                 j = i - 1
-                while j >= lo and byte_cmp(buf, s[x], e[x], buf, s[idx[j]], e[idx[j]]) > 0:
+                while j >= lo and _cmp(buf, s[x], e[x], buf, s[idx[j]], e[idx[j]]) > 0:
                     idx[j + 1] = idx[j]
                     j -= 1
                 idx[j + 1] = x
@@ -368,9 +368,9 @@ def eval_run(const int64_t[::1] r_off, const uint8_t[::1] r_buf, const int64_t[:
 
     For output row ``i``: qrels topic ``topics[i]``, run query ``run_of[i]`` (-1: absent, -c).
     Each run document is joined to its topic's judgments through the qrels' filter and hash
-    table (``data._trec_kernel.join_filter``, ``join_table``; probed by ``data/_trec_join.pxd``'s
-    ``lookup``; the slot of the row ``JOIN_PREFETCH`` ahead is prefetched; a match is confirmed on
-    the bytes), the topic is ranked as trec_eval ranks it (score descending, docno descending;
+    table (``data._trec_kernel.join_filter``, ``join_table``; probed by ``_lookup`` of
+    ``data/_trec_kernel.pxd``; the slot of the row ``PREFETCH_ROWS`` ahead is prefetched; a match is
+    confirmed on the bytes), the topic is ranked as trec_eval ranks it (score descending, docno descending;
     ``v9``: scores as float32), cut at ``max_docs`` (-M), stripped of unjudged documents with
     ``judged_only`` (-J), and measured by ``_topic_row``. Returns the measure table, trec_eval's
     ``relstring`` of the first ``rs_len`` ranked documents per topic (ASCII codes) and their lengths.
@@ -430,17 +430,17 @@ def eval_run(const int64_t[::1] r_off, const uint8_t[::1] r_buf, const int64_t[:
             b_base = b_off[t]
             b_mask = <uint64_t>((b_off[t + 1] - b_base) * 64 - 1)
             mask = <uint64_t>(size - 1)
-            for k in range(min(n, <int64_t>JOIN_PREFETCH)):
-                prefetch(tab + 4 * (base + <int64_t>(r_h[a + k] & mask)))
+            for k in range(min(n, <int64_t>PREFETCH_ROWS)):
+                _prefetch(tab, base + <int64_t>(r_h[a + k] & mask))
             for k in range(n):
                 r = a + k
-                if k + JOIN_PREFETCH < n:
-                    prefetch(tab + 4 * (base + <int64_t>(r_h[r + JOIN_PREFETCH] & mask)))
-                slot = lookup(tab, base, size, first, &bits[0], b_base, b_mask, r_h[r], rb, nbuf, r_s[r], r_e[r],
+                if k + PREFETCH_ROWS < n:
+                    _prefetch(tab, base + <int64_t>(r_h[r + PREFETCH_ROWS] & mask))
+                slot = _lookup(tab, base, size, first, &bits[0], b_base, b_mask, r_h[r], rb, nbuf, r_s[r], r_e[r],
                               jb, &j_s[0])
                 v = NONPOOL
                 if slot >= 0:
-                    v = <int64_t>tab[4 * slot]
+                    v = <int64_t>tab[SLOT_WORDS * slot]  # the grade
                     if v < 0:
                         v = UNJUDGED
                 rel[k] = v
