@@ -21,9 +21,11 @@ to 3 decimals first (ties). Each tool evaluates them:
   the total of the 17 processes, against ``rankwise evaluate --qrels Q --format trec_eval RUN...``
   (one process, Python start-up and imports included).
 
-In-process timings are the best of 3 after one warm-up call (numba kernels compiled and
-cached); the CLI and the cold figures run in fresh processes: "cache warm" means numba's
-on-disk cache is filled, "cache cold" that it was emptied first (compilation included).
+In-process timings are the best of 3 after one warm-up call; the CLI and the first-call
+figures run in fresh processes: "cold" with new, empty bytecode and JIT caches
+(``PYTHONPYCACHEPREFIX``, ``NUMBA_CACHE_DIR``), "warm" with the caches a run left. The kernels
+of this path (reader, join, measures) are compiled when the package is built, so nothing is
+compiled at run time.
 Correctness is checked in the same run: the rankwise CLI's trec_eval output equals the binary's
 on two runs, line for line (``relstring`` included), and rankwise's per-topic values equal
 pytrec_eval's.
@@ -130,6 +132,8 @@ def best_of(fn, repeat=3):
 def fresh_process(code: str, env=None) -> float:
     e = dict(os.environ, PYTHONPATH=str(SRC), OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
     e.update(env or {})
+    if "PYTHONPYCACHEPREFIX" in e:  # the cold run writes the bytecode cache that the warm run reads
+        e.pop("PYTHONDONTWRITEBYTECODE", None)
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True, env=e, capture_output=True)
     return time.perf_counter() - t0
@@ -150,8 +154,6 @@ def rankwise_dicts(qrels_d, runs_d):
 def dict_breakdown(qrels_d, runs_d, repeat=3):
     """Where the dict path's time goes: CPU seconds of one thread (best of ``repeat``), the
     runs evaluated one after the other."""
-    import numba
-
     from rankwise.data.trec import Run
     from rankwise.metrics import evaluate_runs
     from rankwise.metrics.trec import PreparedQrels
@@ -166,8 +168,8 @@ def dict_breakdown(qrels_d, runs_d, repeat=3):
 
     pq = PreparedQrels(qrels_d)
     objs = {n: Run.from_dict(r, name=n) for n, r in runs_d.items()}
-    saved = numba.config.NUMBA_NUM_THREADS
-    numba.config.NUMBA_NUM_THREADS = 1  # evaluate_runs: one worker
+    saved = os.environ.get("RANKWISE_NUM_THREADS")
+    os.environ["RANKWISE_NUM_THREADS"] = "1"  # evaluate_runs: one worker (rankwise._validation.kernel_threads)
     try:
         out = {
             "qrels prepared (PreparedQrels)": cpu(lambda: PreparedQrels(qrels_d)),
@@ -181,7 +183,10 @@ def dict_breakdown(qrels_d, runs_d, repeat=3):
             "evaluate_runs(dicts), one thread, end to end": cpu(lambda: evaluate_runs(qrels_d, runs_d, "all_trec")),
         }
     finally:
-        numba.config.NUMBA_NUM_THREADS = saved
+        if saved is None:
+            os.environ.pop("RANKWISE_NUM_THREADS", None)
+        else:
+            os.environ["RANKWISE_NUM_THREADS"] = saved
     return out
 
 
@@ -305,7 +310,7 @@ def cli_section(cvb: dict, n_runs: int) -> list[str]:
         f"| command line, {n_runs} runs ({cvb['long']} of them with scores of more than 15 significant digits) "
         "| seconds (wall) | CPU seconds (user + system) |",
         "|---|---:|---:|",
-        f"| `rankwise evaluate --qrels Q --format trec_eval RUN x{n_runs}` (one process, numba cache warm) "
+        f"| `rankwise evaluate --qrels Q --format trec_eval RUN x{n_runs}` (one process, caches warm) "
         f"| {cvb['cli']:.2f} | {cvb['cli_cpu']:.2f} |",
     ]
     if cvb["bin"] is None:
@@ -407,14 +412,15 @@ def main(argv=None) -> int:
         # cold and warm first calls in fresh processes
         code = (f"from rankwise.metrics import evaluate_runs; import glob; "
                 f"evaluate_runs({str(qrels)!r}, sorted(glob.glob({str(scratch / 'data' / 'run*.txt')!r})), 'all_trec')")
-        warm_first = fresh_process(code)
-        cache_dir = scratch / "numba_cache"
-        cold_first = fresh_process(code, env={"NUMBA_CACHE_DIR": str(cache_dir)})
+        caches = {"PYTHONPYCACHEPREFIX": str(scratch / "pyc"), "NUMBA_CACHE_DIR": str(scratch / "numba")}
+        cold_first = fresh_process(code, env=caches)  # new, empty caches
+        warm_first = fresh_process(code, env=caches)  # the caches the cold run left
         import_time = fresh_process("import rankwise.metrics")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
     pf, pd_ = rows["pytrec_eval, files (plain)"], rows["pytrec_eval, dicts"]
+    from rankwise._validation import kernel_threads
     from rankwise.metrics import GROUPS
 
     n_values = len(GROUPS["all_trec"])
@@ -425,7 +431,7 @@ def main(argv=None) -> int:
         f"every trec_eval `all_trec` measure (rankwise: {n_values} values and `relstring` per topic; pytrec_eval: {len(pytrec_measures())} measures, {len(next(iter(ref.values())))} values). "
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs (shared; load average {os.getloadavg()[0]:.1f} at the "
         f"end of the run), Python {platform.python_version()}. "
-        "In-process times: best of 3 after a warm-up (numba cache warm).",
+        "In-process times: best of 3 after a warm-up.",
         "",
         f"Measured on {time.strftime('%Y-%m-%d')}. The runs are written as systems write them, full precision: "
         f"{', '.join(SCORE_FORMATS)} scores in turn ({cvb['long']} of the {n_runs} runs carry scores of more than 15 "
@@ -454,7 +460,7 @@ def main(argv=None) -> int:
         "",
         "Where the dict path's time goes (CPU seconds of one thread, best of 3, the 17 runs one after "
         "the other; the in-process figures above are wall times with the runs on "
-        f"{min(n_runs, os.cpu_count() or 1)} threads):",
+        f"{min(n_runs, kernel_threads(None))} threads):",
         "",
         "| part | CPU s |",
         "|---|---:|",
@@ -467,8 +473,8 @@ def main(argv=None) -> int:
         "",
         f"Largest per-topic difference from pytrec_eval (profile `trec_eval9`, every measure pytrec_eval has): "
         f"{worst:.1e}.",
-        f"Fresh process, `evaluate_runs` on the {n_runs} plain files: {warm_first:.2f} s with the numba cache warm, "
-        f"{cold_first:.2f} s with it cold (compilation). `import rankwise.metrics`: {import_time:.2f} s "
+        f"Fresh process, `evaluate_runs` on the {n_runs} plain files: {cold_first:.2f} s cold (no bytecode or JIT "
+        f"cache), {warm_first:.2f} s warm. `import rankwise.metrics`: {import_time:.2f} s "
         "(process start included).",
         "",
     ]

@@ -329,24 +329,28 @@ def test_dict_run_keys_merged_by_str_are_duplicates_and_str_keys_skip_the_check(
     assert evaluate_runs(qrels, {"r": run}, "map")["r"].mean["map"] == 1.0
 
 
-def test_join_table_probes_every_topic_and_joins_only_equal_bytes():
+def _ids(words):
+    """A buffer of ids joined by newlines, their spans and hashes (the TREC reader's)."""
     from rankwise.data import _trec_kernel as DK
 
-    def ids(words):
-        buf = np.frombuffer("\n".join(words).encode(), dtype=np.uint8)
-        s, e, h = DK.split_hash(buf)
-        return buf, s, e, h
+    buf = np.frombuffer("\n".join(words).encode(), dtype=np.uint8)
+    s, e, h = DK.split_hash(buf)
+    return buf, s, e, h
+
+
+def test_join_table_probes_every_topic_and_joins_only_equal_bytes():
+    from rankwise.data import _trec_kernel as DK
 
     # two topics; the same docno in both with different grades; enough docs to wrap the table
     j_words = [f"d{i}" for i in range(50)] + ["d0", "x"]
     j_off = np.array([0, 50, 52], dtype=np.int64)
     j_rel = np.array(list(range(50)) + [7, -1], dtype=np.int64)
-    jb, js, je, jh = ids(j_words)
+    jb, js, je, jh = _ids(j_words)
     t_off, table = DK.join_table(j_off, jh, jb, js, je, j_rel)
     assert np.count_nonzero(table[:, 3]) == 52  # occupied slots
     r_words = ["d0", "d49", "zz", "x", "d0", "d3"]
     r_off = np.array([0, 3, 6], dtype=np.int64)
-    rb, rs, re_, rh = ids(r_words)
+    rb, rs, re_, rh = _ids(r_words)
     qmap = np.array([0, 1], dtype=np.int64)
     args = (qmap, j_off, t_off, table, *DK.join_filter(j_off, jh), jb, js, -9, -8)
     assert DK.join(r_off, rh, rb, rs, re_, *args).tolist() == [0, 49, -9, -8, 7, -9]
@@ -360,3 +364,68 @@ def test_join_table_probes_every_topic_and_joins_only_equal_bytes():
     got = DK.join(np.array([0, 3]), np.full(3, jh[0]), rb, rs, re_, qmap[:1], j_off[:2], t_off1, table1,
                   *DK.join_filter(j_off[:2], same), jb, js, -9, -8)
     assert got.tolist() == [0, 49, -9]
+
+
+def test_eval_run_joins_by_bytes_under_forged_hashes_and_long_docnos():
+    """The trec_eval pass probes the qrels' tables itself: a hash only picks candidates, documents
+    longer than 16 bytes are compared past their first 16, and equal hashes never join different ids."""
+    from rankwise.data import _trec_kernel as DK
+    from rankwise.data.trec import grade_levels
+    from rankwise.metrics import _trec_kernel as TK
+    from rankwise.metrics._trec_measures import _Plan
+    from rankwise.metrics.trec import _UTILITY
+
+    stem = "LA010190-0000000000"  # 19 bytes: ids differ only past the first 16
+    j_words = [f"{stem}{i}" for i in range(30)] + ["short", f"{stem}1x"]
+    grades = [i % 4 for i in range(30)] + [2, -1]
+    j_off = np.array([0, len(j_words)], dtype=np.int64)
+    j_rel = np.array(grades, dtype=np.int64)
+    jb, js, je, jh = _ids(j_words)
+    r_words = [f"{stem}{i}" for i in (3, 33, 7, 1)] + [f"{stem}1x", "short", "shorter", f"{stem}"]
+    rb, rs, re_, rh = _ids(r_words)
+    scores = -np.arange(len(r_words), dtype=np.float64)  # ranked as given
+    truth = dict(zip(j_words, grades))
+    expect = "".join("-" if w not in truth else ("." if truth[w] < 0 else str(truth[w])) for w in r_words)
+    plan = _Plan([get_metric("map")])
+    levels = grade_levels(j_off, j_rel)
+
+    def relstring(j_hash, r_hash):
+        table = DK.join_table(j_off, j_hash, jb, js, je, j_rel) + DK.join_filter(j_off, j_hash)
+        _, rs_codes, rs_n = TK.eval_run(
+            np.array([0, len(r_words)]), rb, rs, re_, r_hash, scores, np.array([0]), np.array([0]), j_off, *table,
+            jb, js, *levels, *TK.ideal_lists(*levels), np.iinfo(np.int64).max, False, 1, plan.icuts, plan.icut_off,
+            plan.fcuts, plan.fcut_off, 0.9, 1.0, _UTILITY, 0.0, False, 20)
+        return rs_codes[0, :rs_n[0]].tobytes().decode()
+
+    assert relstring(jh, rh) == expect == "3-31.2--"
+    assert relstring(np.full_like(jh, jh[0]), np.full_like(rh, jh[0])) == expect  # one hash for every id
+    forged = rh.copy()
+    forged[1] = jh[3]  # an unjudged id with a judged id's hash
+    forged[7] = jh[0]
+    assert relstring(jh, forged) == expect
+
+
+def test_run_workers_follow_kernel_threads_and_never_change_the_results(monkeypatch):
+    """evaluate_runs spreads runs over rankwise.kernel_threads() workers (RANKWISE_NUM_THREADS here);
+    every thread count gives the same doubles."""
+    import rankwise.metrics.trec as T
+
+    qrels, runs = _collection(seed=4, n_runs=5)
+    named = {f"r{i}": r for i, r in enumerate(runs)}
+    pools = []
+    real = T.ThreadPoolExecutor
+
+    def spy(max_workers):
+        pools.append(max_workers)
+        return real(max_workers=max_workers)
+
+    monkeypatch.setattr(T, "ThreadPoolExecutor", spy)
+    out = {}
+    for n in (1, 3):
+        monkeypatch.setenv("RANKWISE_NUM_THREADS", str(n))
+        out[n] = evaluate_runs(qrels, named, "all_trec", complete=True)
+    assert pools == [3]  # one worker: no pool; three: a pool of three
+    for name in named:
+        a, b = out[1][name], out[3][name]
+        assert a.mean == b.mean
+        assert np.array_equal(a.per_query.to_numpy().view(np.uint64), b.per_query.to_numpy().view(np.uint64))

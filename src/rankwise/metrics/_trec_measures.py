@@ -12,7 +12,7 @@ import numpy as np
 
 from rankwise.data.trec import grade_levels
 from rankwise.errors import InputError
-from rankwise.metrics import _trec_kernel as TK
+from rankwise.metrics._trec_kernel import C_11PT, C_NUM_REL, F_11PT, N_SCALAR, UNJUDGED, trec_kernel
 
 #: trec_eval's default cutoffs per family
 P_CUTS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -100,8 +100,8 @@ class _Plan:
             else:
                 self.where.append(("f", fam, len(fam_f[fam])))
                 fam_f[fam].append(float(m.param))
-        if any(m.trec == ("scalar", TK.C_11PT) for m in metrics):
-            fam_f[TK.F_11PT] = list(RECALL_LEVELS)
+        if any(m.trec == ("scalar", C_11PT) for m in metrics):
+            fam_f[F_11PT] = list(RECALL_LEVELS)
         self.icuts = np.array([c for f in fam_i for c in f], dtype=np.int64)
         self.icut_off = np.concatenate(([0], np.cumsum([len(f) for f in fam_i]))).astype(np.int64)
         self.fcuts = np.array([c for f in fam_f for c in f], dtype=np.float64)
@@ -116,9 +116,9 @@ class _Plan:
                 if kind == "s":
                     take.append(fam)
                 elif kind == "i":
-                    take.append(TK.N_SCALAR + self.icut_off[fam] + pos)
+                    take.append(N_SCALAR + self.icut_off[fam] + pos)
                 else:
-                    take.append(TK.N_SCALAR + n_i + self.fcut_off[fam] + pos)
+                    take.append(N_SCALAR + n_i + self.fcut_off[fam] + pos)
             self._take = np.array(take, dtype=np.int64)
         return table[:, self._take]
 
@@ -129,16 +129,16 @@ class _Plan:
             if kind == "s":
                 cols.append(table[:, fam])
             elif kind == "i":
-                cols.append(table[:, TK.N_SCALAR + self.icut_off[fam] + pos])
+                cols.append(table[:, N_SCALAR + self.icut_off[fam] + pos])
             else:
-                cols.append(table[:, TK.N_SCALAR + n_i + self.fcut_off[fam] + pos])
+                cols.append(table[:, N_SCALAR + n_i + self.fcut_off[fam] + pos])
         return cols
 
 
 def kernel_table(plan, off, rels, present, levels, *, relevance_level=1, rbp_p=0.9, set_f_beta=1.0,
                  utility=(1.0, -1.0, 0.0, 0.0), n_docs_in_coll=0, v9=False):
     lv_off, lv_grade, lv_count = levels
-    return TK.trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, int(relevance_level), plan.icuts,
+    return trec_kernel(off, rels, present, lv_off, lv_grade, lv_count, int(relevance_level), plan.icuts,
                           plan.icut_off, plan.fcuts, plan.fcut_off, float(rbp_p), float(set_f_beta),
                           np.asarray(utility, dtype=np.float64), float(n_docs_in_coll), bool(v9))
 
@@ -157,7 +157,7 @@ def trec_values(prep, *, metric, threshold=1.0):
     if y.size and (np.any(y != np.round(y)) or np.abs(y).max() > 1e6):
         raise InputError(f"{metric.spec} takes integer relevance grades (|grade| <= 1e6); got non-integer labels")
     rel = y.astype(np.int64)
-    rel = np.where(rel < 0, TK.UNJUDGED, rel)
+    rel = np.where(rel < 0, UNJUDGED, rel)
     off = prep.offsets
     if prep.retrieved is None:
         ranked, roff = rel, off
@@ -168,4 +168,4 @@ def trec_values(prep, *, metric, threshold=1.0):
     rl = int(np.ceil(threshold))
     table = kernel_table(_Plan([metric]), roff, ranked, np.ones(prep.n_queries, dtype=np.bool_), levels,
                          relevance_level=rl)
-    return _Plan([metric]).columns(table)[0], table[:, TK.C_NUM_REL] == 0
+    return _Plan([metric]).columns(table)[0], table[:, C_NUM_REL] == 0

@@ -13,10 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rankwise.errors import InputError
-from rankwise.metrics import _trec_kernel as TK
 from rankwise.metrics import binary, cascade, correlation, graded
 from rankwise.metrics._common import run_metric
 from rankwise.metrics._prepare import check_k
+from rankwise.metrics._trec_kernel import (
+    C_11PT, C_BING, C_BPREF, C_G, C_GM_BPREF, C_GM_MAP, C_INFAP, C_MAP, C_NDCG, C_NDCG_REL, C_NONREL_JUDGED_RET,
+    C_NUM_Q, C_NUM_REL, C_NUM_REL_RET, C_NUM_RET, C_RBP, C_RBP_RESID, C_RECIP_RANK, C_RNDCG, C_RPREC, C_SET_F,
+    C_SET_MAP, C_SET_P, C_SET_RECALL, C_SET_REL_P, C_UTILITY, F_IPREC, F_RPREC_MULT, I_MAP_CUT, I_NDCG_CUT, I_P,
+    I_RECALL, I_REL_P, I_SUCCESS, I_UNJ)
 from rankwise.metrics._trec_measures import GROUPS, trec_values
 
 COMMON = ("ties", "empty", "doc_ids")
@@ -58,16 +62,16 @@ def _t(name, trec_name=None, col=None, cut_name=None, cut=None, *, fraction=Fals
 _ENTRIES = {
     e.name: e for e in (
         _Entry("ndcg", graded.ndcg_values, True, ("gain", "discount", "short_list"), trec_name="ndcg",
-               trec_col=TK.C_NDCG, trec_cut_name="ndcg_cut", trec_cut=("icut", TK.I_NDCG_CUT)),
+               trec_col=C_NDCG, trec_cut_name="ndcg_cut", trec_cut=("icut", I_NDCG_CUT)),
         _Entry("dcg", graded.dcg_values, True, ("gain", "discount")),
         _Entry("err", cascade.err_values, True, ("max_grade",)),
-        _Entry("map", binary.ap_values, True, ("threshold", "ap_denominator"), trec_name="map", trec_col=TK.C_MAP,
-               trec_cut_name="map_cut", trec_cut=("icut", TK.I_MAP_CUT)),
-        _Entry("precision", binary.precision_values, True, ("threshold",), trec_name="set_P", trec_col=TK.C_SET_P,
-               trec_cut_name="P", trec_cut=("icut", TK.I_P)),
+        _Entry("map", binary.ap_values, True, ("threshold", "ap_denominator"), trec_name="map", trec_col=C_MAP,
+               trec_cut_name="map_cut", trec_cut=("icut", I_MAP_CUT)),
+        _Entry("precision", binary.precision_values, True, ("threshold",), trec_name="set_P", trec_col=C_SET_P,
+               trec_cut_name="P", trec_cut=("icut", I_P)),
         _Entry("recall", binary.recall_values, True, ("threshold",), trec_name="set_recall",
-               trec_col=TK.C_SET_RECALL, trec_cut_name="recall", trec_cut=("icut", TK.I_RECALL)),
-        _Entry("mrr", cascade.rr_values, True, ("threshold",), trec_name="recip_rank", trec_col=TK.C_RECIP_RANK),
+               trec_col=C_SET_RECALL, trec_cut_name="recall", trec_cut=("icut", I_RECALL)),
+        _Entry("mrr", cascade.rr_values, True, ("threshold",), trec_name="recip_rank", trec_col=C_RECIP_RANK),
         _Entry("auc", binary.auc_values, False, ("threshold",), retrieval_aware=False),
         _Entry("kendall_tau", correlation.kendall_values, False, (), retrieval_aware=False),
         _Entry("spearman", correlation.spearman_values, False, (), retrieval_aware=False),
@@ -75,32 +79,32 @@ _ENTRIES = {
         _Entry("pairwise_cost", correlation.pairwise_cost_values, False, ("omega",), higher_is_better=False,
                retrieval_aware=False),
         # trec_eval's measures (trec_eval 10, m_*.c), computed by metrics._trec_kernel
-        _t("num_q", "num_q", TK.C_NUM_Q),
-        _t("num_ret", "num_ret", TK.C_NUM_RET),
-        _t("num_rel", "num_rel", TK.C_NUM_REL),
-        _t("num_rel_ret", "num_rel_ret", TK.C_NUM_REL_RET),
-        _t("num_nonrel_judged_ret", "num_nonrel_judged_ret", TK.C_NONREL_JUDGED_RET, higher=False),
-        _t("gm_map", "gm_map", TK.C_GM_MAP),
-        _t("rprec", "Rprec", TK.C_RPREC),
-        _t("bpref", "bpref", TK.C_BPREF),
-        _t("gm_bpref", "gm_bpref", TK.C_GM_BPREF),
-        _t("infap", "infAP", TK.C_INFAP),
-        _t("utility", "utility", TK.C_UTILITY),
-        _t("11pt_avg", "11pt_avg", TK.C_11PT),
-        _t("bing", "binG", TK.C_BING),
-        _t("g", "G", TK.C_G),
-        _t("ndcg_rel", "ndcg_rel", TK.C_NDCG_REL),
-        _t("rndcg", "Rndcg", TK.C_RNDCG),
-        _t("set_relative_p", "set_relative_P", TK.C_SET_REL_P),
-        _t("set_map", "set_map", TK.C_SET_MAP),
-        _t("set_f", "set_F", TK.C_SET_F),
-        _t("rbp", "rbp", TK.C_RBP),
-        _t("rbp_resid", "rbp_resid", TK.C_RBP_RESID, higher=False),
-        _t("relative_p", cut_name="relative_P", cut=("icut", TK.I_REL_P)),
-        _t("success", cut_name="success", cut=("icut", TK.I_SUCCESS)),
-        _t("unj", cut_name="unj", cut=("icut", TK.I_UNJ), higher=False),
-        _t("iprec_at_recall", cut_name="iprec_at_recall", cut=("fcut", TK.F_IPREC), fraction=True),
-        _t("rprec_mult", cut_name="Rprec_mult", cut=("fcut", TK.F_RPREC_MULT), fraction=True),
+        _t("num_q", "num_q", C_NUM_Q),
+        _t("num_ret", "num_ret", C_NUM_RET),
+        _t("num_rel", "num_rel", C_NUM_REL),
+        _t("num_rel_ret", "num_rel_ret", C_NUM_REL_RET),
+        _t("num_nonrel_judged_ret", "num_nonrel_judged_ret", C_NONREL_JUDGED_RET, higher=False),
+        _t("gm_map", "gm_map", C_GM_MAP),
+        _t("rprec", "Rprec", C_RPREC),
+        _t("bpref", "bpref", C_BPREF),
+        _t("gm_bpref", "gm_bpref", C_GM_BPREF),
+        _t("infap", "infAP", C_INFAP),
+        _t("utility", "utility", C_UTILITY),
+        _t("11pt_avg", "11pt_avg", C_11PT),
+        _t("bing", "binG", C_BING),
+        _t("g", "G", C_G),
+        _t("ndcg_rel", "ndcg_rel", C_NDCG_REL),
+        _t("rndcg", "Rndcg", C_RNDCG),
+        _t("set_relative_p", "set_relative_P", C_SET_REL_P),
+        _t("set_map", "set_map", C_SET_MAP),
+        _t("set_f", "set_F", C_SET_F),
+        _t("rbp", "rbp", C_RBP),
+        _t("rbp_resid", "rbp_resid", C_RBP_RESID, higher=False),
+        _t("relative_p", cut_name="relative_P", cut=("icut", I_REL_P)),
+        _t("success", cut_name="success", cut=("icut", I_SUCCESS)),
+        _t("unj", cut_name="unj", cut=("icut", I_UNJ), higher=False),
+        _t("iprec_at_recall", cut_name="iprec_at_recall", cut=("fcut", F_IPREC), fraction=True),
+        _t("rprec_mult", cut_name="Rprec_mult", cut=("fcut", F_RPREC_MULT), fraction=True),
     )
 }
 

@@ -17,11 +17,11 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 
-import numba
 import numpy as np
 
+from rankwise._validation import kernel_threads
 from rankwise.errors import InputError
-from rankwise.metrics import _trec_kernel as TK
+from rankwise.metrics._trec_kernel import C_NUM_REL, C_NUM_RET, NONPOOL, UNJUDGED, eval_run, ideal_lists
 from rankwise.metrics._trec_measures import GROUPS, STRING_MEASURES, _Plan, _spec_list, expand_groups
 from rankwise.metrics.evaluate import EvaluationResult
 
@@ -134,7 +134,7 @@ class PreparedQrels:
         d = self.qrels.docs
         self.table = DK.join_table(self.qrels.offsets, d.h, d.buf, d.s, d.e, self.qrels.rel) + \
             DK.join_filter(self.qrels.offsets, d.h)
-        self.ideal = TK.ideal_lists(*self.levels)
+        self.ideal = ideal_lists(*self.levels)
 
     def join(self, run):
         """Relevance of each run row (``NONPOOL`` when not in the qrels) and the qrels topic of
@@ -144,7 +144,7 @@ class PreparedQrels:
         q = self.qrels
         qmap = self.topic_map(run)
         rel = DK.join(run.offsets, run.docs.h, run.docs.buf, run.docs.s, run.docs.e, qmap, q.offsets, *self.table,
-                      q.docs.buf, q.docs.s, TK.NONPOOL, TK.UNJUDGED)
+                      q.docs.buf, q.docs.s, NONPOOL, UNJUDGED)
         return rel, qmap
 
     def topic_map(self, run):
@@ -195,11 +195,11 @@ def _nan_cells(metrics, keys, table, present, profile, judged_only):
     is judged, for a run topic without documents, and for every topic the run lacks under
     ``-c -J`` (trec_eval scores such a topic as a ranking of one unjudged document, which
     ``-J`` removes)."""
-    empty = (present & (table[:, TK.C_NUM_RET] == 0)) | (~present & judged_only)
+    empty = (present & (table[:, C_NUM_RET] == 0)) | (~present & judged_only)
     out = {}
     if not empty.any():
         return out
-    num_rel = table[:, TK.C_NUM_REL]
+    num_rel = table[:, C_NUM_REL]
     for key, m in zip(keys, metrics):
         if m.trec_base == "11pt_avg":
             out[key] = empty
@@ -350,7 +350,7 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
             rel, _ = pq.join(run)
             return _evaluate_arrays(pq, run, rel, topics, run_of, num_specs, profile, conventions, notes, index)
         d = run.docs
-        table_, rs, rs_n = TK.eval_run(
+        table_, rs, rs_n = eval_run(
             run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, *pq.table, q.docs.buf,
             q.docs.s, *pq.levels, *pq.ideal, limit, bool(judged_only), relevance_level, plan.icuts, plan.icut_off,
             plan.fcuts, plan.fcut_off, float(rbp_p), 1.0, _UTILITY,
@@ -387,7 +387,7 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
     # threads that would wait on each other (measured: 0.14 s against 0.17 s on the bench's 17
     # runs with 2 workers that each converted their own runs). Files are read by the workers
     # (their scanner releases the GIL).
-    workers = min(len(items), max(1, int(numba.config.NUMBA_NUM_THREADS)), os.cpu_count() or 1)
+    workers = min(len(items), kernel_threads(None))
     if workers > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
             if pq_ready is None:  # queued first: prepared while the first runs are converted

@@ -1,0 +1,724 @@
+# cython: language_level=3
+"""Compiled kernel computing every trec_eval measure of a topic in a few passes over its ranking.
+
+Input per topic: the relevance of the ranked documents in trec_eval's order (a grade >= 0,
+``NONPOOL`` for a document absent from the qrels, ``UNJUDGED`` for a qrels grade below 0), and
+the topic's judged grades with their counts. The code follows trec_eval 10's ``m_*.c`` files
+measure by measure (comments name the file); where trec_eval would divide 0 by 0 the value is 0.
+Every division is guarded, or done in doubles (IEEE: x/0 is inf or nan, never a trap): integer
+quotients are converted to doubles first, as trec_eval does. The kernels release the GIL.
+"""
+import numpy as np
+
+from libc.math cimport floor, log, log2
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+
+from rankwise.data._trec_kernel cimport PREFETCH_ROWS, SLOT_WORDS, _cmp, _lookup, _prefetch
+
+# relevance codes of ranked documents that are not a judged grade >= 0
+cpdef enum:
+    NONPOOL = -1
+    UNJUDGED = -2
+
+# scalar columns
+cpdef enum:
+    C_NUM_Q, C_NUM_RET, C_NUM_REL, C_NUM_REL_RET, C_MAP, C_GM_MAP, C_RPREC, C_BPREF, C_RECIP_RANK, C_INFAP
+    C_GM_BPREF, C_UTILITY, C_11PT, C_BING, C_G, C_NDCG, C_NDCG_REL, C_RNDCG, C_SET_P, C_SET_REL_P, C_SET_RECALL
+    C_SET_MAP, C_SET_F, C_NONREL_JUDGED_RET, C_RBP, C_RBP_RESID
+    N_SCALAR
+
+# integer-cutoff families (order of the blocks in ``icuts``)
+cpdef enum:
+    I_P, I_RECALL, I_NDCG_CUT, I_MAP_CUT, I_REL_P, I_SUCCESS, I_UNJ
+
+# fraction families (order of the blocks in ``fcuts``)
+cpdef enum:
+    F_IPREC, F_RPREC_MULT, F_11PT
+
+MIN_GEO_MEAN = 1e-5
+INFAP_EPSILON = 1e-5
+cdef double MIN_GEO = 1e-5
+cdef double INFAP_EPS = 1e-5
+
+
+cdef struct Params:
+    # the measures' settings and cut-offs, shared by every topic
+    int64_t rl
+    const int64_t* icuts
+    const int64_t* icut_off
+    int64_t n_ifam  # families of integer cut-offs (icut_off has n_ifam + 1 entries)
+    int64_t n_icuts
+    const double* fcuts
+    const int64_t* fcut_off
+    int64_t n_ffam
+    double rbp_p
+    double set_f_beta
+    const double* util
+    double n_docs_coll
+    bint v9
+    const int64_t* lv_grade  # every topic's judged grades (ascending per topic) and their counts
+    const int64_t* lv_count
+    int64_t width  # columns of a row
+
+
+cdef struct Scratch:
+    # per-call work arrays of ``topic_row``, sized for rankings and ideal lists of the longest topic
+    const double* lg  # lg[i] = log2(i + 2), the discount of 0-based rank i
+    double* cum  # relevant in the top i
+    double* apc  # sum of precisions at relevant ranks in the top i
+    double* dcg  # DCG of the top i (gain = grade)
+    int64_t* rpos  # ranks of the relevant documents
+    int64_t* gpos  # ranks of the positive-grade documents
+    int64_t* cut  # iprec_at_recall's numbers of relevant documents, one per level
+
+
+cdef inline const int64_t* _pi(const int64_t[::1] a) noexcept:
+    return &a[0] if a.shape[0] > 0 else NULL
+
+
+cdef inline const double* _pd(const double[::1] a) noexcept:
+    return &a[0] if a.shape[0] > 0 else NULL
+
+
+cdef object _params(int64_t rl, const int64_t[::1] icuts, const int64_t[::1] icut_off, const double[::1] fcuts,
+                    const int64_t[::1] fcut_off, double rbp_p, double set_f_beta, const double[::1] util,
+                    double n_docs_coll, bint v9, const int64_t[::1] lv_grade, const int64_t[::1] lv_count,
+                    Params* P):
+    if util.shape[0] < 4:
+        raise ValueError(f"util must hold 4 weights; got {util.shape[0]}")
+    P.rl = rl
+    P.icuts = _pi(icuts)
+    P.icut_off = _pi(icut_off)
+    P.n_ifam = icut_off.shape[0] - 1
+    P.n_icuts = icuts.shape[0]
+    P.fcuts = _pd(fcuts)
+    P.fcut_off = _pi(fcut_off)
+    P.n_ffam = fcut_off.shape[0] - 1
+    P.rbp_p = rbp_p
+    P.set_f_beta = set_f_beta
+    P.util = &util[0]
+    P.n_docs_coll = n_docs_coll
+    P.v9 = v9
+    P.lv_grade = _pi(lv_grade)
+    P.lv_count = _pi(lv_count)
+    P.width = N_SCALAR + icuts.shape[0] + fcuts.shape[0]
+
+
+cdef object _scratch(int64_t longest, int64_t n_fcuts, Scratch* S):
+    """Work arrays of ``topic_row`` (``S`` points into them; the caller keeps the returned list alive)."""
+    # lg: computed once (the same values as calling log2 at every rank, so the sums are bit for bit trec_eval's)
+    lg_a = np.log2(np.arange(longest + 2) + 2.0)
+    cum_a = np.zeros(longest + 1)
+    apc_a = np.zeros(longest + 1)
+    dcg_a = np.zeros(longest + 1)
+    pos_a = np.zeros((2, longest + 1), dtype=np.int64)
+    cut_a = np.zeros(n_fcuts + 1, dtype=np.int64)
+    cdef double[::1] lg = lg_a, cum = cum_a, apc = apc_a, dcg = dcg_a
+    cdef int64_t[:, ::1] pos = pos_a
+    cdef int64_t[::1] cut = cut_a
+    S.lg = &lg[0]
+    S.cum = &cum[0]
+    S.apc = &apc[0]
+    S.dcg = &dcg[0]
+    S.rpos = &pos[0, 0]
+    S.gpos = &pos[1, 0]
+    S.cut = &cut[0]
+    return [lg_a, cum_a, apc_a, dcg_a, pos_a, cut_a]
+
+
+cdef void _iprec(const int64_t* rpos, int64_t n, int64_t num_rel, int64_t num_rel_ret, const double* frac, int64_t m,
+                 double* out, int64_t col, bint v9, int64_t* cut) noexcept nogil:
+    """m_iprec_at_recall.c: interpolated precision at recall levels ``frac[:m]`` (into out[col+i]).
+
+    The number of relevant documents of a level is ``lround(x R)`` in trec_eval 10 and
+    ``(long)(x R + 0.9)`` in trec_eval 9 (``v9``). trec_eval walks the ranks from the last up,
+    keeping the best precision seen; between two relevant ranks the precision only grows
+    towards the upper one, so the walk visits the relevant ranks ``rpos[:num_rel_ret]``
+    (0-based, ascending) and the last rank: the same maxima of the same quotients."""
+    cdef int64_t i, t, current, rsf
+    cdef double precis, ip
+    for i in range(m):
+        cut[i] = <int64_t>(frac[i] * num_rel + 0.9) if v9 else <int64_t>floor(frac[i] * num_rel + 0.5)
+    for i in range(m):
+        out[col + i] = 0.0
+    if n == 0:
+        return
+    current = m - 1
+    while current >= 0 and cut[current] > num_rel_ret:
+        current -= 1
+    precis = <double>num_rel_ret / <double>n
+    ip = precis
+    rsf = num_rel_ret
+    for t in range(num_rel_ret - 1, -1, -1):
+        precis = <double>rsf / <double>(rpos[t] + 1)
+        if ip < precis:
+            ip = precis
+        while current >= 0 and rsf == cut[current]:
+            out[col + current] = ip
+            current -= 1
+        rsf -= 1
+    while current >= 0:
+        out[col + current] = ip
+        current -= 1
+
+
+def ideal_lists(const int64_t[::1] lv_off, const int64_t[::1] lv_grade, const int64_t[::1] lv_count):
+    """Per topic, its ideal ranking's gains (the judged grades > 0, descending) and DCG prefix:
+    topic ``t``'s gains are ``igr[i_off[t] - t:i_off[t + 1] - t - 1]`` and its DCG of the top
+    ``p`` is ``icum[i_off[t] + p]`` (``p`` = 0 .. number of gains). A property of the qrels alone,
+    computed once for every run."""
+    cdef int64_t nq = lv_off.shape[0] - 1
+    i_off_a = np.zeros(nq + 1, dtype=np.int64)
+    cdef int64_t[::1] i_off = i_off_a
+    cdef int64_t longest = 0, n_pos, t, u, g0, c0, p, grade, rep
+    with nogil:
+        for t in range(nq):
+            n_pos = 0
+            for u in range(lv_off[t], lv_off[t + 1]):
+                if lv_grade[u] > 0:
+                    n_pos += lv_count[u]
+            i_off[t + 1] = i_off[t] + n_pos + 1
+            longest = max(longest, n_pos)
+    lg_a = np.log2(np.arange(longest + 2) + 2.0)
+    igr_a = np.zeros(i_off[nq] - nq)
+    icum_a = np.zeros(i_off[nq])
+    cdef const double[::1] lg = lg_a
+    cdef double[::1] igr = igr_a, icum = icum_a
+    with nogil:
+        for t in range(nq):
+            g0 = i_off[t] - t  # start of the gains
+            c0 = i_off[t]  # start of the DCG prefix (icum[c0] = 0)
+            p = 0
+            for u in range(lv_off[t + 1] - 1, lv_off[t] - 1, -1):
+                grade = lv_grade[u]
+                if grade <= 0:
+                    break
+                for rep in range(lv_count[u]):
+                    igr[g0 + p] = <double>grade  # the ideal gain at rank p
+                    icum[c0 + p + 1] = icum[c0 + p] + <double>grade / lg[p]  # ideal DCG of the top p + 1
+                    p += 1
+    return i_off_a, igr_a, icum_a
+
+
+cdef inline void _absent_row(int64_t num_rel, double* row, int64_t width) noexcept nogil:
+    """trec_eval -c: a topic the run lacks scores as an empty ranking (every measure 0)."""
+    cdef int64_t c
+    for c in range(width):
+        row[c] = 0.0
+    row[C_NUM_Q] = 1.0
+    row[C_NUM_REL] = <double>num_rel
+    row[C_GM_MAP] = log(MIN_GEO)
+    row[C_GM_BPREF] = log(MIN_GEO)
+
+
+cdef inline int64_t _n_judged(int64_t t, const int64_t* lv_off, const int64_t* lv_count) noexcept nogil:
+    """Number of documents of topic ``t`` judged with a grade >= 0 (the length of its ideal list)."""
+    cdef int64_t judged = 0, u
+    for u in range(lv_off[t], lv_off[t + 1]):
+        judged += lv_count[u]
+    return judged
+
+
+cdef inline int64_t _num_rel(int64_t la, int64_t lb, const Params* P) noexcept nogil:
+    cdef int64_t num_rel = 0, t
+    for t in range(la, lb):
+        if P.lv_grade[t] >= P.rl:
+            num_rel += P.lv_count[t]
+    return num_rel
+
+
+def trec_kernel(const int64_t[::1] off, const int64_t[::1] rels, present, const int64_t[::1] lv_off,
+                const int64_t[::1] lv_grade, const int64_t[::1] lv_count, int64_t rl, const int64_t[::1] icuts,
+                const int64_t[::1] icut_off, const double[::1] fcuts, const int64_t[::1] fcut_off, double rbp_p,
+                double set_f_beta, const double[::1] util, double n_docs_coll, bint v9):
+    """Every requested measure of every topic of ranked relevance values (``off``: topic offsets;
+    ``present[q]`` False: a topic the run lacks, trec_eval -c)."""
+    cdef const uint8_t[::1] pres = np.ascontiguousarray(present, dtype=np.bool_).view(np.uint8)
+    cdef Params P
+    cdef Scratch S
+    _params(rl, icuts, icut_off, fcuts, fcut_off, rbp_p, set_f_beta, util, n_docs_coll, v9, lv_grade, lv_count, &P)
+    cdef int64_t nq = off.shape[0] - 1
+    cdef int64_t width = P.width
+    if pres.shape[0] < nq or lv_off.shape[0] < nq + 1:
+        raise ValueError(f"present and lv_off must cover the {nq} topics of off")
+    out_a = np.zeros((nq, width))
+    cdef double[:, ::1] out = out_a
+    cdef int64_t longest = 0, q, c
+    for q in range(nq):
+        longest = max(longest, off[q + 1] - off[q], _n_judged(q, &lv_off[0], _pi(lv_count)))
+    keep = _scratch(longest, fcuts.shape[0], &S)
+    i_off_a, ig_a, icum_a = ideal_lists(lv_off, lv_grade, lv_count)
+    cdef const int64_t[::1] i_off = i_off_a
+    cdef const double[::1] ig_all = ig_a, icum_all = icum_a
+    row_a = np.zeros(width)
+    cdef double[::1] row = row_a
+    cdef const int64_t* r = _pi(rels)
+    with nogil:
+        for q in range(nq):
+            if pres[q]:
+                _topic_row(r + off[q], off[q + 1] - off[q], lv_off[q], lv_off[q + 1], &P, &row[0], &S,
+                           &ig_all[0] + (i_off[q] - q), i_off[q + 1] - i_off[q] - 1, &icum_all[0] + i_off[q])
+            else:
+                _absent_row(_num_rel(lv_off[q], lv_off[q + 1], &P), &row[0], width)
+            for c in range(width):
+                out[q, c] = row[c]
+    return out_a
+
+
+cdef inline bint _before(int64_t i, int64_t j, const double* key, const uint8_t* buf, const int64_t* s,
+                         const int64_t* e) noexcept nogil:
+    """Row ``i`` ranks before row ``j`` (trec_eval: score descending, then docno descending)."""
+    if key[i] != key[j]:
+        return key[i] > key[j]
+    return _cmp(buf, s[i], e[i], buf, s[j], e[j]) > 0
+
+
+cdef void _rank_order(int64_t* idx, int64_t* tmp, int64_t n, const double* key, const uint8_t* buf, const int64_t* s,
+                      const int64_t* e) noexcept nogil:
+    """Sort ``idx[:n]`` (rows 0..n-1) into trec_eval's order (score descending, then docno
+    descending). Scores already non-increasing (a run file written in rank order, or its
+    dict) cost one pass, then an insertion sort of each group of tied scores by docno; other
+    orders: insertion sorts of blocks of 16, then bottom-up merges."""
+    cdef bint ordered = True, swapped = False
+    cdef int64_t k, lo, hi, mid, i, j, x, width
+    cdef int64_t* src
+    cdef int64_t* dst
+    cdef int64_t* t
+    for k in range(1, n):
+        if key[idx[k]] > key[idx[k - 1]]:
+            ordered = False
+            break
+    if ordered:
+        lo = 0
+        while lo < n:
+            hi = lo + 1
+            while hi < n and key[idx[hi]] == key[idx[lo]]:
+                hi += 1
+            for i in range(lo + 1, hi):  # a group of tied scores: docno descending
+                x = idx[i]
+                j = i - 1
+                while j >= lo and _cmp(buf, s[x], e[x], buf, s[idx[j]], e[idx[j]]) > 0:
+                    idx[j + 1] = idx[j]
+                    j -= 1
+                idx[j + 1] = x
+            lo = hi
+        return
+    for lo in range(0, n, 16):
+        hi = min(lo + 16, n)
+        for i in range(lo + 1, hi):
+            x = idx[i]
+            j = i - 1
+            while j >= lo and _before(x, idx[j], key, buf, s, e):
+                idx[j + 1] = idx[j]
+                j -= 1
+            idx[j + 1] = x
+    width = 16
+    src = idx
+    dst = tmp
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            if mid >= hi or not _before(src[mid], src[mid - 1], key, buf, s, e):
+                for k in range(lo, hi):
+                    dst[k] = src[k]
+                lo += 2 * width
+                continue
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                if _before(src[j], src[i], key, buf, s, e):
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+            lo += 2 * width
+        t = src
+        src = dst
+        dst = t
+        swapped = not swapped
+        width *= 2
+    if swapped:
+        for k in range(n):
+            idx[k] = src[k]
+
+
+def eval_run(const int64_t[::1] r_off, const uint8_t[::1] r_buf, const int64_t[::1] r_s, const int64_t[::1] r_e,
+             const uint64_t[::1] r_h, const double[::1] scores, const int64_t[::1] topics, const int64_t[::1] run_of,
+             const int64_t[::1] j_off, const int64_t[::1] t_off, const uint64_t[:, ::1] table,
+             const int64_t[::1] b_off, const uint64_t[::1] bits, const uint8_t[::1] j_buf, const int64_t[::1] j_s,
+             const int64_t[::1] lv_off, const int64_t[::1] lv_grade, const int64_t[::1] lv_count,
+             const int64_t[::1] i_off, const double[::1] ig_all, const double[::1] icum_all, int64_t max_docs,
+             bint judged_only, int64_t rl, const int64_t[::1] icuts, const int64_t[::1] icut_off,
+             const double[::1] fcuts, const int64_t[::1] fcut_off, double rbp_p, double set_f_beta,
+             const double[::1] util, double n_docs_coll, bint v9, int64_t rs_len):
+    """A run against prepared qrels in one pass per topic: join, rank, measure.
+
+    For output row ``i``: qrels topic ``topics[i]``, run query ``run_of[i]`` (-1: absent, -c).
+    Each run document is joined to its topic's judgments through the qrels' filter and hash
+    table (``data._trec_kernel.join_filter``, ``join_table``; probed by ``_lookup`` of
+    ``data/_trec_kernel.pxd``; the slot of the row ``PREFETCH_ROWS`` ahead is prefetched; a match is
+    confirmed on the bytes), the topic is ranked as trec_eval ranks it (score descending, docno descending;
+    ``v9``: scores as float32), cut at ``max_docs`` (-M), stripped of unjudged documents with
+    ``judged_only`` (-J), and measured by ``_topic_row``. Returns the measure table, trec_eval's
+    ``relstring`` of the first ``rs_len`` ranked documents per topic (ASCII codes) and their lengths.
+    """
+    cdef Params P
+    cdef Scratch S
+    _params(rl, icuts, icut_off, fcuts, fcut_off, rbp_p, set_f_beta, util, n_docs_coll, v9, lv_grade, lv_count, &P)
+    cdef int64_t nt = topics.shape[0]
+    cdef int64_t width = P.width
+    if run_of.shape[0] < nt:
+        raise ValueError(f"run_of must give the run query of each of the {nt} topics")
+    out_a = np.zeros((nt, width))
+    rs_a = np.zeros((nt, rs_len), dtype=np.uint8)
+    rs_n_a = np.zeros(nt, dtype=np.int64)
+    cdef double[:, ::1] out = out_a
+    cdef uint8_t[:, ::1] rs = rs_a
+    cdef int64_t[::1] rs_n = rs_n_a
+    cdef int64_t longest = 0, i, g
+    for i in range(nt):
+        g = run_of[i]
+        if g >= 0:
+            longest = max(longest, r_off[g + 1] - r_off[g])
+        longest = max(longest, _n_judged(topics[i], &lv_off[0], _pi(lv_count)))
+    keep = _scratch(longest, fcuts.shape[0], &S)
+    row_a = np.zeros(width)
+    work_a = np.empty((4, longest + 1), dtype=np.int64)  # rel, idx, tmp, ranked
+    key_a = np.empty(longest + 1)
+    cdef double[::1] row = row_a, key = key_a
+    cdef int64_t[:, ::1] work = work_a
+    cdef int64_t* rel = &work[0, 0]
+    cdef int64_t* idx = &work[1, 0]
+    cdef int64_t* tmp = &work[2, 0]
+    cdef int64_t* ranked = &work[3, 0]
+    cdef const uint64_t* tab = &table[0, 0] if table.shape[0] > 0 else NULL
+    cdef const uint8_t* rb = _pb(r_buf)
+    cdef const uint8_t* jb = _pb(j_buf)
+    cdef int64_t nbuf = r_buf.shape[0]
+    cdef int64_t t, la, lb, a, n, base, size, first, b_base, k, r, slot, v, m, c, stop
+    cdef uint64_t b_mask, mask
+    with nogil:
+        for i in range(nt):
+            t = topics[i]
+            g = run_of[i]
+            la = lv_off[t]
+            lb = lv_off[t + 1]
+            if g < 0:
+                _absent_row(_num_rel(la, lb, &P), &row[0], width)
+                for c in range(width):
+                    out[i, c] = row[c]
+                continue
+            a = r_off[g]
+            n = r_off[g + 1] - a
+            # join: each document's grade (NONPOOL: not in the qrels; UNJUDGED: a negative grade)
+            base = t_off[t]
+            size = t_off[t + 1] - base
+            first = j_off[t] - 1
+            b_base = b_off[t]
+            b_mask = <uint64_t>((b_off[t + 1] - b_base) * 64 - 1)
+            mask = <uint64_t>(size - 1)
+            for k in range(min(n, <int64_t>PREFETCH_ROWS)):
+                _prefetch(tab, base + <int64_t>(r_h[a + k] & mask))
+            for k in range(n):
+                r = a + k
+                if k + PREFETCH_ROWS < n:
+                    _prefetch(tab, base + <int64_t>(r_h[r + PREFETCH_ROWS] & mask))
+                slot = _lookup(tab, base, size, first, &bits[0], b_base, b_mask, r_h[r], rb, nbuf, r_s[r], r_e[r],
+                              jb, &j_s[0])
+                v = NONPOOL
+                if slot >= 0:
+                    v = <int64_t>tab[SLOT_WORDS * slot]  # the grade
+                    if v < 0:
+                        v = UNJUDGED
+                rel[k] = v
+                key[k] = <double>(<float>scores[r]) if v9 else scores[r]
+                idx[k] = k
+            _rank_order(idx, tmp, n, &key[0], rb, &r_s[0] + a, &r_e[0] + a)
+            m = 0
+            stop = min(n, max_docs)
+            for k in range(stop):
+                v = rel[idx[k]]
+                if judged_only and v < 0:
+                    continue
+                ranked[m] = v
+                m += 1
+            for k in range(min(m, rs_len)):  # m_relstring.c
+                v = ranked[k]
+                rs[i, k] = 62 if v > 9 else (48 + v if v >= 0 else (45 if v == NONPOOL else 46))
+            rs_n[i] = min(m, rs_len)
+            _topic_row(ranked, m, la, lb, &P, &row[0], &S, &ig_all[0] + (i_off[t] - t),
+                       i_off[t + 1] - i_off[t] - 1, &icum_all[0] + i_off[t])
+            for c in range(width):
+                out[i, c] = row[c]
+    return out_a, rs_a, rs_n_a
+
+
+cdef inline const uint8_t* _pb(const uint8_t[::1] a) noexcept:
+    return &a[0] if a.shape[0] > 0 else NULL
+
+
+cdef void _topic_row(const int64_t* rels, int64_t n, int64_t la, int64_t lb, const Params* P, double* row,
+                     const Scratch* S, const double* igr, int64_t n_pos, const double* icum) noexcept nogil:
+    """Every requested measure of one topic (into ``row``): its ranked relevance values
+    ``rels[:n]``, its judged grades ``P.lv_grade[la:lb]`` (ascending) with their counts, and
+    its ideal gains ``igr[:n_pos]`` and ideal DCG prefix ``icum`` (``ideal_lists``)."""
+    cdef int64_t rl = P.rl
+    cdef int64_t n_i = P.n_icuts
+    cdef int64_t num_rel = 0, num_nonrel = 0, max_grade = 0, t, c, i, v
+    cdef const double* lg = S.lg
+    cdef double* cum = S.cum
+    cdef double* apc = S.apc
+    cdef double* dcg = S.dcg
+    for t in range(la, lb):
+        if P.lv_grade[t] >= rl:
+            num_rel += P.lv_count[t]
+        else:
+            num_nonrel += P.lv_count[t]
+        if P.lv_count[t] > 0 and P.lv_grade[t] > max_grade:
+            max_grade = P.lv_grade[t]
+    for c in range(P.width):
+        row[c] = 0.0
+    row[C_NUM_Q] = 1.0
+    row[C_NUM_REL] = <double>num_rel
+    # ---- one pass over the ranking: prefix counts, AP, DCG, reciprocal rank, judged counts,
+    # bpref / infAP (m_bpref.c, m_infap.c), binG (m_binG.c), rbp / rbp_resid (m_rbp.c,
+    # m_rbp_resid.c: gains = grades, scaled to [0, 1]); each sum in trec_eval's order
+    cdef double rr = 0.0, bpref = 0.0, infap = 0.0, bing = 0.0, rbp = 0.0, sr = 0.0, cur = 1.0, r, fj
+    cdef int64_t nonpool = 0, unjudged = 0, nonrel_sf = 0, rel_sf = 0, k = 0, unj = 0, n_gain = 0
+    cdef double scale = <double>max_grade if max_grade > 1 else 1.0
+    cdef double rbp_p = P.rbp_p
+    for i in range(n):
+        v = rels[i]
+        r = 1.0 if v >= rl else 0.0
+        cum[i + 1] = cum[i] + r
+        apc[i + 1] = apc[i] + (cum[i + 1] / (i + 1.0) if r > 0 else 0.0)
+        dcg[i + 1] = dcg[i] + (<double>v / lg[i] if v > 0 else 0.0)
+        if r > 0:
+            if rr == 0.0:
+                rr = 1.0 / (i + 1.0)
+            S.rpos[k] = i
+            k += 1
+            bing += 1.0 / lg[1 + i - k]
+        if v > 0:
+            S.gpos[n_gain] = i
+            n_gain += 1
+            rbp += (<double>v / scale) * cur
+        if v < 0:
+            unj += 1
+            sr += cur
+        cur *= rbp_p
+        if v == NONPOOL:
+            nonpool += 1
+        elif v == UNJUDGED:
+            unjudged += 1
+        elif v < rl:
+            nonrel_sf += 1
+        else:
+            rel_sf += 1
+            if nonrel_sf > 0:
+                bpref += 1.0 - <double>min(nonrel_sf, num_rel) / <double>min(num_nonrel, num_rel)
+            else:
+                bpref += 1.0
+            if i == 0:
+                infap += 1.0
+            else:
+                fj = <double>i
+                infap += 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * (<double>(rel_sf - 1 + nonrel_sf + unjudged) / fj) * \
+                    ((<double>(rel_sf - 1) + INFAP_EPS) / (<double>(rel_sf - 1 + nonrel_sf) + 2 * INFAP_EPS))
+    cdef double nrr = cum[n]
+    row[C_NUM_RET] = <double>n
+    row[C_NUM_REL_RET] = nrr
+    row[C_NONREL_JUDGED_RET] = <double>(n - nonpool - unjudged) - nrr
+    row[C_RECIP_RANK] = rr
+    cdef double ap = apc[n] / <double>num_rel if nrr > 0 else 0.0
+    row[C_MAP] = ap
+    row[C_GM_MAP] = log(MIN_GEO if MIN_GEO > ap else ap)
+    cdef int64_t look = min(n, num_rel)
+    row[C_RPREC] = cum[look] / <double>num_rel if look > 0 else 0.0
+    if num_rel > 0:
+        bpref /= <double>num_rel
+        infap /= <double>num_rel
+    row[C_BPREF] = bpref
+    row[C_GM_BPREF] = log(MIN_GEO if MIN_GEO > bpref else bpref)
+    row[C_INFAP] = infap
+    row[C_BING] = bing / <double>num_rel if k > 0 else 0.0
+    row[C_RBP] = (1.0 - rbp_p) * rbp
+    if unj > 0:
+        row[C_RBP_RESID] = cur + (1.0 - rbp_p) * sr
+    # ---- set measures, utility (m_set_*.c, m_utility.c)
+    cdef double Pr, R
+    if n > 0:
+        row[C_SET_P] = nrr / <double>n
+    if num_rel > 0:
+        row[C_SET_RECALL] = nrr / <double>num_rel
+    if n > 0 and num_rel > 0:
+        row[C_SET_REL_P] = nrr / <double>min(n, num_rel)
+        row[C_SET_MAP] = nrr * nrr / (<double>n * <double>num_rel)
+    if nrr > 0:
+        Pr = nrr / <double>n
+        R = nrr / <double>num_rel
+        row[C_SET_F] = (P.set_f_beta + 1.0) * Pr * R / (P.set_f_beta * Pr + R)
+    row[C_UTILITY] = P.util[0] * nrr + P.util[1] * (<double>n - nrr) + P.util[2] * (<double>num_rel - nrr) + \
+        P.util[3] * (P.n_docs_coll + nrr - <double>n - <double>num_rel)
+    # ---- the ideal list (``ideal_lists``): grades > 0 descending, and its DCG prefix (m_ndcg.c)
+    cdef double ideal_total = icum[n_pos], ideal
+    row[C_NDCG] = dcg[n] / ideal_total if ideal_total > 0 else 0.0
+    # ---- ndcg_rel, Rndcg, G (m_ndcg_rel.c, m_Rndcg.c, m_G.c), walking ranking and ideal together
+    _graded_walks(rels, n, igr, icum, n_pos, num_rel, row, lg, dcg, S.gpos, n_gain)
+    # ---- integer-cutoff families
+    cdef int64_t fam, kk, m, col, u, a0, a1, cut
+    for fam in range(P.n_ifam):
+        for c in range(P.icut_off[fam], P.icut_off[fam + 1]):
+            kk = P.icuts[c]
+            m = min(kk, n)
+            col = N_SCALAR + c
+            if fam == I_P:
+                row[col] = cum[m] / <double>kk
+            elif fam == I_RECALL:
+                row[col] = cum[m] / <double>num_rel if num_rel > 0 else 0.0
+            elif fam == I_MAP_CUT:
+                row[col] = apc[m] / <double>num_rel if num_rel > 0 else 0.0
+            elif fam == I_REL_P:
+                row[col] = cum[m] / <double>min(kk, num_rel) if num_rel > 0 else 0.0
+            elif fam == I_SUCCESS:
+                row[col] = 1.0 if cum[m] > 0 else 0.0
+            elif fam == I_UNJ:
+                u = 0
+                for i in range(m):
+                    if rels[i] < 0:
+                        u += 1
+                row[col] = <double>u / <double>kk
+            elif fam == I_NDCG_CUT:  # m_ndcg_cut.c: ideal over the grades > 0, cut at k
+                ideal = icum[min(kk, n_pos)]
+                row[col] = dcg[m] / ideal if ideal > 0 else 0.0
+    # ---- fraction families
+    cdef double tot
+    for fam in range(P.n_ffam):
+        a0 = P.fcut_off[fam]
+        a1 = P.fcut_off[fam + 1]
+        col = N_SCALAR + n_i + a0
+        if fam == F_IPREC:
+            _iprec(S.rpos, n, num_rel, <int64_t>nrr, P.fcuts + a0, a1 - a0, row, col, P.v9, S.cut)
+        elif fam == F_11PT:
+            _iprec(S.rpos, n, num_rel, <int64_t>nrr, P.fcuts + a0, a1 - a0, row, col, P.v9, S.cut)
+            tot = 0.0
+            for c in range(a1 - a0):
+                tot += row[col + c]
+            row[C_11PT] = tot / <double>(a1 - a0) if a1 > a0 else 0.0
+        else:  # Rprec_mult (m_Rprec_mult.c): precision at cut = (long)(x * R + 0.9)
+            for c in range(a1 - a0):
+                cut = <int64_t>(P.fcuts[a0 + c] * num_rel + 0.9)
+                if cut > 0:
+                    row[col + c] = cum[min(cut, n)] / <double>cut
+
+
+cdef void _graded_walks(const int64_t* rels, int64_t n, const double* igr, const double* icum, int64_t n_pos,
+                        int64_t num_rel, double* row, const double* lg, const double* dcg, const int64_t* gpos,
+                        int64_t n_gain) noexcept nogil:
+    """ndcg_rel, Rndcg and G of one topic: trec_eval's loops, where the ideal gain at rank ``i``
+    is ``igr[i]`` (the judged grades in descending order, 0 from rank ``n_pos`` on: the walk down
+    the grades that trec_eval repeats in each of these measures, done once by the caller) and
+    ``icum[p]`` the ideal DCG of the top ``p``.
+
+    Past the ideal list only the documents of positive grade change a sum: the loops there
+    visit their ranks ``gpos[:n_gain]`` (0-based, ascending), take the running DCG from the
+    caller's prefix ``dcg`` (the same additions in the same order, so the same doubles) and,
+    for G, the cost count as the integer it is (whole grades and steps of 1.0 add exactly)."""
+    # ndcg_rel: at each positive grade, the DCG so far over the ideal DCG so far (whose prefix
+    # stops growing past the ideal list), then the relevant documents not retrieved; ``dcg`` and
+    # ``icum`` are trec_eval's running sums (the same additions in the same order)
+    cdef double total = 0.0, idcg, rdcg, ig, old, g, rg, sres, sideal, scost
+    cdef int64_t t, p, changes, i, v, seen
+    for t in range(n_gain):
+        p = gpos[t] + 1
+        total += dcg[p] / icum[p if p < n_pos else n_pos]
+    idcg = icum[n_pos]
+    if idcg > 0:
+        total += <double>(n_pos - n_gain) * dcg[n] / idcg
+    row[C_NDCG_REL] = total / <double>n_pos if total > 0.0 else 0.0
+    # Rndcg
+    if num_rel > 0:
+        rdcg = 0.0
+        idcg = 0.0
+        total = 0.0
+        changes = 0
+        ig = igr[0] if n_pos > 0 else 0.0
+        old = ig
+        i = 0
+        while i < n and ig > 0.0:
+            v = rels[i]
+            g = <double>v if v > 0 else 0.0
+            ig = igr[i] if i < n_pos else 0.0
+            if old != ig:
+                if idcg > 0.0:
+                    total += rdcg / idcg
+                    changes += 1
+                old = ig
+            if g != 0:
+                rdcg += g / lg[i]
+            if ig > 0.0:
+                idcg += ig / lg[i]
+            i += 1
+        if i < n:
+            rdcg = dcg[n]
+            i = n
+            if idcg > 0.0:
+                total += rdcg / idcg
+                changes += 1
+        while ig > 0.0:
+            ig = igr[i] if i < n_pos else 0.0
+            if old != ig:
+                if idcg > 0.0:
+                    total += rdcg / idcg
+                    changes += 1
+                old = ig
+            if ig > 0.0:
+                idcg += ig / lg[i]
+            i += 1
+        row[C_RNDCG] = total / <double>changes if changes > 0 else 0.0
+    # G
+    rg = 0.0
+    sres = 0.0
+    sideal = 0.0
+    scost = 0.0
+    ig = igr[0] if n_pos > 0 else 0.0
+    i = 0
+    seen = 0
+    while i < n and ig > 0.0:
+        v = rels[i]
+        g = <double>v if v > 0 else 0.0
+        sres += g
+        ig = igr[i] if i < n_pos else 0.0
+        if ig > 0.0:
+            sideal += ig
+        scost += ig if ig >= 1.0 else 1.0
+        if g != 0:
+            rg += g / log2(2.0 + scost - sres)
+            seen += 1
+        i += 1
+    if i < n:
+        for t in range(seen, n_gain):  # past the ideal list every rank costs 1.0
+            p = gpos[t]
+            g = <double>rels[p]
+            sres += g
+            rg += g / log2(2.0 + (scost + <double>(p - i + 1)) - sres)
+        i = n
+    while ig > 0.0:
+        ig = igr[i] if i < n_pos else 0.0
+        if ig > 0.0:
+            sideal += ig
+        i += 1
+    row[C_G] = rg / sideal if sideal > 0.0 else 0.0
