@@ -177,10 +177,12 @@ def main(argv=None) -> int:
     repeat = 1 if args.quick else max(1, args.repeat)
     scratch = Path(tempfile.mkdtemp(prefix="bench_oneshot_"))
     def tree_env(src):
-        return dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), *filter(None, [os.environ.get("PYTHONPATH")])]),
-                    BENCH_CWD=str(scratch))
+        e = dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), *filter(None, [os.environ.get("PYTHONPATH")])]),
+                 BENCH_CWD=str(scratch))
+        e.pop("NUMBA_DISABLE_JIT", None)
+        e.pop("PYTHONDONTWRITEBYTECODE", None)  # else a "warm" process finds no bytecode cache either
+        return e
     env = tree_env(SRC)
-    env.pop("NUMBA_DISABLE_JIT", None)
     base_env = tree_env(Path(args.baseline).resolve()) if args.baseline else None
     load0 = os.getloadavg()
     t_start = time.perf_counter()
