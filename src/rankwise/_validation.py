@@ -247,9 +247,9 @@ def kernel_threads(n_jobs=None) -> int:
 @contextlib.contextmanager
 def limit_threads(n_jobs):
     """Run the block on ``n_jobs`` threads (:func:`n_jobs_threads`; None: change nothing) in every pool
-    rankwise drives: torch's intra-op threads, numba's threads, the BLAS/OpenMP pools threadpoolctl
-    controls (OpenBLAS, MKL, the OpenMP runtime of LightGBM and XGBoost when loaded) and the compiled
-    loss engine's threads (:func:`thread_limit`); restored after. LightGBM's ``num_threads`` and
+    rankwise drives: torch's intra-op threads, the BLAS/OpenMP pools threadpoolctl controls (OpenBLAS,
+    MKL, the OpenMP runtime of LightGBM and XGBoost when loaded) and the threads of rankwise's compiled
+    kernels (:func:`thread_limit`, read by :func:`kernel_threads`); restored after. LightGBM's ``num_threads`` and
     XGBoost's ``nthread`` are set by GBDTRanker itself."""
     n = n_jobs_threads(n_jobs)
     if n is None:
@@ -264,14 +264,6 @@ def limit_threads(n_jobs):
         before = torch.get_num_threads()
         torch.set_num_threads(n)
         undo.append(lambda: torch.set_num_threads(before))
-    try:
-        import numba
-
-        nb_before = numba.get_num_threads()
-        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
-        undo.append(lambda: numba.set_num_threads(nb_before))
-    except ImportError:  # pragma: no cover - numba is a dependency
-        pass
     try:
         from threadpoolctl import threadpool_limits
 

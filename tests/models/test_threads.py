@@ -2,7 +2,6 @@
 may actually use. These tests look at the settings the libraries receive, never at timings."""
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pytest
 import torch
@@ -15,10 +14,9 @@ from rankwise.models import GBDTRanker, LinearRanker, NeuralRanker, PairwiseRedu
 
 
 def _pools():
-    """The thread counts in force now: torch, numba, the compiled engine's default, BLAS/OpenMP pools."""
-    nb = numba.get_num_threads()  # first: launching numba's threading layer resets the shared OpenMP runtime
-    return {"torch": torch.get_num_threads(), "numba": nb, "engine": _engine.n_threads(None),
-            "native": sorted({p["num_threads"] for p in threadpool_info()})}
+    """The thread counts in force now: torch, the compiled kernels' and the engine's defaults, BLAS/OpenMP pools."""
+    return {"torch": torch.get_num_threads(), "kernels": _validation.kernel_threads(None),
+            "engine": _engine.n_threads(None), "native": sorted({p["num_threads"] for p in threadpool_info()})}
 
 
 @pytest.fixture
@@ -36,7 +34,7 @@ def engine_spy(monkeypatch):
 def _all_one(seen):
     assert seen
     for pools in seen:
-        assert pools["torch"] == 1 and pools["numba"] == 1 and pools["engine"] == 1, pools
+        assert pools["torch"] == 1 and pools["kernels"] == 1 and pools["engine"] == 1, pools
         assert pools["native"] in ([], [1]), pools
 
 
@@ -144,3 +142,18 @@ def test_available_cpus_reads_the_cgroup_quota(tmp_path, monkeypatch):
     monkeypatch.setattr(_validation, "_cgroup_cpu_limit", lambda: None)
     assert _validation.available_cpus() == 4
     assert _validation.n_jobs_threads(-1) == 4 and _validation.n_jobs_threads(-2) == 3
+
+
+def test_kernel_threads_follow_n_jobs_the_limit_and_the_environment(monkeypatch):
+    monkeypatch.setattr(_validation, "available_cpus", lambda: 6)
+    monkeypatch.delenv("RANKWISE_NUM_THREADS", raising=False)
+    assert _validation.kernel_threads() == 6 and _validation.kernel_threads(-1) == 6
+    assert _validation.kernel_threads(2) == 2
+    monkeypatch.setenv("RANKWISE_NUM_THREADS", "3")
+    assert _validation.kernel_threads() == 3
+    with _validation.limit_threads(1):
+        assert _validation.kernel_threads() == 1  # a model's n_jobs wins over the environment
+    assert _validation.kernel_threads(4) == 4  # and an explicit n_jobs over both
+    monkeypatch.setenv("RANKWISE_NUM_THREADS", "many")
+    with pytest.raises(_validation.InputError, match="RANKWISE_NUM_THREADS must be a whole number.*'many'"):
+        _validation.kernel_threads()
