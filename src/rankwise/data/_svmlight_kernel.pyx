@@ -1,51 +1,42 @@
-"""numba kernels of the SVMlight/LETOR parser and writer (imported lazily by ``svmlight.py``).
+# cython: language_level=3
+"""Compiled kernels of the SVMlight/LETOR parser and writer (imported lazily by ``svmlight.py``).
 
-The parser is one pass over the raw bytes. Numbers in the common form ``[+-]digits[.digits][e[+-]dd]``
-with a mantissa below 2**53 and a decimal exponent within ±22 are converted exactly (Clinger's
-fast path: one correctly rounded multiplication or division of two exact doubles, the same
-double that ``strtod`` returns); up to 18 significant digits (every full-precision ``repr``
-score has 17) and any exponent of a normal double, by the Eisel-Lemire algorithm (a 128-bit
-product with a truncated power of ten; it says when it cannot decide, and the token then falls
-back). Anything else (more digits, subnormal or overflowing results, the rare undecided case,
+The parser is one pass over the raw bytes, without the GIL. Numbers are converted exactly by
+``_numparse.parse_number_ws`` (Clinger's fast path, then Eisel-Lemire up to 18 significant digits);
+anything else (more digits, subnormal or overflowing results, the rare undecided case,
 ``nan``/``inf`` spellings) is recorded as a *fallback* token and converted in Python with
 ``float()``, so results are always identical to ``float()`` / a correctly rounded ``strtod``.
-
-References: W. D. Clinger, "How to read floating point numbers accurately", PLDI 1990;
-D. Lemire, "Number parsing at a gigabyte per second", Software: Practice and Experience 51(8),
-2021 (the variant of N. Tao, with its fallback condition, as in Go's ``strconv``).
 
 On the first malformed token the kernel stops and returns an error code with the line number and
 the byte offset of the token; the Python side turns that into a ``path:line:`` message.
 """
-from __future__ import annotations
-
-import math
-
-import numba as nb
 import numpy as np
-from numba.cpython.unsafe.numbers import leading_zeros
+
+cimport cython
+from libc.math cimport NAN, rint
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcpy
+
+from rankwise.data._numparse cimport EL_MAX, EL_MIN, is_null, is_ws, parse_int, parse_number_ws, uint_digits
 
 # error codes (messages live in svmlight.py)
-OK = 0
-E_LABEL = 1
-E_QID = 2
-E_STRAY = 3
-E_INDEX = 4
-E_VALUE = 5
-E_ZERO_INDEX = 6
-E_DUP_INDEX = 7
-E_DEC_INDEX = 8
-E_QID_POS = 9
-E_INDEX_RANGE = 10
-E_NO_LABEL = 11
-E_FALLBACK_FULL = 12
-E_CONTROL = 13
+cpdef enum:
+    OK = 0
+    E_LABEL = 1
+    E_QID = 2
+    E_STRAY = 3
+    E_INDEX = 4
+    E_VALUE = 5
+    E_ZERO_INDEX = 6
+    E_DUP_INDEX = 7
+    E_DEC_INDEX = 8
+    E_QID_POS = 9
+    E_INDEX_RANGE = 10
+    E_NO_LABEL = 11
+    E_FALLBACK_FULL = 12
+    E_CONTROL = 13
 
 _POW10 = np.array([10.0 ** i for i in range(23)], dtype=np.float64)
-_TWO53 = 9007199254740992
-
-#: decimal exponents of the Eisel-Lemire table
-EL_MIN, EL_MAX = -348, 347
 
 
 def _pow10_table():
@@ -66,249 +57,107 @@ def _pow10_table():
 
 
 _EL_HI, _EL_LO = _pow10_table()
-_U = np.uint64
-_M32 = np.uint64(0xFFFFFFFF)
-_M9 = np.uint64(0x1FF)
+# the tables as C arrays, for the nogil kernels
+cdef uint64_t PHI[EL_MAX - EL_MIN + 1]
+cdef uint64_t PLO[EL_MAX - EL_MIN + 1]
+cdef double POW10[23]
+cdef Py_ssize_t _k
+for _k in range(EL_MAX - EL_MIN + 1):
+    PHI[_k] = _EL_HI[_k]
+    PLO[_k] = _EL_LO[_k]
+for _k in range(23):
+    POW10[_k] = _POW10[_k]
 
 
-@nb.njit(cache=True, inline="always")
-def _mul128(a, b):
-    """The 128-bit product of two uint64 as (high, low) words."""
-    a0, a1, b0, b1 = a & _M32, a >> _U(32), b & _M32, b >> _U(32)
-    p0, p1, p2, p3 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
-    mid = (p0 >> _U(32)) + (p1 & _M32) + (p2 & _M32)
-    return p3 + (p1 >> _U(32)) + (p2 >> _U(32)) + (mid >> _U(32)), (p0 & _M32) | (mid << _U(32))
-
-
-@nb.njit(cache=True)
-def _eisel_lemire(man, exp10, phi, plo):
-    """``(ok, value)``: ``man * 10**exp10`` (``man`` > 0, at most 18 digits) rounded to the
-    nearest double, ties to even; ``ok`` False where the 128-bit product cannot decide (then,
-    and for subnormal or overflowing results, the caller falls back to ``float()``)."""
-    if exp10 < EL_MIN or exp10 > EL_MAX:
-        return False, 0.0
-    man = _U(man)
-    clz = np.int64(leading_zeros(man))
-    man = man << _U(clz)
-    exp2 = ((217706 * exp10) >> 16) + 64 + 1023 - clz
-    i = exp10 - EL_MIN
-    x_hi, x_lo = _mul128(man, phi[i])
-    if (x_hi & _M9) == _M9 and x_lo + man < man:  # the truncated table may matter: a wider product
-        y_hi, y_lo = _mul128(man, plo[i])
-        m_hi, m_lo = x_hi, x_lo + y_hi
-        if m_lo < x_lo:
-            m_hi += _U(1)
-        if (m_hi & _M9) == _M9 and m_lo + _U(1) == _U(0) and y_lo + man < man:
-            return False, 0.0
-        x_hi, x_lo = m_hi, m_lo
-    msb = np.int64(x_hi >> _U(63))
-    mant = x_hi >> _U(msb + 9)
-    exp2 -= 1 ^ msb
-    if x_lo == _U(0) and (x_hi & _M9) == _U(0) and (mant & _U(3)) == _U(1):  # halfway: undecided
-        return False, 0.0
-    mant = (mant + (mant & _U(1))) >> _U(1)
-    if (mant >> _U(53)) > _U(0):
-        mant >>= _U(1)
-        exp2 += 1
-    if exp2 <= 0 or exp2 >= 0x7FF:  # subnormal, or beyond the doubles
-        return False, 0.0
-    return True, math.ldexp(float(mant), exp2 - 1075)
-
-
-@nb.njit(cache=True, nogil=True)
-def count_lines_and_colons(buf):
-    n_nl = 0
-    n_colon = 0
-    for i in range(buf.shape[0]):
-        c = buf[i]
-        if c == 10:
-            n_nl += 1
-        elif c == 58:
-            n_colon += 1
-    return n_nl, n_colon
-
-
-@nb.njit(cache=True, inline="always")
-def _is_ws(c):
-    return c == 32 or c == 9 or c == 13 or c == 11 or c == 12
-
-
-@nb.njit(cache=True, inline="always")
-def _uint_digits(buf, i, ce):
-    """The decimal digits from ``i`` as an int64. Returns (value, ok, end): ``end`` is the first
-    non-digit; ``ok`` is False when the value is beyond int64 (refused, never wrapped)."""
-    v = 0
-    ok = True
-    while i < ce:
-        c = buf[i]
-        if c < 48 or c > 57:
-            break
-        if v > 922337203685477580 or (v == 922337203685477580 and c > 55):
-            ok = False
-        else:
-            v = v * 10 + (c - 48)
-        i += 1
-    return v, ok, i
-
-
-@nb.njit(cache=True, inline="always")
-def _push_fallback(fb_kind, fb_pos, fb_s, fb_e, n_fb, kind, pos, s, e):
-    """Record token buf[s:e] (kind 0 = value at nnz ``pos``, 1 = label of row ``pos``) for the
-    Python ``float()`` fallback; returns the new count."""
-    fb_kind[n_fb] = kind
-    fb_pos[n_fb] = pos
-    fb_s[n_fb] = s
-    fb_e[n_fb] = e
-    return n_fb + 1
-
-
-@nb.njit(cache=True)
-def _parse_number_ws(buf, s, ce, pow10):
-    """Parse the number starting at ``s`` and ending at whitespace or ``ce``, in one pass.
-
-    Returns (status, value, end) with status as in ``_parse_number``.
-    """
-    i = s
-    neg = False
-    if i < ce and (buf[i] == 43 or buf[i] == 45):
-        neg = buf[i] == 45
-        i += 1
-    mant = 0
-    exp10 = 0
-    seen_digit = False
-    overflow = False
-    frac = False
-    while i < ce:  # digits, at most one '.' among them; beyond 10**17 digits are dropped
-        c = buf[i]
-        if 48 <= c <= 57:
-            seen_digit = True
-            if mant < 100000000000000000:
-                mant = mant * 10 + (c - 48)
-                if frac:
-                    exp10 -= 1
-            else:
-                overflow = True
-                if not frac:
-                    exp10 += 1
-        elif c == 46 and not frac:
-            frac = True
-        else:
-            break
-        i += 1
-    status = 0
-    if seen_digit and i < ce and (buf[i] == 101 or buf[i] == 69):
-        i += 1
-        eneg = False
-        if i < ce and (buf[i] == 43 or buf[i] == 45):
-            eneg = buf[i] == 45
-            i += 1
-        if i >= ce or not (48 <= buf[i] <= 57):
-            status = 2
-        ev = 0
-        while i < ce and 48 <= buf[i] <= 57:
-            if ev < 100000:
-                ev = ev * 10 + (buf[i] - 48)
-            i += 1
-        exp10 += -ev if eneg else ev
-    if i < ce and not _is_ws(buf[i]):
-        # junk after the number (or not a number at all): find the token end
-        while i < ce and not _is_ws(buf[i]):
-            i += 1
-        return (2 if seen_digit else 1), 0.0, i
-    if status == 2:
-        return 2, 0.0, i
-    if not seen_digit:
-        return 1, 0.0, i
-    if overflow:
-        return 1, 0.0, i
-    if mant == 0:
-        return 0, -0.0 if neg else 0.0, i
-    if mant > _TWO53 or exp10 > 22 or exp10 < -22:
-        ok, v = _eisel_lemire(mant, exp10, _EL_HI, _EL_LO)
-        if not ok:
-            return 1, 0.0, i
-        return 0, -v if neg else v, i
-    v = float(mant)
-    if exp10 == 0:
-        pass
-    elif exp10 > 0:
-        v = v * pow10[exp10]
-    else:
-        v = v / pow10[-exp10]
-    return 0, -v if neg else v, i
-
-
-@nb.njit(cache=True)
-def _parse_number(buf, s, e, pow10):
+def _parse_number(const unsigned char[::1] buf, int64_t s, int64_t e, const double[::1] pow10):
     """Parse the whole token buf[s:e] as a decimal number (the token holds no whitespace).
 
     Returns (status, value): status 0 = exact fast path, 1 = needs the Python fallback
     (well formed but outside the fast path, or a spelling such as ``nan``), 2 = malformed.
     """
-    st, v, _ = _parse_number_ws(buf, s, e, pow10)
+    cdef double v
+    cdef int64_t end
+    cdef int st = parse_number_ws(&buf[0], s, e, &pow10[0], PHI, PLO, &v, &end)
     return st, v
 
 
-@nb.njit(cache=True)
-def _parse_int(buf, s, e):
-    """Non-negative or signed decimal integer in buf[s:e]; returns (ok, value)."""
-    i = s
-    neg = False
-    if i < e and (buf[i] == 45 or buf[i] == 43):
-        neg = buf[i] == 45
-        i += 1
-    if i >= e:
-        return False, 0
-    v, ok, i = _uint_digits(buf, i, e)
-    if not ok or i < e:  # beyond int64 (refused, never wrapped) or a non-digit
-        return False, 0
-    return True, -v if neg else v
+def count_lines_and_colons(const unsigned char[::1] buf):
+    cdef int64_t n_nl = 0, n_colon = 0, i
+    cdef unsigned char c
+    with nogil:
+        for i in range(buf.shape[0]):
+            c = buf[i]
+            if c == 10:
+                n_nl += 1
+            elif c == 58:
+                n_colon += 1
+    return n_nl, n_colon
 
 
-@nb.njit(cache=True)
-def _is_null(buf, s, e):
-    return e - s == 4 and buf[s] == 78 and buf[s + 1] == 85 and buf[s + 2] == 76 and buf[s + 3] == 76
+cdef struct Parsed:
+    # outputs, sized by the caller
+    double* labels
+    int64_t* qids
+    unsigned char* has_qid
+    int64_t* line_no
+    int64_t* docid_s
+    int64_t* docid_e
+    int64_t* indptr
+    int64_t* indices
+    float* values
+    # fallback tokens: (kind 0=value 1=label, position, start, end)
+    signed char* fb_kind
+    int64_t* fb_pos
+    int64_t* fb_s
+    int64_t* fb_e
+    int64_t fb_max
+    # counts and the error position
+    int64_t line
+    int64_t err_off
+    int64_t err_end
+    int64_t n_rows
+    int64_t nnz
+    int64_t max_index
+    int64_t n_fb
 
 
-@nb.njit(cache=True)
-def parse(buf, n_rows_max, nnz_max, zero_based, n_features_max, fb_max):
-    """Parse SVMlight/LETOR bytes.
+cdef inline int _stop(Parsed* o, int code, int64_t line, int64_t s, int64_t e, int64_t n_rows, int64_t nnz,
+                      int64_t max_index) noexcept nogil:
+    """The end of the pass: ``code`` (an error at buf[s:e] of ``line``, or OK) and the counts so far."""
+    o.line = line
+    o.err_off = s
+    o.err_end = e
+    o.n_rows = n_rows
+    o.nnz = nnz
+    o.max_index = max_index
+    return code
 
-    Returns a tuple of arrays/scalars; see ``svmlight._parse_bytes`` for the unpacking.
-    """
-    pow10 = np.empty(23, dtype=np.float64)
-    p = 1.0
+
+cdef inline void _push_fallback(Parsed* o, signed char kind, int64_t pos, int64_t s, int64_t e) noexcept nogil:
+    """Record token buf[s:e] (kind 0 = value at nnz ``pos``, 1 = label of row ``pos``) for the
+    Python ``float()`` fallback."""
+    o.fb_kind[o.n_fb] = kind
+    o.fb_pos[o.n_fb] = pos
+    o.fb_s[o.n_fb] = s
+    o.fb_e[o.n_fb] = e
+    o.n_fb += 1
+
+
+cdef int _parse(const unsigned char* buf, int64_t n, bint zero_based, int64_t n_features_max,
+                Parsed* o) noexcept nogil:
+    cdef double pow10[23]
+    cdef double p = 1.0, v
+    cdef int64_t k, i, j, ts, te, ls, ce, le, bad, vs, ds, colon, idx, q, prev_index
+    cdef int64_t pos = 0, line = 0, n_rows = 0, nnz = 0, max_index = -1
+    cdef unsigned char c
+    cdef bint has_colon, first, okidx
+    cdef int st, code
     for k in range(23):
         pow10[k] = p
         p *= 10.0
-    labels = np.empty(n_rows_max, dtype=np.float64)
-    qids = np.empty(n_rows_max, dtype=np.int64)
-    has_qid = np.zeros(n_rows_max, dtype=np.bool_)
-    line_no = np.empty(n_rows_max, dtype=np.int64)
-    docid_s = np.zeros(n_rows_max, dtype=np.int64)
-    docid_e = np.zeros(n_rows_max, dtype=np.int64)
-    indptr = np.zeros(n_rows_max + 1, dtype=np.int64)
-    indices = np.empty(nnz_max, dtype=np.int64)
-    values = np.empty(nnz_max, dtype=np.float32)
-    # fallback tokens: (kind 0=value 1=label, position, start, end)
-    fb_kind = np.empty(fb_max, dtype=np.int8)
-    fb_pos = np.empty(fb_max, dtype=np.int64)
-    fb_s = np.empty(fb_max, dtype=np.int64)
-    fb_e = np.empty(fb_max, dtype=np.int64)
-    n_fb = 0
-    n_rows = 0
-    nnz = 0
-    n = buf.shape[0]
-    pos = 0
-    line = 0
-    max_index = -1
-    err = 0
-    err_line = 0
-    err_off = 0
-    err_end = 0
+    o.n_fb = 0
     while pos < n:
         line += 1
-        # find end of line and comment start
         # one pass: end of the data part ('#' or end of line), control characters, end of line
         ls = pos
         k = pos
@@ -322,26 +171,24 @@ def parse(buf, n_rows_max, nnz_max, zero_based, n_features_max, fb_max):
             k += 1
         ce = k  # content end (before '#')
         if bad >= 0:
-            return (E_CONTROL, line, bad, bad + 1, labels, qids, has_qid, line_no, docid_s, docid_e,
-                    indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
+            return _stop(o, E_CONTROL, line, bad, bad + 1, n_rows, nnz, max_index)
         le = ce
         if le < n and buf[le] == 35:
             while le < n and buf[le] != 10:
                 c = buf[le]
                 if c < 32 and c != 9 and c != 13:  # NUL and other control bytes in a comment / doc id
-                    return (E_CONTROL, line, le, le + 1, labels, qids, has_qid, line_no, docid_s, docid_e,
-                            indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
+                    return _stop(o, E_CONTROL, line, le, le + 1, n_rows, nnz, max_index)
                 le += 1
         pos = le + 1
         # tokenise
         i = ls
-        while i < ce and _is_ws(buf[i]):
+        while i < ce and is_ws(buf[i]):
             i += 1
         if i >= ce:
             continue  # blank or comment-only line
         # label
         ts = i
-        while i < ce and not _is_ws(buf[i]):
+        while i < ce and not is_ws(buf[i]):
             i += 1
         te = i
         has_colon = False
@@ -349,156 +196,189 @@ def parse(buf, n_rows_max, nnz_max, zero_based, n_features_max, fb_max):
             if buf[k] == 58:
                 has_colon = True
         if has_colon:
-            return (E_NO_LABEL, line, ts, te, labels, qids, has_qid, line_no, docid_s, docid_e,
-                    indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
-        st, v = _parse_number(buf, ts, te, pow10)
+            return _stop(o, E_NO_LABEL, line, ts, te, n_rows, nnz, max_index)
+        st = parse_number_ws(buf, ts, te, pow10, PHI, PLO, &v, &j)
         if st == 2:
-            return (E_LABEL, line, ts, te, labels, qids, has_qid, line_no, docid_s, docid_e,
-                    indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
+            return _stop(o, E_LABEL, line, ts, te, n_rows, nnz, max_index)
         if st == 1:
-            if n_fb >= fb_max:
-                return (E_FALLBACK_FULL, line, ts, te, labels, qids, has_qid, line_no, docid_s, docid_e,
-                        indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
-            n_fb = _push_fallback(fb_kind, fb_pos, fb_s, fb_e, n_fb, 1, n_rows, ts, te)
-        labels[n_rows] = v
-        line_no[n_rows] = line
-        has_qid[n_rows] = False
-        qids[n_rows] = 0
+            if o.n_fb >= o.fb_max:
+                return _stop(o, E_FALLBACK_FULL, line, ts, te, n_rows, nnz, max_index)
+            _push_fallback(o, 1, n_rows, ts, te)
+        o.labels[n_rows] = v
+        o.line_no[n_rows] = line
+        o.has_qid[n_rows] = False
+        o.qids[n_rows] = 0
         prev_index = -1
         first = True
         while True:
-            while i < ce and _is_ws(buf[i]):
+            while i < ce and is_ws(buf[i]):
                 i += 1
             if i >= ce:
                 break
             ts = i
             # qid:<int>
-            if (i + 3 < ce and buf[i] == 113 and buf[i + 1] == 105 and buf[i + 2] == 100
-                    and buf[i + 3] == 58):
+            if i + 3 < ce and buf[i] == 113 and buf[i + 1] == 105 and buf[i + 2] == 100 and buf[i + 3] == 58:
                 te = i + 4
-                while te < ce and not _is_ws(buf[te]):
+                while te < ce and not is_ws(buf[te]):
                     te += 1
                 i = te
                 if not first:
-                    return (E_QID_POS, line, ts, te, labels, qids, has_qid, line_no, docid_s, docid_e,
-                            indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
-                ok, q = _parse_int(buf, ts + 4, te)
-                if not ok:
-                    return (E_QID, line, ts, te, labels, qids, has_qid, line_no, docid_s, docid_e,
-                            indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
-                qids[n_rows] = q
-                has_qid[n_rows] = True
+                    return _stop(o, E_QID_POS, line, ts, te, n_rows, nnz, max_index)
+                if not parse_int(buf, ts + 4, te, &q):
+                    return _stop(o, E_QID, line, ts, te, n_rows, nnz, max_index)
+                o.qids[n_rows] = q
+                o.has_qid[n_rows] = True
                 first = False
                 continue
             first = False
             # index digits, parsed while scanning for ':'
-            idx, okidx, j = _uint_digits(buf, i, ce)
+            j = uint_digits(buf, i, ce, &idx, &okidx)
             if j >= ce or buf[j] != 58 or j == ts or not okidx:
                 te = j
                 colon = -1
-                while te < ce and not _is_ws(buf[te]):
+                while te < ce and not is_ws(buf[te]):
                     if buf[te] == 58 and colon < 0:
                         colon = te
                     te += 1
                 if colon < 0 and (j >= ce or buf[j] != 58):
-                    return (E_STRAY, line, ts, te, labels, qids, has_qid, line_no, docid_s, docid_e,
-                            indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
-                return (E_INDEX, line, ts, te, labels, qids, has_qid, line_no, docid_s, docid_e,
-                        indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
+                    return _stop(o, E_STRAY, line, ts, te, n_rows, nnz, max_index)
+                return _stop(o, E_INDEX, line, ts, te, n_rows, nnz, max_index)
             colon = j
             if not zero_based:
                 if idx == 0:
                     te = colon
-                    while te < ce and not _is_ws(buf[te]):
+                    while te < ce and not is_ws(buf[te]):
                         te += 1
-                    return (E_ZERO_INDEX, line, ts, te, labels, qids, has_qid, line_no, docid_s, docid_e,
-                            indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
+                    return _stop(o, E_ZERO_INDEX, line, ts, te, n_rows, nnz, max_index)
                 idx -= 1
             if idx <= prev_index or (n_features_max >= 0 and idx >= n_features_max):
                 te = colon
-                while te < ce and not _is_ws(buf[te]):
+                while te < ce and not is_ws(buf[te]):
                     te += 1
                 code = E_DUP_INDEX if idx == prev_index else (E_DEC_INDEX if idx < prev_index else E_INDEX_RANGE)
-                return (code, line, ts, te, labels, qids, has_qid, line_no, docid_s, docid_e,
-                        indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
+                return _stop(o, code, line, ts, te, n_rows, nnz, max_index)
             prev_index = idx
             if idx > max_index:
                 max_index = idx
             # value, parsed in the same pass that finds the token end
             vs = colon + 1
-            if vs >= ce or _is_ws(buf[vs]):
-                return (E_VALUE, line, ts, vs, labels, qids, has_qid, line_no, docid_s, docid_e,
-                        indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
-            st, v, te = _parse_number_ws(buf, vs, ce, pow10)
+            if vs >= ce or is_ws(buf[vs]):
+                return _stop(o, E_VALUE, line, ts, vs, n_rows, nnz, max_index)
+            st = parse_number_ws(buf, vs, ce, pow10, PHI, PLO, &v, &te)
             i = te
-            if st == 1 and _is_null(buf, vs, te):
-                values[nnz] = np.nan
+            if st == 1 and is_null(buf, vs, te):
+                o.values[nnz] = NAN
             else:
                 if st == 2:
-                    return (E_VALUE, line, ts, te, labels, qids, has_qid, line_no, docid_s, docid_e,
-                            indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
+                    return _stop(o, E_VALUE, line, ts, te, n_rows, nnz, max_index)
                 if st == 1:
-                    if n_fb >= fb_max:
-                        return (E_FALLBACK_FULL, line, ts, te, labels, qids, has_qid, line_no, docid_s,
-                                docid_e, indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos,
-                                fb_s, fb_e, n_fb)
-                    n_fb = _push_fallback(fb_kind, fb_pos, fb_s, fb_e, n_fb, 0, nnz, vs, te)
-                values[nnz] = v
-            indices[nnz] = idx
+                    if o.n_fb >= o.fb_max:
+                        return _stop(o, E_FALLBACK_FULL, line, ts, te, n_rows, nnz, max_index)
+                    _push_fallback(o, 0, nnz, vs, te)
+                o.values[nnz] = <float>v
+            o.indices[nnz] = idx
             nnz += 1
         # '#docid = X' in the comment
         if ce < le:
             k = ce + 1
             while k + 5 <= le:
-                if (buf[k] == 100 and buf[k + 1] == 111 and buf[k + 2] == 99 and buf[k + 3] == 105
-                        and buf[k + 4] == 100):
+                if buf[k] == 100 and buf[k + 1] == 111 and buf[k + 2] == 99 and buf[k + 3] == 105 and buf[k + 4] == 100:
                     j = k + 5
-                    while j < le and _is_ws(buf[j]):
+                    while j < le and is_ws(buf[j]):
                         j += 1
                     if j < le and buf[j] == 61:
                         j += 1
-                        while j < le and _is_ws(buf[j]):
+                        while j < le and is_ws(buf[j]):
                             j += 1
                         ds = j
-                        while j < le and not _is_ws(buf[j]):
+                        while j < le and not is_ws(buf[j]):
                             j += 1
-                        docid_s[n_rows] = ds
-                        docid_e[n_rows] = j
+                        o.docid_s[n_rows] = ds
+                        o.docid_e[n_rows] = j
                     break
                 k += 1
         n_rows += 1
-        indptr[n_rows] = nnz
-    return (OK, line, err_off, err_end, labels, qids, has_qid, line_no, docid_s, docid_e,
-            indptr, indices, values, n_rows, nnz, max_index, fb_kind, fb_pos, fb_s, fb_e, n_fb)
+        o.indptr[n_rows] = nnz
+    return _stop(o, OK, line, 0, 0, n_rows, nnz, max_index)
 
 
-@nb.njit(cache=True)
-def gather_strings(buf, starts, ends, width):
-    n = starts.shape[0]
-    out = np.zeros((n, max(width, 1)), dtype=np.uint8)
-    for r in range(n):
-        s = starts[r]
-        for k in range(ends[r] - s):
-            out[r, k] = buf[s + k]
+def parse(const unsigned char[::1] buf, int64_t n_rows_max, int64_t nnz_max, bint zero_based, int64_t n_features_max,
+          int64_t fb_max):
+    """Parse SVMlight/LETOR bytes.
+
+    Returns a tuple of arrays/scalars; see ``svmlight._parse_bytes`` for the unpacking.
+    """
+    labels = np.empty(n_rows_max, dtype=np.float64)
+    qids = np.empty(n_rows_max, dtype=np.int64)
+    has_qid = np.zeros(n_rows_max, dtype=np.bool_)
+    line_no = np.empty(n_rows_max, dtype=np.int64)
+    docid_s = np.zeros(n_rows_max, dtype=np.int64)
+    docid_e = np.zeros(n_rows_max, dtype=np.int64)
+    indptr = np.zeros(n_rows_max + 1, dtype=np.int64)
+    indices = np.empty(nnz_max, dtype=np.int64)
+    values = np.empty(nnz_max, dtype=np.float32)
+    fb_kind = np.empty(fb_max, dtype=np.int8)
+    fb_pos = np.empty(fb_max, dtype=np.int64)
+    fb_s = np.empty(fb_max, dtype=np.int64)
+    fb_e = np.empty(fb_max, dtype=np.int64)
+    cdef double[::1] labels_v = labels
+    cdef int64_t[::1] qids_v = qids, line_no_v = line_no, docid_s_v = docid_s, docid_e_v = docid_e
+    cdef int64_t[::1] indptr_v = indptr, indices_v = indices, fb_pos_v = fb_pos, fb_s_v = fb_s, fb_e_v = fb_e
+    cdef unsigned char[::1] has_qid_v = has_qid.view(np.uint8)
+    cdef float[::1] values_v = values
+    cdef signed char[::1] fb_kind_v = fb_kind
+    cdef Parsed o
+    o.labels = &labels_v[0]
+    o.qids = &qids_v[0]
+    o.has_qid = &has_qid_v[0]
+    o.line_no = &line_no_v[0]
+    o.docid_s = &docid_s_v[0]
+    o.docid_e = &docid_e_v[0]
+    o.indptr = &indptr_v[0]
+    o.indices = &indices_v[0]
+    o.values = &values_v[0]
+    o.fb_kind = &fb_kind_v[0]
+    o.fb_pos = &fb_pos_v[0]
+    o.fb_s = &fb_s_v[0]
+    o.fb_e = &fb_e_v[0]
+    o.fb_max = fb_max
+    cdef int code
+    with nogil:
+        code = _parse(&buf[0], buf.shape[0], zero_based, n_features_max, &o)
+    return (code, o.line, o.err_off, o.err_end, labels, qids, has_qid, line_no, docid_s, docid_e,
+            indptr, indices, values, o.n_rows, o.nnz, o.max_index, fb_kind, fb_pos, fb_s, fb_e, o.n_fb)
+
+
+def gather_strings(const unsigned char[::1] buf, const int64_t[::1] starts, const int64_t[::1] ends, int64_t width):
+    cdef Py_ssize_t n = starts.shape[0], r
+    cdef int64_t w = max(width, 1)
+    out = np.zeros((n, w), dtype=np.uint8)
+    cdef unsigned char[:, ::1] o = out
+    with nogil:
+        for r in range(n):
+            if ends[r] > starts[r]:
+                memcpy(&o[r, 0], &buf[starts[r]], ends[r] - starts[r])
     return out
 
 
-@nb.njit(cache=True)
-def scatter_dense(indptr, indices, values, n_rows, n_cols):
+def scatter_dense(const int64_t[::1] indptr, const int64_t[::1] indices, const float[::1] values, int64_t n_rows,
+                  int64_t n_cols):
     X = np.zeros((n_rows, n_cols), dtype=np.float32)
-    for r in range(n_rows):
-        for k in range(indptr[r], indptr[r + 1]):
-            X[r, indices[k]] = values[k]
+    cdef float[:, ::1] Xv = X
+    cdef int64_t r, k
+    with nogil:
+        for r in range(n_rows):
+            for k in range(indptr[r], indptr[r + 1]):
+                Xv[r, indices[k]] = values[k]
     return X
 
 
-@nb.njit(cache=True)
-def _write_uint(out, pos, v):
+cdef inline int64_t _write_uint(unsigned char* out, int64_t pos, int64_t v) noexcept nogil:
+    cdef unsigned char tmp[20]
+    cdef int64_t k = 0, j
     if v == 0:
         out[pos] = 48
         return pos + 1
-    tmp = np.empty(20, dtype=np.uint8)
-    k = 0
     while v > 0:
         tmp[k] = 48 + v % 10
         v //= 10
@@ -508,56 +388,61 @@ def _write_uint(out, pos, v):
     return pos + k
 
 
-@nb.njit(cache=True)
-def format_fixed(labels_i, qids, X, decimals, one_based):
+def format_fixed(const int64_t[::1] labels_i, const int64_t[::1] qids, const cython.floating[:, ::1] X,
+                 int64_t decimals, int64_t one_based):
     """Fixed-point LETOR lines ``label qid:q i:v ...`` (values rounded to ``decimals``)."""
-    n, d = X.shape
-    per_row = 40 + d * (24 + decimals)
+    cdef int64_t n = X.shape[0], d = X.shape[1]
+    cdef int64_t per_row = 40 + d * (24 + decimals)
     out = np.empty(n * per_row, dtype=np.uint8)
-    scale = 10 ** decimals
-    pos = 0
-    for r in range(n):
-        lab = labels_i[r]
-        if lab < 0:
-            out[pos] = 45
-            pos += 1
-            lab = -lab
-        pos = _write_uint(out, pos, lab)
-        out[pos] = 32
-        out[pos + 1] = 113
-        out[pos + 2] = 105
-        out[pos + 3] = 100
-        out[pos + 4] = 58
-        pos += 5
-        q = qids[r]
-        if q < 0:
-            out[pos] = 45
-            pos += 1
-            q = -q
-        pos = _write_uint(out, pos, q)
-        for j in range(d):
-            out[pos] = 32
-            pos += 1
-            pos = _write_uint(out, pos, j + one_based)
-            out[pos] = 58
-            pos += 1
-            x = X[r, j]
-            if x < 0:
-                out[pos] = 45
+    cdef unsigned char[::1] out_v = out
+    cdef unsigned char* o = &out_v[0]
+    cdef int64_t scale = 1, pos = 0, r, j, t, lab, q, m, ip, fp, div
+    cdef cython.floating x
+    for t in range(decimals):
+        scale *= 10
+    with nogil:
+        for r in range(n):
+            lab = labels_i[r]
+            if lab < 0:
+                o[pos] = 45
                 pos += 1
-                x = -x
-            m = np.int64(np.round(np.float64(x) * scale))
-            ip = m // scale
-            fp = m - ip * scale
-            pos = _write_uint(out, pos, ip)
-            if decimals > 0:
-                out[pos] = 46
+                lab = -lab
+            pos = _write_uint(o, pos, lab)
+            o[pos] = 32
+            o[pos + 1] = 113
+            o[pos + 2] = 105
+            o[pos + 3] = 100
+            o[pos + 4] = 58
+            pos += 5
+            q = qids[r]
+            if q < 0:
+                o[pos] = 45
                 pos += 1
-                div = scale // 10
-                for _ in range(decimals):
-                    out[pos] = 48 + (fp // div) % 10
+                q = -q
+            pos = _write_uint(o, pos, q)
+            for j in range(d):
+                o[pos] = 32
+                pos += 1
+                pos = _write_uint(o, pos, j + one_based)
+                o[pos] = 58
+                pos += 1
+                x = X[r, j]
+                if x < 0:
+                    o[pos] = 45
                     pos += 1
-                    div //= 10
-        out[pos] = 10
-        pos += 1
+                    x = -x
+                m = <int64_t>rint(<double>x * scale)  # round half to even, as np.round
+                ip = m // scale
+                fp = m - ip * scale
+                pos = _write_uint(o, pos, ip)
+                if decimals > 0:
+                    o[pos] = 46
+                    pos += 1
+                    div = scale // 10
+                    for t in range(decimals):
+                        o[pos] = 48 + (fp // div) % 10
+                        pos += 1
+                        div //= 10
+            o[pos] = 10
+            pos += 1
     return out[:pos]

@@ -1,7 +1,8 @@
 """LETOR / SVMlight text files: ``label qid:Q i:v ... #docid = X``.
 
-Reading is one numba pass over the raw bytes (see ``_svmlight_kernel``); a malformed token stops
-the pass and is reported as ``path:line: what is wrong, what was expected``. Writing gives back
+Reading is one compiled pass over the raw bytes (the Cython kernel ``_svmlight_kernel``, built at
+install, runs without the GIL); a malformed token stops the pass and is reported as
+``path:line: what is wrong, what was expected``. Writing gives back
 the same data set exactly (``write`` then ``read`` is the identity on labels, qids, doc ids and
 float32 feature values).
 """
