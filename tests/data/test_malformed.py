@@ -226,3 +226,25 @@ def test_data_format_error_is_the_parse_error():
     from rankwise.errors import DataFormatError, RankwiseError
 
     assert DataFormatError is ParseError and issubclass(DataFormatError, RankwiseError)
+
+
+def test_the_compiled_line_end_check_finds_what_the_regular_expressions_find():
+    """``check_text_bytes``'s one-pass kernel against the two regular expressions it replaced, on random
+    texts of CR, LF and other bytes (ends of the buffer included): the first bare CR, the first LF
+    without its CR."""
+    import random
+
+    import numpy as np
+
+    from rankwise.data import _svmlight_kernel as K
+
+    rng = random.Random(27)
+    texts = [b"", b"\r", b"\n", b"\r\n", b"\n\r", b"a\r\n\n", b"\r\n\r"]
+    texts += [bytes(rng.choice(b"\r\n\r\nab") for _ in range(rng.randint(1, 30))) for _ in range(3000)]
+    for text in texts:
+        cr = re.search(rb"\r(?!\n)", text)
+        lf = re.search(rb"(?<!\r)\n", text)
+        bare_cr, lone_lf = K.line_end_faults(np.frombuffer(text, dtype=np.uint8))
+        assert bare_cr == (cr.start() if cr else -1), text
+        if bare_cr < 0:  # the scan stops at a bare CR: past it, a lone LF need not be looked for
+            assert lone_lf == (lf.start() if lf else -1), text

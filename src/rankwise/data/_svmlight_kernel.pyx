@@ -94,6 +94,23 @@ def count_lines_and_colons(const unsigned char[::1] buf):
     return n_nl, n_colon
 
 
+def line_end_faults(const unsigned char[::1] buf):
+    """``(bare_cr, lone_lf)``: the offset of the first carriage return not followed by a line feed, and
+    of the first line feed not preceded by a carriage return (-1: none); one pass, without the GIL."""
+    cdef int64_t n = buf.shape[0], i, bare_cr = -1, lone_lf = -1
+    cdef unsigned char c
+    with nogil:
+        for i in range(n):
+            c = buf[i]
+            if c == 13:
+                if i + 1 >= n or buf[i + 1] != 10:
+                    bare_cr = i
+                    break
+            elif c == 10 and lone_lf < 0 and (i == 0 or buf[i - 1] != 13):
+                lone_lf = i
+    return bare_cr, lone_lf
+
+
 cdef struct Parsed:
     # outputs, sized by the caller
     double* labels

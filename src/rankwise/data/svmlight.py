@@ -140,15 +140,16 @@ def check_text_bytes(path, data: bytes) -> None:
         raise ParseError(path, _line_of(data, nul), "NUL byte in the text (a binary or corrupt file?); expected "
                                                    "plain text lines")
     if b"\r" in data:
-        m = re.search(rb"\r(?!\n)", data)
-        if m:
-            raise ParseError(path, _line_of(data, m.start()),
+        from rankwise.data import _svmlight_kernel as K
+
+        bare_cr, lone_lf = K.line_end_faults(np.frombuffer(data, dtype=np.uint8))
+        if bare_cr >= 0:
+            raise ParseError(path, _line_of(data, bare_cr),
                              "carriage return not followed by a line feed (old Mac 'CR' line endings or a stray CR); "
                              "expected LF or CRLF line endings")
-        m = re.search(rb"(?<!\r)\n", data)
-        if m:
+        if lone_lf >= 0:
             first_crlf = _line_of(data, data.index(b"\r\n"))
-            raise ParseError(path, _line_of(data, m.start()),
+            raise ParseError(path, _line_of(data, lone_lf),
                              f"mixed line endings: line {first_crlf} ends with CRLF but this line with LF alone; "
                              "expected one style throughout the file")
 
