@@ -2,7 +2,7 @@
 """Compiled kernels of the SVMlight/LETOR parser and writer (imported lazily by ``svmlight.py``).
 
 The parser is one pass over the raw bytes, without the GIL. Numbers are converted exactly by
-``_numparse.parse_number_ws`` (Clinger's fast path, then Eisel-Lemire up to 18 significant digits);
+``_decimal._parse_number_ws`` (Clinger's fast path, then Eisel-Lemire up to 18 significant digits);
 anything else (more digits, subnormal or overflowing results, the rare undecided case,
 ``nan``/``inf`` spellings) is recorded as a *fallback* token and converted in Python with
 ``float()``, so results are always identical to ``float()`` / a correctly rounded ``strtod``.
@@ -17,7 +17,7 @@ from libc.math cimport NAN, rint
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy
 
-from rankwise.data._numparse cimport EL_MAX, EL_MIN, is_null, is_ws, parse_int, parse_number_ws, uint_digits
+from rankwise.data._decimal cimport EL_MAX, EL_MIN, _is_ws, _parse_int, _parse_number_ws
 
 # error codes (messages live in svmlight.py)
 cpdef enum:
@@ -69,15 +69,39 @@ for _k in range(23):
     POW10[_k] = _POW10[_k]
 
 
+cdef inline int64_t _uint_digits(const unsigned char* buf, int64_t i, int64_t ce, int64_t* value,
+                                 bint* ok) noexcept nogil:
+    """The decimal digits from ``i`` as an int64 into ``value``; returns the first non-digit. ``ok``
+    is False when the value is beyond int64 (refused, never wrapped)."""
+    cdef int64_t v = 0
+    cdef unsigned char c
+    ok[0] = True
+    while i < ce:
+        c = buf[i]
+        if c < 48 or c > 57:
+            break
+        if v > 922337203685477580LL or (v == 922337203685477580LL and c > 55):
+            ok[0] = False
+        else:
+            v = v * 10 + (c - 48)
+        i += 1
+    value[0] = v
+    return i
+
+
+cdef inline bint _is_null(const unsigned char* buf, int64_t s, int64_t e) noexcept nogil:
+    return e - s == 4 and buf[s] == 78 and buf[s + 1] == 85 and buf[s + 2] == 76 and buf[s + 3] == 76
+
+
 def _parse_number(const unsigned char[::1] buf, int64_t s, int64_t e, const double[::1] pow10):
     """Parse the whole token buf[s:e] as a decimal number (the token holds no whitespace).
 
     Returns (status, value): status 0 = exact fast path, 1 = needs the Python fallback
     (well formed but outside the fast path, or a spelling such as ``nan``), 2 = malformed.
     """
-    cdef double v
+    cdef double v = 0.0  # the value of a token left to float() (status 1) or malformed (2)
     cdef int64_t end
-    cdef int st = parse_number_ws(&buf[0], s, e, &pow10[0], PHI, PLO, &v, &end)
+    cdef int st = _parse_number_ws(&buf[0], s, e, &pow10[0], PHI, PLO, &v, &end)
     return st, v
 
 
@@ -199,13 +223,13 @@ cdef int _parse(const unsigned char* buf, int64_t n, bint zero_based, int64_t n_
         pos = le + 1
         # tokenise
         i = ls
-        while i < ce and is_ws(buf[i]):
+        while i < ce and _is_ws(buf[i]):
             i += 1
         if i >= ce:
             continue  # blank or comment-only line
         # label
         ts = i
-        while i < ce and not is_ws(buf[i]):
+        while i < ce and not _is_ws(buf[i]):
             i += 1
         te = i
         has_colon = False
@@ -214,7 +238,8 @@ cdef int _parse(const unsigned char* buf, int64_t n, bint zero_based, int64_t n_
                 has_colon = True
         if has_colon:
             return _stop(o, E_NO_LABEL, line, ts, te, n_rows, nnz, max_index)
-        st = parse_number_ws(buf, ts, te, pow10, PHI, PLO, &v, &j)
+        v = 0.0  # stays for a token left to float()
+        st = _parse_number_ws(buf, ts, te, pow10, PHI, PLO, &v, &j)
         if st == 2:
             return _stop(o, E_LABEL, line, ts, te, n_rows, nnz, max_index)
         if st == 1:
@@ -228,7 +253,7 @@ cdef int _parse(const unsigned char* buf, int64_t n, bint zero_based, int64_t n_
         prev_index = -1
         first = True
         while True:
-            while i < ce and is_ws(buf[i]):
+            while i < ce and _is_ws(buf[i]):
                 i += 1
             if i >= ce:
                 break
@@ -236,12 +261,12 @@ cdef int _parse(const unsigned char* buf, int64_t n, bint zero_based, int64_t n_
             # qid:<int>
             if i + 3 < ce and buf[i] == 113 and buf[i + 1] == 105 and buf[i + 2] == 100 and buf[i + 3] == 58:
                 te = i + 4
-                while te < ce and not is_ws(buf[te]):
+                while te < ce and not _is_ws(buf[te]):
                     te += 1
                 i = te
                 if not first:
                     return _stop(o, E_QID_POS, line, ts, te, n_rows, nnz, max_index)
-                if not parse_int(buf, ts + 4, te, &q):
+                if not _parse_int(buf, ts + 4, te, &q):
                     return _stop(o, E_QID, line, ts, te, n_rows, nnz, max_index)
                 o.qids[n_rows] = q
                 o.has_qid[n_rows] = True
@@ -249,11 +274,11 @@ cdef int _parse(const unsigned char* buf, int64_t n, bint zero_based, int64_t n_
                 continue
             first = False
             # index digits, parsed while scanning for ':'
-            j = uint_digits(buf, i, ce, &idx, &okidx)
+            j = _uint_digits(buf, i, ce, &idx, &okidx)
             if j >= ce or buf[j] != 58 or j == ts or not okidx:
                 te = j
                 colon = -1
-                while te < ce and not is_ws(buf[te]):
+                while te < ce and not _is_ws(buf[te]):
                     if buf[te] == 58 and colon < 0:
                         colon = te
                     te += 1
@@ -264,13 +289,13 @@ cdef int _parse(const unsigned char* buf, int64_t n, bint zero_based, int64_t n_
             if not zero_based:
                 if idx == 0:
                     te = colon
-                    while te < ce and not is_ws(buf[te]):
+                    while te < ce and not _is_ws(buf[te]):
                         te += 1
                     return _stop(o, E_ZERO_INDEX, line, ts, te, n_rows, nnz, max_index)
                 idx -= 1
             if idx <= prev_index or (n_features_max >= 0 and idx >= n_features_max):
                 te = colon
-                while te < ce and not is_ws(buf[te]):
+                while te < ce and not _is_ws(buf[te]):
                     te += 1
                 code = E_DUP_INDEX if idx == prev_index else (E_DEC_INDEX if idx < prev_index else E_INDEX_RANGE)
                 return _stop(o, code, line, ts, te, n_rows, nnz, max_index)
@@ -279,11 +304,12 @@ cdef int _parse(const unsigned char* buf, int64_t n, bint zero_based, int64_t n_
                 max_index = idx
             # value, parsed in the same pass that finds the token end
             vs = colon + 1
-            if vs >= ce or is_ws(buf[vs]):
+            if vs >= ce or _is_ws(buf[vs]):
                 return _stop(o, E_VALUE, line, ts, vs, n_rows, nnz, max_index)
-            st = parse_number_ws(buf, vs, ce, pow10, PHI, PLO, &v, &te)
+            v = 0.0
+            st = _parse_number_ws(buf, vs, ce, pow10, PHI, PLO, &v, &te)
             i = te
-            if st == 1 and is_null(buf, vs, te):
+            if st == 1 and _is_null(buf, vs, te):
                 o.values[nnz] = NAN
             else:
                 if st == 2:
@@ -301,14 +327,14 @@ cdef int _parse(const unsigned char* buf, int64_t n, bint zero_based, int64_t n_
             while k + 5 <= le:
                 if buf[k] == 100 and buf[k + 1] == 111 and buf[k + 2] == 99 and buf[k + 3] == 105 and buf[k + 4] == 100:
                     j = k + 5
-                    while j < le and is_ws(buf[j]):
+                    while j < le and _is_ws(buf[j]):
                         j += 1
                     if j < le and buf[j] == 61:
                         j += 1
-                        while j < le and is_ws(buf[j]):
+                        while j < le and _is_ws(buf[j]):
                             j += 1
                         ds = j
-                        while j < le and not is_ws(buf[j]):
+                        while j < le and not _is_ws(buf[j]):
                             j += 1
                         o.docid_s[n_rows] = ds
                         o.docid_e[n_rows] = j
