@@ -59,7 +59,7 @@ def faults_table(runs: dict) -> list[str]:
 def child_timing(path: str, repeats: int, cache_dir: str) -> None:
     from rankwise.data import read_svmlight
 
-    read_svmlight(path)  # warm-up: numba's kernels loaded
+    read_svmlight(path)  # warm-up: the kernel module and scipy.sparse imported
     parse = _best(lambda: read_svmlight(path), repeats)
     read_svmlight(path, cache=cache_dir)  # fill
     reload = _best(lambda: read_svmlight(path, cache=cache_dir), repeats)
