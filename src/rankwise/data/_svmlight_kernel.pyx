@@ -36,7 +36,7 @@ cpdef enum:
     E_FALLBACK_FULL = 12
     E_CONTROL = 13
 
-_POW10 = np.array([10.0 ** i for i in range(23)], dtype=np.float64)
+_POW10 = np.array([10.0 ** i for i in range(23)], dtype=np.float64)  # exact doubles
 
 
 def _pow10_table():
@@ -186,16 +186,12 @@ cdef inline void _push_fallback(Parsed* o, signed char kind, int64_t pos, int64_
 
 cdef int _parse(const unsigned char* buf, int64_t n, bint zero_based, int64_t n_features_max,
                 Parsed* o) noexcept nogil:
-    cdef double pow10[23]
-    cdef double p = 1.0, v
+    cdef double v
     cdef int64_t k, i, j, ts, te, ls, ce, le, bad, vs, ds, colon, idx, q, prev_index
     cdef int64_t pos = 0, line = 0, n_rows = 0, nnz = 0, max_index = -1
     cdef unsigned char c
     cdef bint has_colon, first, okidx
     cdef int st, code
-    for k in range(23):
-        pow10[k] = p
-        p *= 10.0
     o.n_fb = 0
     while pos < n:
         line += 1
@@ -239,7 +235,7 @@ cdef int _parse(const unsigned char* buf, int64_t n, bint zero_based, int64_t n_
         if has_colon:
             return _stop(o, E_NO_LABEL, line, ts, te, n_rows, nnz, max_index)
         v = 0.0  # stays for a token left to float()
-        st = _parse_number_ws(buf, ts, te, pow10, PHI, PLO, &v, &j)
+        st = _parse_number_ws(buf, ts, te, POW10, PHI, PLO, &v, &j)
         if st == 2:
             return _stop(o, E_LABEL, line, ts, te, n_rows, nnz, max_index)
         if st == 1:
@@ -307,7 +303,7 @@ cdef int _parse(const unsigned char* buf, int64_t n, bint zero_based, int64_t n_
             if vs >= ce or _is_ws(buf[vs]):
                 return _stop(o, E_VALUE, line, ts, vs, n_rows, nnz, max_index)
             v = 0.0
-            st = _parse_number_ws(buf, vs, ce, pow10, PHI, PLO, &v, &te)
+            st = _parse_number_ws(buf, vs, ce, POW10, PHI, PLO, &v, &te)
             i = te
             if st == 1 and _is_null(buf, vs, te):
                 o.values[nnz] = NAN
