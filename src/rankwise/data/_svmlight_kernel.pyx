@@ -199,6 +199,7 @@ cdef inline void _push_fallback(Parsed* o, signed char kind, int64_t pos, int64_
 cdef int _parse(const unsigned char* buf, int64_t n, bint zero_based, int64_t n_features_max,
                 Parsed* o) noexcept nogil:
     cdef double v
+    cdef uint64_t w
     cdef int64_t k, i, j, ts, te, ls, ce, le, bad, vs, ds, colon, idx, q, prev_index
     cdef int64_t pos = 0, line = 0, n_rows = 0, nnz = 0, max_index = -1
     cdef unsigned char c
@@ -211,7 +212,15 @@ cdef int _parse(const unsigned char* buf, int64_t n, bint zero_based, int64_t n_
         ls = pos
         k = pos
         bad = -1
-        while k < n:
+        while k + 8 <= n:  # skip 8 bytes at a time while none is a control byte (LF included) or '#'
+            memcpy(&w, buf + k, 8)
+            if (w - 0x2020202020202020ULL) & ~w & 0x8080808080808080ULL:  # a byte below 32
+                break
+            w ^= 0x2323232323232323ULL
+            if (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL:  # a '#'
+                break
+            k += 8
+        while k < n:  # the bytes from there on, one by one
             c = buf[k]
             if c == 10 or c == 35:
                 break
