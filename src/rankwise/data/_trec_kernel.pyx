@@ -56,28 +56,9 @@ PREFETCH = PREFETCH_ROWS
 #: documents absent from the qrels still probe the table
 FILTER_BITS = 16
 
-#: 10.0**k for k in 0..22, exact doubles (Clinger's fast path)
-_POW10 = np.array([10.0 ** i for i in range(23)], dtype=np.float64)
-
-
-def _pow10_table():
-    """128-bit mantissas of 10**q, q in [EL_MIN, EL_MAX], normalised (top bit set) and rounded
-    down (as Eisel-Lemire's error bound assumes): (high words, low words)."""
-    hi = np.empty(EL_MAX - EL_MIN + 1, dtype=np.uint64)
-    lo = np.empty_like(hi)
-    for i, q in enumerate(range(EL_MIN, EL_MAX + 1)):
-        if q >= 0:
-            v = 10 ** q
-            m = v << (128 - v.bit_length()) if v.bit_length() <= 128 else v >> (v.bit_length() - 128)
-        else:
-            d = 10 ** -q
-            m = (1 << (d.bit_length() + 127)) // d  # 2**k / 10**-q, 128 bits
-        assert m.bit_length() == 128
-        hi[i], lo[i] = m >> 64, m & ((1 << 64) - 1)
-    return hi, lo
-
-
-_EL_HI, _EL_LO = _pow10_table()
+# the exact decimal conversion's tables (10**k for Clinger's fast path, 128-bit mantissas of 10**q for
+# Eisel-Lemire), built once, by the SVMlight kernel
+from rankwise.data._svmlight_kernel import _EL_HI, _EL_LO, _POW10  # noqa: E402
 cdef const uint64_t[::1] _el_hi = _EL_HI
 cdef const uint64_t[::1] _el_lo = _EL_LO
 
