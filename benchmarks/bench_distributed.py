@@ -79,7 +79,7 @@ def reset_peak() -> float:
 
 
 def _warm_up():
-    """Import the libraries and load the metric and loss kernels (numba) once, so no phase times them."""
+    """Import the libraries and load the metric and loss kernels once, so no phase times them."""
     import rankwise.distributed  # noqa: F401
     from rankwise.metrics import evaluate
     from rankwise.models import GBDTRanker

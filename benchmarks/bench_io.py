@@ -6,7 +6,7 @@ MSLR-WEB30K-like, values written "%.6f" as the LETOR files are), measures:
 
 * parse time: rankwise ``read_svmlight`` (labels, qids, doc ids, dense float32 X) vs scikit-learn
   ``load_svmlight_file(query_id=True, dtype=float32)`` (labels, qids, CSR float32 X; it ignores
-  doc ids). Best of several repeats, after a warm-up call (numba's on-disk cache loaded once).
+  doc ids). Best of several repeats, after a warm-up call (imports and first-touch of the compiled kernels).
 * cache reload: ``read_svmlight(cache=...)`` hitting the binary cache (.npy + JSON) vs parsing;
   the cache is written by a separate process first, so the reload's peak memory is its own.
 * peak memory: each measurement runs in a fresh process; peak RSS of that process, and the
@@ -59,7 +59,7 @@ def child(method: str, path: str, repeats: int, cache_dir: str) -> None:
     else:
         from rankwise.data import read_svmlight
 
-        # warm-up on a tiny file: loads numba's compiled kernels from the on-disk cache
+        # warm-up on a tiny file: imports and first touch of the compiled kernels
         with tempfile.TemporaryDirectory() as td:
             p = Path(td) / "w.txt"
             p.write_text("1 qid:1 1:0.5 #docid = a\n")
@@ -199,7 +199,7 @@ def main(argv=None) -> int:
         speed = r["rankwise"]["best_s"] / r["rankwise_cache"]["best_s"]
         lines.append(f"| {label} | {ratio:.2f}: {'met' if ratio <= 1.0 else '**not met**'} "
                      f"| {speed:.0f}×: {'met' if speed >= 20 else '**not met**'} |")
-    lines += ["", f"First call in a fresh process (numba kernels loaded from the on-disk cache): {warm:.2f} s, "
+    lines += ["", f"First call in a fresh process (kernels compiled at install): {warm:.2f} s, "
                   f"not included above. Synthetic file generated in {gen_s:.1f} s "
                   "(make_synthetic + the compiled fixed-point writer).", ""]
     RESULTS.mkdir(parents=True, exist_ok=True)

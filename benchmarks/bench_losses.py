@@ -160,12 +160,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="smaller sizes (about a minute)")
     ap.add_argument("--threads", type=int, default=1,
-                    help="torch and numba threads (default 1: on a shared 2-core machine, OpenMP "
+                    help="torch and compiled-kernel threads (default 1: on a shared 2-core machine, OpenMP "
                          "barriers of multi-threaded torch ops stall when a sibling thread is descheduled)")
     args = ap.parse_args(argv)
-    import numba
     torch.set_num_threads(args.threads)
-    numba.set_num_threads(args.threads)
+    os.environ["RANKWISE_NUM_THREADS"] = str(args.threads)  # the compiled engine's threads (kernel_threads)
     torch.manual_seed(0)
     t_start = time.perf_counter()
     sc_rows, fits = scaling(args.quick)
@@ -173,7 +172,7 @@ def main(argv=None):
     gb = gbdt_rounds(args.quick)
     lines = ["## Losses (`benchmarks/bench_losses.py`)", "",
              f"Machine: {platform.machine()}, torch {torch.__version__}, {torch.get_num_threads()} thread(s) "
-             f"(torch and numba; `--threads`), load average {os.getloadavg()[0]:.1f} at the end; "
+             f"(torch and the compiled kernels; `--threads`), load average {os.getloadavg()[0]:.1f} at the end; "
              f"{'quick' if args.quick else 'default'} run, {time.perf_counter() - t_start:.0f} s. "
              "Times are best-of-repeats wall clock for value + gradient (forward + backward), float32.", "",
              "### Sort-based O(n log n) pairwise forms vs the dense O(n^2) form (one list)", "",

@@ -410,8 +410,8 @@ print(cpu / {epochs}, _status_mb("VmHWM"), len(tr[1]))
 def neural(nq, epochs):
     out = {}
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    for loss in ("listnet", "lambdaloss"):  # untimed: numba compiles (and caches) the kernels once per install,
-        warm = NEURAL_CHILD.format(here=str(HERE), nq=60, loss=loss, epochs=1)  # and compiling peaks RSS
+    for loss in ("listnet", "lambdaloss"):  # untimed: warms the OS file cache and bytecode,
+        warm = NEURAL_CHILD.format(here=str(HERE), nq=60, loss=loss, epochs=1)  # so the timed run is steady
         subprocess.run([sys.executable, "-c", warm], capture_output=True, text=True, env=env, timeout=900)
     for loss in ("listnet", "lambdaloss"):
         code = NEURAL_CHILD.format(here=str(HERE), nq=nq, loss=loss, epochs=epochs)
@@ -626,7 +626,7 @@ def main(argv=None):
         lines = [f"### 4. NeuralRanker MLP (128, 64), {nq:,}-query set: CPU per epoch and peak RSS", "",
                  "Each in its own process (peak RSS of that process, its `VmHWM`: data, model and training, 1 epoch; "
                  "MB = 2^20 bytes), after "
-                 "an untimed run on 60 queries that lets numba compile and cache the kernels. Goal: "
+                 "an untimed run on 60 queries (file cache and bytecode warm). Goal: "
                  "lambdaloss ≤ 2× listnet per epoch, peak RSS ≤ 1.5 GB.", "",
                  "| loss | CPU s / epoch | peak RSS (MB) | training rows |", "|---|---:|---:|---:|"]
         for loss, v in nr.items():

@@ -174,7 +174,7 @@ class _Children:
 
     def _spawn(self):
         name, payload, target, plain = self.args
-        env = dict(os.environ, OMP_NUM_THREADS="1", NUMBA_NUM_THREADS="1",
+        env = dict(os.environ, OMP_NUM_THREADS="1", RANKWISE_NUM_THREADS="1",
                    PYTHONPATH=os.pathsep.join([str(HERE.parent / "src"), os.environ.get("PYTHONPATH", "")]))
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", name, payload, target]
         return subprocess.Popen(cmd + (["--plain"] if plain else []), stdin=subprocess.PIPE, stdout=subprocess.PIPE,

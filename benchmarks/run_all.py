@@ -32,8 +32,8 @@ def assemble() -> Path:
         "Latest results of the scripts in `benchmarks/` (each compares against its peer in the same run; "
         "machines here are noisy, so read the ratios, not the absolute times). Regenerate with "
         "`make bench` or `python benchmarks/<script>.py`; this file is assembled by `benchmarks/run_all.py`. "
-        "The first section is the headline: each job as a user runs it, in a fresh process, numba's cache cold "
-        "and warm; the sections after it time kernels in a warm process (the supplement).",
+        "The first section is the headline: each job as a user runs it, in a fresh process, with no compiled-code "
+        "cache and warm; the sections after it time kernels in a warm process (the supplement).",
         "",
     ]
     body = [p.read_text().rstrip() + "\n" for p in sections]

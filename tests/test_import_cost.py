@@ -26,7 +26,7 @@ def test_import_rankwise_and_metrics_loads_no_heavy_library():
 
 
 def test_import_rankwise_metrics_loads_no_scipy_submodule():
-    # metrics needs numpy and numba only (numba imports the scipy package, none of its submodules); scipy.sparse
+    # metrics needs numpy and its compiled kernels only; scipy.sparse
     # and scipy.special come with the readers and the synthetic data
     code = ("import sys, rankwise.metrics\nloaded = [m for m in ('scipy.sparse', 'scipy.special', 'scipy.stats') "
             "if m in sys.modules]\nassert not loaded, loaded\n")

@@ -1,6 +1,6 @@
 """rankwise.data: query-grouped data sets, their file formats, real and synthetic data.
 
-Free to import: each public name's module is imported on its first use (numpy, scipy and numba with it);
+Free to import: each public name's module is imported on its first use (numpy, scipy and its compiled kernel with it);
 pandas/pyarrow only inside the functions that use them; never torch, lightgbm or xgboost.
 """
 from __future__ import annotations

@@ -540,7 +540,7 @@ class RankingDataset:
                 raise bad("the CSR arrays have the wrong dtypes or dimensions")
             if len(indptr) != n + 1 or len(indices) != len(data) or indptr[0] != 0 or indptr[-1] != len(data):
                 raise bad("the CSR arrays' lengths disagree with each other or with the shape")
-            # checked here, before scipy's or numba's kernels index with them (an index out of range crashes)
+            # checked here, before scipy's or the compiled kernels index with them (an index out of range crashes)
             if np.any(np.diff(indptr) < 0):
                 raise bad("X_indptr.npy decreases")
             if len(indices) and (indices.min() < 0 or indices.max() >= d):

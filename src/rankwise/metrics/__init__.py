@@ -1,4 +1,4 @@
-"""Ranking metrics with every convention explicit, exact under tied scores (numpy + numba, no torch).
+"""Ranking metrics with every convention explicit, exact under tied scores (numpy and compiled kernels, no torch).
 
 Every measure has one signature::
 

@@ -93,7 +93,7 @@ class _TorchRanker(BaseRanker):
 
     @contextlib.contextmanager
     def _torch_threads(self):
-        """Every thread pool of training and scoring (torch, the compiled loss engine, numba, BLAS)
+        """Every thread pool of training and scoring (torch, the compiled kernels and loss engine, BLAS)
         limited to ``n_jobs`` for the duration (:func:`rankwise._validation.limit_threads`; restored after)."""
         import torch
 

@@ -392,7 +392,7 @@ class GBDTRanker(BaseRanker):
             except Exception as exc:
                 raise persistence.corrupt(resume, exc, "a GBDTRanker checkpoint") from None
         else:
-            with limit_threads(self.n_jobs):  # the loss engine, numba, BLAS and OpenMP pools too
+            with limit_threads(self.n_jobs):  # the loss engine, the compiled kernels, BLAS and OpenMP pools too
                 self._boost(train, val, metric, native, obj, seed, remaining, init_text, done, total, stopper,
                             checkpoint, checkpoint_every, last_loss)
         self.fit_time_ = time.perf_counter() - t0

@@ -273,7 +273,7 @@ class PairwiseReductionRanker(BaseRanker):
     n_jobs : int, optional
         Threads of ``fit`` and ``predict`` (scikit-learn's convention, -1: every CPU this process
         may use): the BLAS and OpenMP pools the classifier runs on (through threadpoolctl), torch
-        and numba, and the classifier's own ``n_jobs`` where it has one set. None: the libraries'
+        and rankwise's compiled kernels, and the classifier's own ``n_jobs`` where it has one set. None: the libraries'
         defaults (the default LogisticRegression's lbfgs then uses every BLAS thread: about 3× the
         CPU of ``n_jobs=1`` on 2 cores for the same model).
 
