@@ -9,9 +9,9 @@ threads. Scratch memory is allocated once per call, for the longest query of the
 
 The hot loops of the pair losses (the weights of a row of pairs, the logistic pairs of a row) are C++
 below, written so that the compiler vectorises them at -O3 without reassociating any sum: the running sums
-of a row are kept in ``RW_LANES`` independent lanes (pair q goes to lane (q - start) mod RW_LANES) and the
-lanes are added in a fixed order at the end, so the result is the same on every machine, for every vector
-width and thread count.
+of a row are kept in four independent lanes (pair q goes to lane (q - start) mod 4) and the lanes are added
+in a fixed order at the end, so the result is the same on every machine, for every vector width and thread
+count.
 """
 import numpy as np
 
@@ -64,7 +64,22 @@ cdef extern from *:
     #include <cmath>
     #include <cstdint>
 
-    #define RW_LANES 8
+    /* The default -ftrapping-math keeps gcc from turning a select of two computed values into a blend, so
+       none of the row loops below would vectorise; assuming no FP traps changes no value (no flag here
+       reassociates, contracts or drops a NaN/Inf/signed-zero case). clang assumes it by default. */
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC push_options
+    #pragma GCC optimize("no-trapping-math")
+    #endif
+
+    /* The row loops are also compiled for AVX2 (4 doubles a vector instead of SSE2's 2), chosen when the
+       library loads on a CPU that has it (gcc's function multi-versioning, an ifunc: glibc on x86-64). The
+       same IEEE operations on every lane (no FMA: -ffp-contract=off), so both versions give the same digits. */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
+    #define RW_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+    #else
+    #define RW_VECTOR_CLONES
+    #endif
 
     struct rw_row_sums { double g, h, sl; };
 
@@ -72,6 +87,7 @@ cdef extern from *:
        loop per scheme (the scheme is hoisted out of the loop over q). inv_d: each item's discount, pos: its
        position in the ranking (delta is indexed by the distance; by_position: the items are in ranking
        order, the distance is q - p). */
+    RW_VECTOR_CLONES
     static void rw_pair_weight_row(int scheme, int64_t p, int64_t start, int64_t n, const double* __restrict ys,
                                    const double* __restrict ws, const double* __restrict gain,
                                    const double* __restrict inv_d, const int64_t* __restrict pos,
@@ -113,78 +129,119 @@ cdef extern from *:
         }
     }
 
-    /* One logistic pair (p, q) of a row: adds to gs/hs[q] and to the lane sums. */
-    #define RW_LOGISTIC_PAIR(Q, L)                                                                            \\
-        {                                                                                                     \\
-            const double yq = ys[Q];                                                                          \\
-            const double sgn = (yp > yq ? 1.0 : 0.0) - (yp < yq ? 1.0 : 0.0); /* +1: p is the better item */ \\
-            const double eq = ex[Q];                                                                          \\
-            const double d = sgn * (sp - ss[Q]); /* s_i - s_j, i the better-labelled item */                 \\
-            const double c = norm ? 0.01 + std::fabs(d) : 1.0; /* LightGBM's wt / (0.01 + |d|) */             \\
-            const double e = ep + eq;                                                                         \\
-            const double inv = 1.0 / (e * c);                                                                 \\
-            const double w = wrow[Q];                                                                         \\
-            const double sx = w * (yp > yq ? eq : ep) * inv; /* wt sigmoid(x), x = -σ d */                   \\
-            const double sxc = (yp > yq ? ep : eq) * c * inv; /* sigmoid(-x) */                              \\
-            const double d1 = (-sigma * d > 20.0) ? w * e * inv : sx; /* softplus: slope 1 beyond 20 */     \\
-            const double l1 = a1 * d1;                                                                        \\
-            const double l2 = a2 * sx * sxc;                                                                  \\
-            ga[L] += sgn * l1;                                                                                \\
-            gs[Q] -= sgn * l1;                                                                                \\
-            ha[L] += l2;                                                                                      \\
-            hs[Q] += l2;                                                                                      \\
-            la[L] += 2.0 * std::fabs(l1);                                                                     \\
+    /* The sum of a row's terms tmp[start:n] in four lanes (a fixed order of additions). */
+    static inline __attribute__((always_inline)) double rw_lane_sum(const double* __restrict t, int64_t start,
+                                                                    int64_t n) {
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+        int64_t q = start;
+        for (; q + 4 <= n; q += 4) {
+            s0 += t[q]; s1 += t[q + 1]; s2 += t[q + 2]; s3 += t[q + 3];
         }
+        for (; q < n; ++q) s0 += t[q];
+        return (s0 + s1) + (s2 + s3);
+    }
 
     /* The logistic pairs (p, q >= start) of one row: adds to gs/hs[q], returns the sums for item p and
-       sum 2|lambda|. Branch-free over q, the sums in RW_LANES lanes (a fixed order of additions). */
-    static rw_row_sums rw_logistic_row(int64_t p, int64_t start, int64_t n, const double* __restrict ss,
-                                       const double* __restrict ys, const double* __restrict ex,
-                                       const double* __restrict wrow, double sigma, double scale, bool norm,
-                                       double* __restrict gs, double* __restrict hs) {
+       sum 2|lambda|. Two passes: the pairs (branch-free: every operand of a select is computed before it, no
+       arithmetic inside a conditional), their terms kept in tmp[0:3n]; then their three sums. */
+    template <bool norm>
+    static inline __attribute__((always_inline)) rw_row_sums rw_logistic_row_t(
+            int64_t p, int64_t start, int64_t n, const double* __restrict ss,
+                                         const double* __restrict ys, const double* __restrict ex,
+                                         const double* __restrict wrow, double sigma, double scale,
+                                         double* __restrict gs, double* __restrict hs, double* __restrict tmp) {
         const double sp = ss[p];
         const double yp = ys[p];
         const double ep = ex[p];
         const double a1 = -sigma * scale;
         const double a2 = sigma * sigma * scale;
-        double ga[RW_LANES] = {0.0}, ha[RW_LANES] = {0.0}, la[RW_LANES] = {0.0};
-        int64_t q = start;
-        for (; q + RW_LANES <= n; q += RW_LANES) {
-            for (int l = 0; l < RW_LANES; ++l) RW_LOGISTIC_PAIR(q + l, l)
+        double* __restrict tg = tmp;
+        double* __restrict th = tmp + n;
+        double* __restrict tl = tmp + 2 * n;
+        for (int64_t q = start; q < n; ++q) {
+            const double yq = ys[q];
+            const bool better = yp > yq;  /* p is the better-labelled item */
+            /* (norm: a template parameter, as a select on a loop-invariant bool stops gcc's vectoriser) */
+            const double sgn = (better ? 1.0 : 0.0) - (yp < yq ? 1.0 : 0.0);
+            const double eq = ex[q];
+            const double d = sgn * (sp - ss[q]);  /* s_i - s_j, i the better-labelled item */
+            const double cn = 0.01 + std::fabs(d);
+            const double c = norm ? cn : 1.0;  /* LightGBM's normalisation: wt / (0.01 + |d|) */
+            const double e = ep + eq;
+            const double inv = 1.0 / (e * c);
+            const double w = wrow[q];
+            const double e_lo = better ? eq : ep;
+            const double e_hi = better ? ep : eq;
+            const double sx = w * e_lo * inv;  /* wt sigmoid(x), x = -σ d */
+            const double sxc = e_hi * c * inv;  /* sigmoid(-x) */
+            const double lin = w * e * inv;
+            const double d1 = (-sigma * d > 20.0) ? lin : sx;  /* torch's softplus: slope exactly 1 beyond 20 */
+            const double l1 = a1 * d1;
+            const double l2 = a2 * sx * sxc;
+            const double gl = sgn * l1;
+            gs[q] -= gl;
+            hs[q] += l2;
+            tg[q] = gl;
+            th[q] = l2;
+            tl[q] = 2.0 * std::fabs(l1);
         }
-        for (int l = 0; q < n; ++q, ++l) RW_LOGISTIC_PAIR(q, l)
-        rw_row_sums r = {0.0, 0.0, 0.0};
-        for (int l = 0; l < RW_LANES; ++l) {
-            r.g += ga[l];
-            r.h += ha[l];
-            r.sl += la[l];
-        }
+        rw_row_sums r = {rw_lane_sum(tg, start, n), rw_lane_sum(th, start, n), rw_lane_sum(tl, start, n)};
         return r;
     }
 
+    RW_VECTOR_CLONES
+    static rw_row_sums rw_logistic_row(int64_t p, int64_t start, int64_t n, const double* ss, const double* ys,
+                                       const double* ex, const double* wrow, double sigma, double scale, bool norm,
+                                       double* gs, double* hs, double* tmp) {
+        if (norm) return rw_logistic_row_t<true>(p, start, n, ss, ys, ex, wrow, sigma, scale, gs, hs, tmp);
+        return rw_logistic_row_t<false>(p, start, n, ss, ys, ex, wrow, sigma, scale, gs, hs, tmp);
+    }
+
     /* The value of the same row: sum wt softplus(x), x = -σ d, with softplus(x) = log(E_i + E_j) - log E_i
-       (log E_i = σ (s_i - m), m = max s) below torch's threshold 20 and x above it: one log per pair. */
-    static double rw_logistic_row_value(int64_t p, int64_t start, int64_t n, double m, const double* __restrict ss,
-                                        const double* __restrict ys, const double* __restrict ex,
-                                        const double* __restrict wrow, double sigma, double scale, bool norm) {
+       (log E_i = σ (s_i - m), m = max s) below torch's threshold 20 and x above it: one log per pair. Three
+       passes: the logs alone (a loop of calls keeps nothing else live across them), the terms (vectorised),
+       their sum. */
+    template <bool norm>
+    static inline __attribute__((always_inline)) double rw_logistic_row_value_t(
+            int64_t p, int64_t start, int64_t n, double m, const double* __restrict ss, const double* __restrict ys,
+            const double* __restrict ex, const double* __restrict wrow, double sigma, double scale,
+            double* __restrict tmp) {
         const double sp = ss[p];
         const double yp = ys[p];
         const double ep = ex[p];
-        double va[RW_LANES] = {0.0};
-        for (int64_t q = start, l = 0; q < n; ++q, l = (l + 1) % RW_LANES) {
+        double* __restrict lg = tmp;
+        double* __restrict term = tmp + n;
+        for (int64_t q = start; q < n; ++q) lg[q] = std::log(ep + ex[q]);
+        for (int64_t q = start; q < n; ++q) {
             const double yq = ys[q];
             const double sq = ss[q];
-            const double d = yp > yq ? sp - sq : sq - sp;
+            const bool better = yp > yq;
+            const double d_hi = sp - sq;
+            const double d_lo = sq - sp;
+            const double d = better ? d_hi : d_lo;
             const double x = -sigma * d;
-            const double log_hi = sigma * ((yp > yq ? sp : sq) - m);
-            const double f = x > 20.0 ? x : std::log(ep + ex[q]) - log_hi;
-            const double c = norm ? 0.01 + std::fabs(d) : 1.0;
-            va[l] += (wrow[q] / c) * f;
+            const double s_hi = better ? sp : sq;
+            const double log_hi = sigma * (s_hi - m);
+            const double sp_below = lg[q] - log_hi;
+            const double f = x > 20.0 ? x : sp_below;
+            const double cn = 0.01 + std::fabs(d);
+            const double c = norm ? cn : 1.0;
+            term[q] = (wrow[q] / c) * f;
         }
-        double value = 0.0;
-        for (int l = 0; l < RW_LANES; ++l) value += va[l];
-        return value * scale;
+        return rw_lane_sum(term, start, n) * scale;
     }
+
+    RW_VECTOR_CLONES
+    static double rw_logistic_row_value(int64_t p, int64_t start, int64_t n, double m, const double* ss,
+                                        const double* ys, const double* ex, const double* wrow, double sigma,
+                                        double scale, bool norm, double* tmp) {
+        if (norm) return rw_logistic_row_value_t<true>(p, start, n, m, ss, ys, ex, wrow, sigma, scale, tmp);
+        return rw_logistic_row_value_t<false>(p, start, n, m, ss, ys, ex, wrow, sigma, scale, tmp);
+    }
+
+    #if defined(__GNUC__) && !defined(__clang__)
+    #pragma GCC pop_options
+    #endif
     """
     ctypedef struct rw_row_sums:
         double g
@@ -195,9 +252,10 @@ cdef extern from *:
                             double inv_idcg, double mu, double* wrow, bint by_position) nogil
     rw_row_sums rw_logistic_row(int64_t p, int64_t start, int64_t n, const double* ss, const double* ys,
                                 const double* ex, const double* wrow, double sigma, double scale, bint norm,
-                                double* gs, double* hs) nogil
+                                double* gs, double* hs, double* tmp) nogil
     double rw_logistic_row_value(int64_t p, int64_t start, int64_t n, double m, const double* ss, const double* ys,
-                                 const double* ex, const double* wrow, double sigma, double scale, bint norm) nogil
+                                 const double* ex, const double* wrow, double sigma, double scale, bint norm,
+                                 double* tmp) nogil
 
 
 # ----------------------------------------------------------------------------------- scalar helpers
@@ -427,6 +485,8 @@ cdef struct PairScratch:
     double* ld
     double* lgs
     double* lhs
+    # 3n doubles: the terms of a row of logistic pairs
+    double* tmp
     # n int64 each
     int64_t* order
     int64_t* gorder
@@ -461,12 +521,12 @@ cdef (double, double) _logistic_pairs(int scheme, int64_t n, PairScratch* sc, bi
         for p in range(top):
             rw_pair_weight_row(scheme, p, p + 1, n, ys, sc.ws, sc.gain, sc.inv_d, NULL, sc.delta, inv_idcg, mu,
                                sc.wrow, True)
-            r = rw_logistic_row(p, p + 1, n, ss, ys, ex, sc.wrow, sigma, scale, norm, sc.gs, sc.hs)
+            r = rw_logistic_row(p, p + 1, n, ss, ys, ex, sc.wrow, sigma, scale, norm, sc.gs, sc.hs, sc.tmp)
             sc.gs[p] += r.g
             sc.hs[p] += r.h
             sum_lambda += r.sl
             if want_value:
-                value += rw_logistic_row_value(p, p + 1, n, m, ss, ys, ex, sc.wrow, sigma, scale, norm)
+                value += rw_logistic_row_value(p, p + 1, n, m, ss, ys, ex, sc.wrow, sigma, scale, norm, sc.tmp)
         return value, sum_lambda
     _label_groups(ys, n, sc.gorder, sc.ends, sc.key)
     for a in range(n):
@@ -485,12 +545,12 @@ cdef (double, double) _logistic_pairs(int scheme, int64_t n, PairScratch* sc, bi
             break
         rw_pair_weight_row(scheme, a, b0, n, sc.ly, sc.lw, sc.lg, sc.ld, sc.gorder, sc.delta, inv_idcg, mu,
                            sc.wrow, False)
-        r = rw_logistic_row(a, b0, n, sc.ls, sc.ly, sc.le, sc.wrow, sigma, scale, norm, sc.lgs, sc.lhs)
+        r = rw_logistic_row(a, b0, n, sc.ls, sc.ly, sc.le, sc.wrow, sigma, scale, norm, sc.lgs, sc.lhs, sc.tmp)
         sc.lgs[a] += r.g
         sc.lhs[a] += r.h
         sum_lambda += r.sl
         if want_value:
-            value += rw_logistic_row_value(a, b0, n, m, sc.ls, sc.ly, sc.le, sc.wrow, sigma, scale, norm)
+            value += rw_logistic_row_value(a, b0, n, m, sc.ls, sc.ly, sc.le, sc.wrow, sigma, scale, norm, sc.tmp)
     for a in range(n):
         sc.gs[sc.gorder[a]] = sc.lgs[a]
         sc.hs[sc.gorder[a]] = sc.lhs[a]
@@ -625,7 +685,7 @@ def _pair_batch(const double[::1] s, const double[::1] y, const double[::1] w, c
                 unsigned char[::1] out_ok, double[::1] out_g, double[::1] out_h):
     cdef int64_t nmax = _longest(off, q0, q1)
     cdef int64_t m = nmax + 1
-    fbuf_a = np.zeros(18 * m + 2 * (nmax + 1))
+    fbuf_a = np.zeros(21 * m + 2 * (nmax + 1))
     ibuf_a = np.zeros(3 * m, dtype=np.int64)
     cdef double[::1] fbuf = fbuf_a
     cdef int64_t[::1] ibuf = ibuf_a
@@ -635,7 +695,8 @@ def _pair_batch(const double[::1] s, const double[::1] y, const double[::1] w, c
     sc.key, sc.ss, sc.ys, sc.ws, sc.vs, sc.gs = fb, fb + m, fb + 2 * m, fb + 3 * m, fb + 4 * m, fb + 5 * m
     sc.hs, sc.gain, sc.ex, sc.wrow, sc.ls, sc.ly = fb + 6 * m, fb + 7 * m, fb + 8 * m, fb + 9 * m, fb + 10 * m, fb + 11 * m
     sc.lw, sc.le, sc.lg, sc.ld, sc.lgs, sc.lhs = fb + 12 * m, fb + 13 * m, fb + 14 * m, fb + 15 * m, fb + 16 * m, fb + 17 * m
-    sc.inv_d, sc.delta = fb + 18 * m, fb + 18 * m + (nmax + 1)
+    sc.tmp = fb + 18 * m
+    sc.inv_d, sc.delta = fb + 21 * m, fb + 21 * m + (nmax + 1)
     sc.order, sc.gorder, sc.ends = ib, ib + m, ib + 2 * m
     cdef int64_t q, a, b
     cdef double val
