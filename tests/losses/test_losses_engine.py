@@ -143,6 +143,20 @@ def test_the_result_does_not_depend_on_the_number_of_threads(name, hyper):
         assert np.array_equal(a, b)
 
 
+@pytest.mark.parametrize("case", ENGINE_CASES, ids=vid)
+def test_read_only_arrays_give_the_same_result(case):
+    # arrays a caller cannot write (a memory map, np.frombuffer, a view marked read-only) go straight to the
+    # compiled kernels, which must read them without a copy or a "buffer is read-only" error
+    name, hyper = case
+    s, y, off, w = _inputs("random", name, seed=5)
+    frozen = [np.frombuffer(a.tobytes(), dtype=a.dtype) for a in (s, y, off, w)]
+    assert not any(a.flags.writeable for a in frozen)
+    one = grad_hess(name, s, y, off, weights=w, return_value=True, **hyper)
+    two = grad_hess(name, *frozen[:3], weights=frozen[3], return_value=True, **hyper)
+    for a, b in zip(one, two):
+        assert np.array_equal(a, b)
+
+
 # --------------------------------------------------------------- hostile input (issue 17)
 
 
