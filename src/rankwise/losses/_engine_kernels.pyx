@@ -985,64 +985,88 @@ cdef inline triple _smooth_hinge3(double x, double alpha) noexcept nogil:
     return f, d1, inside / alpha
 
 
+cdef inline triple _pointwise_term(int kind, double x, double vi, double eta, double t, double alpha) noexcept nogil:
+    """(f, f', f'') of one row's pointwise term at score x, utility vi."""
+    cdef double fm, d1m, d2m, fp, d1p, d2p, rm, rp, ge, g1, g2, vlogv, u
+    if kind == PT_SQUARED:
+        return (vi - x) * (vi - x), -2.0 * (vi - x), 2.0
+    if kind == PT_LOGISTIC:
+        # torch's softplus is linear beyond 20: no curvature there
+        return (vi * _softplus(-x) + (eta - vi) * _softplus(x),
+                -vi * _softplus_d(-x) + (eta - vi) * _softplus_d(x),
+                (vi * (0.0 if -x > 20.0 else 1.0) + (eta - vi) * (0.0 if x > 20.0 else 1.0))
+                * _sigmoid(x) * _sigmoid(-x))
+    if kind == PT_EXP:
+        fm, d1m, d2m = _safe_exp3(-x)
+        fp, d1p, d2p = _safe_exp3(x)
+        return vi * fm + (eta - vi) * fp, -vi * d1m + (eta - vi) * d1p, vi * d2m + (eta - vi) * d2p
+    if kind == PT_SQHINGE:
+        rm = _pmax(t - x, 0.0)
+        rp = _pmax(x, 0.0)
+        return (vi * rm * rm + (eta - vi) * rp * rp, -2.0 * vi * rm + 2.0 * (eta - vi) * rp,
+                2.0 * vi * (1.0 if t - x > 0.0 else 0.0) + 2.0 * (eta - vi) * (1.0 if x > 0.0 else 0.0))
+    if kind == PT_SMOOTHHINGE:
+        fm, d1m, d2m = _smooth_hinge3(1.0 - x, alpha)
+        fp, d1p, d2p = _smooth_hinge3(x, alpha)
+        return vi * fm + (eta - vi) * fp, -vi * d1m + (eta - vi) * d1p, vi * d2m + (eta - vi) * d2p
+    if kind == PT_BREG_SQ_ID:
+        return 0.5 * ((vi - x) * (vi - x)), x - vi, 1.0
+    if kind == PT_BREG_SQ_EXP:
+        ge, g1, g2 = _safe_exp3(x)
+        return 0.5 * ((vi - ge) * (vi - ge)), (ge - vi) * g1, g1 * g1 + (ge - vi) * g2
+    # Bregman KL with the exp link
+    ge, g1, g2 = _safe_exp3(x)
+    vlogv = vi * log(vi) if vi > 0.0 else 0.0
+    if x > C_EXP_CLIP:
+        u = 1.0 + x - C_EXP_CLIP
+        return vlogv - vi * log(ge) - vi + ge, -vi / u + g1, vi / (u * u) + g2
+    return vlogv - vi * x - vi + ge, -vi + g1, g2
+
+
+cdef inline void _pointwise_range(int kind, const double* s, const double* w, const double* v, const int64_t* off,
+                                  int64_t q0, int64_t q1, double eta, double t, double alpha, double* out_v,
+                                  unsigned char* out_ok, double* out_g, double* out_h) noexcept nogil:
+    # inlined once per kind below, so that the compiler drops the dispatch on ``kind`` from the row loop
+    cdef int64_t q, a, b, i
+    cdef double val, f, d1, d2
+    for q in range(q0, q1):
+        a = off[q]
+        b = off[q + 1]
+        val = 0.0
+        for i in range(a, b):
+            f, d1, d2 = _pointwise_term(kind, s[i], v[i], eta, t, alpha)
+            val += w[i] * f
+            out_g[i] = w[i] * d1
+            out_h[i] = w[i] * d2
+        out_v[q] = val
+        out_ok[q] = b > a
+
+
 def _pointwise_batch(const double[::1] s, const double[::1] y, const double[::1] w, const double[::1] v,
                      const int64_t[::1] off, int64_t q0, int64_t q1, int kind, double eta, double t, double alpha,
                      double[::1] out_v, unsigned char[::1] out_ok, double[::1] out_g, double[::1] out_h):
-    cdef int64_t q, a, b, i
-    cdef double val, x, vi, f, d1, d2, fm, d1m, d2m, fp, d1p, d2p, rm, rp, ge, g1, g2, vlogv, u
+    cdef const double* ps = &s[0]
+    cdef const double* pw = &w[0]
+    cdef const double* pv = &v[0]
+    cdef const int64_t* po = &off[0]
+    cdef double* pov = &out_v[0]
+    cdef unsigned char* pok = &out_ok[0]
+    cdef double* pg = &out_g[0]
+    cdef double* ph = &out_h[0]
     with nogil:
-        for q in range(q0, q1):
-            a = off[q]
-            b = off[q + 1]
-            val = 0.0
-            for i in range(a, b):
-                x = s[i]
-                vi = v[i]
-                if kind == PT_SQUARED:
-                    f, d1, d2 = (vi - x) * (vi - x), -2.0 * (vi - x), 2.0
-                elif kind == PT_LOGISTIC:
-                    f = vi * _softplus(-x) + (eta - vi) * _softplus(x)
-                    d1 = -vi * _softplus_d(-x) + (eta - vi) * _softplus_d(x)
-                    # torch's softplus is linear beyond 20: no curvature there
-                    d2 = ((vi * (0.0 if -x > 20.0 else 1.0) + (eta - vi) * (0.0 if x > 20.0 else 1.0))
-                          * _sigmoid(x) * _sigmoid(-x))
-                elif kind == PT_EXP:
-                    fm, d1m, d2m = _safe_exp3(-x)
-                    fp, d1p, d2p = _safe_exp3(x)
-                    f = vi * fm + (eta - vi) * fp
-                    d1 = -vi * d1m + (eta - vi) * d1p
-                    d2 = vi * d2m + (eta - vi) * d2p
-                elif kind == PT_SQHINGE:
-                    rm = _pmax(t - x, 0.0)
-                    rp = _pmax(x, 0.0)
-                    f = vi * rm * rm + (eta - vi) * rp * rp
-                    d1 = -2.0 * vi * rm + 2.0 * (eta - vi) * rp
-                    d2 = 2.0 * vi * (1.0 if t - x > 0.0 else 0.0) + 2.0 * (eta - vi) * (1.0 if x > 0.0 else 0.0)
-                elif kind == PT_SMOOTHHINGE:
-                    fm, d1m, d2m = _smooth_hinge3(1.0 - x, alpha)
-                    fp, d1p, d2p = _smooth_hinge3(x, alpha)
-                    f = vi * fm + (eta - vi) * fp
-                    d1 = -vi * d1m + (eta - vi) * d1p
-                    d2 = vi * d2m + (eta - vi) * d2p
-                elif kind == PT_BREG_SQ_ID:
-                    f, d1, d2 = 0.5 * ((vi - x) * (vi - x)), x - vi, 1.0
-                elif kind == PT_BREG_SQ_EXP:
-                    ge, g1, g2 = _safe_exp3(x)
-                    f, d1, d2 = 0.5 * ((vi - ge) * (vi - ge)), (ge - vi) * g1, g1 * g1 + (ge - vi) * g2
-                else:  # Bregman KL with the exp link
-                    ge, g1, g2 = _safe_exp3(x)
-                    vlogv = vi * log(vi) if vi > 0.0 else 0.0
-                    if x > C_EXP_CLIP:
-                        u = 1.0 + x - C_EXP_CLIP
-                        f = vlogv - vi * log(ge) - vi + ge
-                        d1 = -vi / u + g1
-                        d2 = vi / (u * u) + g2
-                    else:
-                        f = vlogv - vi * x - vi + ge
-                        d1 = -vi + g1
-                        d2 = g2
-                val += w[i] * f
-                out_g[i] = w[i] * d1
-                out_h[i] = w[i] * d2
-            out_v[q] = val
-            out_ok[q] = b > a
+        if kind == PT_SQUARED:
+            _pointwise_range(PT_SQUARED, ps, pw, pv, po, q0, q1, eta, t, alpha, pov, pok, pg, ph)
+        elif kind == PT_LOGISTIC:
+            _pointwise_range(PT_LOGISTIC, ps, pw, pv, po, q0, q1, eta, t, alpha, pov, pok, pg, ph)
+        elif kind == PT_EXP:
+            _pointwise_range(PT_EXP, ps, pw, pv, po, q0, q1, eta, t, alpha, pov, pok, pg, ph)
+        elif kind == PT_SQHINGE:
+            _pointwise_range(PT_SQHINGE, ps, pw, pv, po, q0, q1, eta, t, alpha, pov, pok, pg, ph)
+        elif kind == PT_SMOOTHHINGE:
+            _pointwise_range(PT_SMOOTHHINGE, ps, pw, pv, po, q0, q1, eta, t, alpha, pov, pok, pg, ph)
+        elif kind == PT_BREG_SQ_ID:
+            _pointwise_range(PT_BREG_SQ_ID, ps, pw, pv, po, q0, q1, eta, t, alpha, pov, pok, pg, ph)
+        elif kind == PT_BREG_SQ_EXP:
+            _pointwise_range(PT_BREG_SQ_EXP, ps, pw, pv, po, q0, q1, eta, t, alpha, pov, pok, pg, ph)
+        else:
+            _pointwise_range(PT_BREG_KL_EXP, ps, pw, pv, po, q0, q1, eta, t, alpha, pov, pok, pg, ph)
