@@ -3,9 +3,9 @@
 
 Every kernel (:mod:`rankwise.losses._engine_kernels`, Cython compiled when the package is built) works on
 a contiguous range of queries, on each query's slice of the flat arrays with O(n) scratch memory (no
-padding, no pair matrix, no torch), and releases the GIL; :func:`run` splits the queries into ranges of about equal work and runs
-them on ``n_jobs`` threads (each query is computed by one thread, start to end, so results do not
-depend on the number of threads). The same kernels serve :func:`rankwise.losses.grad_hess`
+padding, no pair matrix, no torch), and releases the GIL; :func:`run` splits the queries into ranges of
+about equal work and runs them on ``n_jobs`` threads (each query is computed by one thread, start to end,
+so results do not depend on the number of threads). The same kernels serve :func:`rankwise.losses.grad_hess`
 (LightGBM / XGBoost objectives) and :func:`rankwise.losses.training_loss` (a
 ``torch.autograd.Function`` for CPU training of the torch models).
 

@@ -693,8 +693,9 @@ def _pair_batch(const double[::1] s, const double[::1] y, const double[::1] w, c
     cdef double* fb = &fbuf[0]
     cdef int64_t* ib = &ibuf[0]
     sc.key, sc.ss, sc.ys, sc.ws, sc.vs, sc.gs = fb, fb + m, fb + 2 * m, fb + 3 * m, fb + 4 * m, fb + 5 * m
-    sc.hs, sc.gain, sc.ex, sc.wrow, sc.ls, sc.ly = fb + 6 * m, fb + 7 * m, fb + 8 * m, fb + 9 * m, fb + 10 * m, fb + 11 * m
-    sc.lw, sc.le, sc.lg, sc.ld, sc.lgs, sc.lhs = fb + 12 * m, fb + 13 * m, fb + 14 * m, fb + 15 * m, fb + 16 * m, fb + 17 * m
+    sc.hs, sc.gain, sc.ex, sc.wrow = fb + 6 * m, fb + 7 * m, fb + 8 * m, fb + 9 * m
+    sc.ls, sc.ly, sc.lw, sc.le = fb + 10 * m, fb + 11 * m, fb + 12 * m, fb + 13 * m
+    sc.lg, sc.ld, sc.lgs, sc.lhs = fb + 14 * m, fb + 15 * m, fb + 16 * m, fb + 17 * m
     sc.tmp = fb + 18 * m
     sc.inv_d, sc.delta = fb + 21 * m, fb + 21 * m + (nmax + 1)
     sc.order, sc.gorder, sc.ends = ib, ib + m, ib + 2 * m
