@@ -1,10 +1,11 @@
 """One-shot jobs as users run them: each job in a fresh process, with no compiled-code cache and again warm, against the peer.
 
 Every job (the rows of issue 27's table, plus the command line and the whole demo) runs as its own
-``python`` process: "cold" with no cache of compiled code anywhere -- ``PYTHONPYCACHEPREFIX`` (Python's
-bytecode) and ``NUMBA_CACHE_DIR`` (JIT-compiled kernels, for a baseline tree that still has them) set to
-new, empty folders, what every new environment gets -- and "warm" with the same folders as the cold run
-left them. rankwise's own kernels are compiled when the package is built (``setup.py``), so a cold
+``python`` process: "cold" with no cache of run-time-compiled code -- ``NUMBA_CACHE_DIR`` (JIT-compiled
+kernels, for a baseline tree that still has them) a new, empty folder, what every new environment gets;
+Python's bytecode as ``pip install`` leaves it (``--no-bytecode``: a new, empty ``PYTHONPYCACHEPREFIX``
+too, so every module of every library is compiled to bytecode again, harsher than any real install) --
+and "warm" with the same folders as the cold run left them. rankwise's own kernels are compiled when the package is built (``setup.py``), so a cold
 process finds them ready; ``--baseline SRC`` times another source tree (e.g. a checkout from before
 that change, whose kernels numba compiled on first use) cold and warm in the same run. Each figure is the wall time and
 the CPU seconds (user + system, ``RUSAGE_CHILDREN``: every thread of the child) of the whole process,
@@ -150,11 +151,17 @@ def timed(argv: list[str], env: dict) -> tuple[float, float, str]:
     return wall, cpu, r.stdout
 
 
+NO_BYTECODE = False  # --no-bytecode
+
+
 def cold_warm(argv: list[str], env: dict, cache: Path, repeat: int) -> tuple[tuple, tuple]:
-    """The job cold (new, empty bytecode and JIT caches) and warm (best of ``repeat``, the caches it left)."""
-    (cache / "pyc").mkdir(parents=True)
-    (cache / "numba").mkdir()
-    e = dict(env, PYTHONPYCACHEPREFIX=str(cache / "pyc"), NUMBA_CACHE_DIR=str(cache / "numba"))
+    """The job cold (a new, empty JIT cache; with --no-bytecode a new, empty bytecode cache too) and warm
+    (best of ``repeat``, with the caches it left)."""
+    (cache / "numba").mkdir(parents=True)
+    e = dict(env, NUMBA_CACHE_DIR=str(cache / "numba"))
+    if NO_BYTECODE:
+        (cache / "pyc").mkdir()
+        e["PYTHONPYCACHEPREFIX"] = str(cache / "pyc")
     cold = timed(argv, e)
     return cold, best([timed(argv, e) for _ in range(repeat)])
 
@@ -172,8 +179,11 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="the import, evaluate and TREC rows only, warm once")
     ap.add_argument("--repeat", type=int, default=2, help="warm and peer runs per job (the best is kept)")
     ap.add_argument("--only", nargs="*", metavar="TEXT", help="only the jobs whose label contains one of these")
+    ap.add_argument("--no-bytecode", action="store_true", help="cold also without Python's bytecode cache")
     ap.add_argument("--baseline", metavar="SRC", help="another source tree (its src/ folder) timed cold and warm too")
     args = ap.parse_args(argv)
+    global NO_BYTECODE
+    NO_BYTECODE = args.no_bytecode
     repeat = 1 if args.quick else max(1, args.repeat)
     scratch = Path(tempfile.mkdtemp(prefix="bench_oneshot_"))
     def tree_env(src):
@@ -184,6 +194,9 @@ def main(argv=None) -> int:
         return e
     env = tree_env(SRC)
     base_env = tree_env(Path(args.baseline).resolve()) if args.baseline else None
+    if not NO_BYTECODE:  # as `pip install` leaves a package: its modules compiled to bytecode, in both trees
+        for src in [SRC, *([Path(args.baseline).resolve()] if args.baseline else [])]:
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(src)], check=True, env=env)
     load0 = os.getloadavg()
     t_start = time.perf_counter()
     try:
@@ -215,6 +228,7 @@ def main(argv=None) -> int:
     load1 = os.getloadavg()
     total = time.perf_counter() - t_start
     text = report(rows, phases, load0, load1, total, args.quick, repeat, args.baseline)
+
     print(text)
     if not args.quick and not args.only:  # a quick or partial run is a check, not the headline
         RESULTS.mkdir(exist_ok=True)
@@ -231,8 +245,10 @@ def report(rows, phases, load0, load1, total, quick, repeat, baseline=None) -> s
         f"({platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}), one run of "
         f"{total / 60:.0f} min; load average (1, 5, 15 min) {', '.join(f'{x:.1f}' for x in load0)} at the start, "
         f"{', '.join(f'{x:.1f}' for x in load1)} at the end: the machine is shared, so read the ratios. Each job is "
-        "a fresh `python` process (start-up and imports included); **cold**: `PYTHONPYCACHEPREFIX` and `NUMBA_CACHE_DIR` "
-        "new empty folders (no compiled-code cache anywhere), **warm**: the same folders as the cold run left them (best of "
+        "a fresh `python` process (start-up and imports included); **cold**: `NUMBA_CACHE_DIR` a new empty folder "
+        + ("and `PYTHONPYCACHEPREFIX` a new empty folder (no bytecode either: every module of every library is "
+           "compiled again), " if NO_BYTECODE else "(nothing compiled at run time is cached; Python's bytecode as "
+           "the install left it), ") + "**warm**: the same folders as the cold run left them (best of "
         f"{repeat}); the peer in its own fresh process in the same run (best of {repeat}). Figures: CPU seconds "
         "(user + system of the process and its threads), wall seconds in brackets. Ratios are CPU seconds, "
         "rankwise / peer." + (f" Run with OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']} (LightGBM's threads)."

@@ -105,3 +105,16 @@ def test_the_torch_losses_still_work_after_a_light_import():
             "    s.grad = None\n"
             "v = losses.training_loss('listnet', s, y)\nassert torch.isfinite(v)\n")
     assert "torch" in _loaded(code)
+
+
+def test_evaluate_means_load_no_pandas_until_the_per_query_table_is_read():
+    """The first evaluate() of a fresh process costs the measures, not pandas' import (issue 27's goal: within
+    0.5 s of the import); ``per_query`` builds the DataFrame on first access, NA for dropped queries included."""
+    code = ("import sys, numpy as np\nfrom rankwise.metrics import evaluate\n"
+            "rng = np.random.default_rng(0)\nqid = np.repeat(np.arange(50), 10)\ny = rng.integers(0, 3, 500)\n"
+            "y[:10] = 0\ns = rng.normal(size=500)\n"
+            "r = evaluate(s, y, qid, metrics=['ndcg@10', 'map', 'err@10'], empty='drop')\n"
+            "assert 'pandas' not in sys.modules and 0 < r.mean['map'] <= 1 and '50 queries' in repr(r)\n"
+            "t = r.per_query\nassert 'pandas' in sys.modules and t.shape == (50, 3) and t['map'].isna().sum() == 1\n"
+            "assert abs(t['map'].mean() - r.mean['map']) < 1e-12\n")
+    assert "pandas" in _loaded(code)

@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from rankwise.errors import InputError
@@ -15,7 +13,6 @@ from rankwise.metrics.registry import CONVENTIONS, get_metric
 EVALUATE_CONVENTIONS = tuple(sorted(set(CONVENTIONS) - {"doc_ids"} | {"default_k", "score_precision"}))
 
 
-@dataclass
 class EvaluationResult:
     """Result of :func:`evaluate`.
 
@@ -25,20 +22,40 @@ class EvaluationResult:
         Metric spec -> mean over the (kept) queries.
     per_query : pandas.DataFrame
         One row per query (index: query id, order of first appearance), one column per metric;
-        with ``empty="drop"`` the dropped queries hold ``<NA>``.
+        with ``empty="drop"`` the dropped queries hold ``<NA>``. Built on first access (pandas is
+        imported then, not by an evaluation that only reads ``mean``).
     conventions : dict
         The conventions in force (profile merged with explicit ones). When ERR was computed
         without ``max_grade``, it holds the value inferred from the labels (their maximum over
         the whole input).
     """
 
-    mean: dict
-    per_query: object
-    conventions: dict = field(default_factory=dict)
+    __slots__ = ("mean", "conventions", "_per_query", "_build", "_n_queries")
+
+    def __init__(self, mean: dict, per_query=None, conventions: dict | None = None, *, build=None,
+                 n_queries: int | None = None):
+        self.mean = mean
+        self.conventions = {} if conventions is None else conventions
+        self._per_query, self._build = per_query, build
+        self._n_queries = len(per_query) if per_query is not None else n_queries
+
+    @property
+    def per_query(self):
+        if self._per_query is None and self._build is not None:
+            self._per_query, self._build = self._build(), None
+        return self._per_query
+
+    def __eq__(self, other):
+        if not isinstance(other, EvaluationResult):
+            return NotImplemented
+        return (self.mean == other.mean and self.conventions == other.conventions
+                and self.per_query.equals(other.per_query))
+
+    __hash__ = None
 
     def __repr__(self) -> str:
         body = ", ".join(f"{k}={v:.4f}" for k, v in self.mean.items())
-        return f"EvaluationResult({body}; {len(self.per_query)} queries)"
+        return f"EvaluationResult({body}; {self._n_queries} queries)"
 
 
 class _Unset:
@@ -88,8 +105,6 @@ def evaluate(scores, labels, qid=_NO_QID, metrics=("ndcg@10", "err@10", "map"), 
     EvaluationResult
         ``.mean`` (dict) and ``.per_query`` (pandas DataFrame).
     """
-    import pandas as pd
-
     if qid is _NO_QID:
         qid = None
         if np.ndim(scores) == 1 and np.size(scores) > 1:
@@ -118,8 +133,7 @@ def evaluate(scores, labels, qid=_NO_QID, metrics=("ndcg@10", "err@10", "map"), 
     s, y, offsets, qids, docs = flatten(scores, labels, qid=qid, where=where, doc_ids=doc_ids)
     prep = prepare_flat(s, y, offsets, qids, ties=ties, doc_ids=docs, floor=floor,
                         score_precision=conv.get("score_precision", "float32"))
-    index = pd.Index(qids, name="qid") if qids is not None else pd.RangeIndex(prep.n_queries, name="query")
-    columns, means = {}, {}
+    columns, means, dropped = {}, {}, {}
     for key, metric in zip(keys, resolved):
         if default_k is not None and metric.k is None and metric.entry.takes_k:
             metric = get_metric(f"{metric.name}@{int(default_k)}")
@@ -128,17 +142,29 @@ def evaluate(scores, labels, qid=_NO_QID, metrics=("ndcg@10", "err@10", "map"), 
             raise InputError(f"metrics name {key!r} twice; give each metric once")
         values, empty_mask = metric.values(prep, conv)
         if empty == "drop":
-            col = pd.array(values, dtype="Float64")
-            col[empty_mask] = pd.NA
+            col, dropped[key] = values, empty_mask
             kept = values[~empty_mask]
             means[key] = float(kept.mean()) if len(kept) else 0.0
         else:
             col = np.where(empty_mask, empty, values)
             means[key] = float(col.mean()) if len(col) else 0.0
         columns[key] = col
-    frame = pd.DataFrame(columns, index=index)
+
+    n_queries = prep.n_queries
+
+    def frame():  # the per-query table, built on first access (holds the columns, not the sorted input)
+        import pandas as pd
+
+        index = pd.Index(qids, name="qid") if qids is not None else pd.RangeIndex(n_queries, name="query")
+        cols = {}
+        for key, col in columns.items():
+            if key in dropped:
+                col = pd.array(col, dtype="Float64")
+                col[dropped[key]] = pd.NA
+            cols[key] = col
+        return pd.DataFrame(cols, index=index)
     conv = dict(conv)
     if conv.get("max_grade") is None and any(m.name == "err" for m in resolved):
         # ERR's y_max was inferred: the largest label of the whole input (not per query); say so
         conv["max_grade"] = prep.label_range[1]
-    return EvaluationResult(means, frame, conv)
+    return EvaluationResult(means, None, conv, build=frame, n_queries=n_queries)
