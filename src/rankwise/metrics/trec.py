@@ -166,9 +166,17 @@ class RunEvaluation(EvaluationResult):
         column in ``per_query`` (which stays numeric).
     """
 
-    def __init__(self, mean, per_query, conventions, strings=None):
-        super().__init__(mean, per_query, conventions)
-        self.strings = {} if strings is None else strings
+    def __init__(self, mean, per_query, conventions, strings=None, *, build=None, n_queries=None,
+                 build_strings=None):
+        super().__init__(mean, per_query, conventions, build=build, n_queries=n_queries)
+        self._strings, self._build_strings = strings, build_strings
+
+    @property
+    def strings(self) -> dict:
+        if self._strings is None:  # built on first access, as per_query (pandas is imported then)
+            self._strings = {} if self._build_strings is None else self._build_strings()
+            self._build_strings = None
+        return self._strings
 
 
 def _topics(pq, run, qmap, complete):
@@ -300,7 +308,6 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
         return pq_ready if pq_future is None else pq_future.result()
 
     run_objs = _as_runs(runs)
-    import pandas as pd
 
     # the trec_eval kernel computes the trec_eval profiles' measures; anything else (other
     # profiles, or a measure trec_eval lacks such as err@10 or auc) goes through the array metrics
@@ -317,8 +324,7 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
         # per measure column: how its summary is taken (built once for every run)
         geo_cols = [c for c, m in enumerate(resolved) if m.trec_base in GEOMETRIC]
         sum_cols = np.array([m.trec_base in SUMMED for m in resolved], dtype=bool)
-        columns = pd.Index(num_keys)
-    by_topics = {}  # topics (bytes) -> (qids, index, summation order): the runs mostly share them
+    by_topics = {}  # topics (bytes) -> (qids, summation order): the runs mostly share them
 
     def topic_labels(pq, topics):
         key = topics.tobytes()
@@ -328,7 +334,7 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
             # trec_eval sums the topics one by one in the order of their ids (as strings): so do
             # we, so that a summary printed with 4 decimals rounds the same way
             order = np.array(sorted(range(len(qids)), key=qids.__getitem__), dtype=np.int64)
-            hit = by_topics[key] = (qids, pd.Index(qids, name="qid"), order)
+            hit = by_topics[key] = (qids, order)
         return hit
 
     def one(item):
@@ -344,11 +350,13 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
         notes = dict(conv, topics=len(topics), run_topics_without_judgments=int((qmap < 0).sum()),
                      qrels_topics_missing_from_run=int((run_of < 0).sum()) if complete else
                      pq.qrels.n_queries - len(topics))
-        qids, index, order = topic_labels(pq, topics)
-        index = index.copy()  # a frame of its own (renaming one run's index leaves the others)
+        qids, order = topic_labels(pq, topics)
         if not trec_mode:
+            import pandas as pd
+
             rel, _ = pq.join(run)
-            return _evaluate_arrays(pq, run, rel, topics, run_of, num_specs, profile, conventions, notes, index)
+            return _evaluate_arrays(pq, run, rel, topics, run_of, num_specs, profile, conventions, notes,
+                                    pd.Index(qids, name="qid"))
         d = run.docs
         table_, rs, rs_n = eval_run(
             run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, *pq.table, q.docs.buf,
@@ -363,21 +371,29 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
             values[c] = np.exp(totals[c] / n)
             matrix[:, c] = np.exp(matrix[:, c])
         means = dict(zip(num_keys, values.tolist()))
-        frame = pd.DataFrame(matrix, index=index, columns=columns.copy(), copy=False)
+
+        def frame():  # the per-topic table, built on first access (pandas is imported then)
+            import pandas as pd
+
+            return pd.DataFrame(matrix, index=pd.Index(qids, name="qid"), columns=pd.Index(num_keys), copy=False)
         nan_cells = _nan_cells(resolved, num_keys, table_, run_of >= 0, profile, bool(judged_only))
         notes["runid"] = run.tag or name
         notes["zero_where_trec_eval_nan"] = {k: [qids[i] for i in np.flatnonzero(v).tolist()]
                                              for k, v in nan_cells.items()}
         if nan_cells:
             notes["zero_where_trec_eval_nan_note"] = nan_note
-        strings = {}
-        if rs_lens:
-            codes = rs.tobytes()
-            w = rs.shape[1]
+
+        def strings():
+            import pandas as pd
+
+            out, codes, w = {}, rs.tobytes(), rs.shape[1]
             for key, length in rs_lens.items():
-                strings[key] = pd.Series([codes[i * w:i * w + min(length, int(k))].decode("ascii")
-                                          for i, k in enumerate(rs_n.tolist())], index=index, dtype=object)
-        return RunEvaluation(means, frame, notes, strings)
+                out[key] = pd.Series([codes[i * w:i * w + min(length, int(k))].decode("ascii")
+                                      for i, k in enumerate(rs_n.tolist())], index=pd.Index(qids, name="qid"),
+                                     dtype=object)
+            return out
+        return RunEvaluation(means, None, notes, build=frame, n_queries=len(qids),
+                             build_strings=strings if rs_lens else None)
 
     items = list(run_objs.items())
     # runs are independent and the kernels release the GIL: a few threads over the runs. A run
