@@ -205,3 +205,17 @@ def test_a_killed_folder_save_leaves_old_or_new_never_a_mix(tmp_path, name):
     assert row["trials"] == 4
     assert row["old"] + row["new"] == 4, row  # before: 'refused' (a folder without meta.json) for most kills
     assert row["refused"] == row["torn"] == row["torn_accepted"] == row["temps_after"] == 0, row
+
+
+def test_full_disk_on_a_real_small_tmpfs(swap):
+    """A 64 KiB tmpfs (where the tests may mount one): the new save does not fit beside the old."""
+    with faults.small_tmpfs(64) as disk:
+        if disk is None:
+            pytest.skip("mounting a 64 KiB tmpfs needs root; the ENOSPC tests above cover the same path")
+        target = disk / "ds"
+        _ds(3, 0).save(target)
+        before = _snapshot(target)
+        with pytest.raises(WriteError, match=rf"cannot save to {target}\S*: No space left on device \[ENOSPC\]"):
+            _ds(400, 1).save(target)
+        assert _snapshot(target) == before and len(RankingDataset.load(target)) == len(_ds(3, 0))
+        assert _leftovers(disk) == []

@@ -454,7 +454,9 @@ class RankingDataset:
             for name, arr in arrays.items():
                 arr = np.ascontiguousarray(arr)
                 with open(tmp / name, "wb") as fh:
-                    np.save(fh, arr)
+                    # through .write (not ndarray.tofile, whose short write on a full disk is an
+                    # OSError without errno): ENOSPC reaches the WriteError
+                    np.save(_Writes(fh), arr)
                 meta["digests"][name] = array_digest(arr, algorithm)
             meta.update(extra or {})
             with open(tmp / "meta.json", "w", encoding="utf-8") as fh:
@@ -606,6 +608,13 @@ class RankingDataset:
             raise InputError(f"feature names {sorted(clash)} clash with the qid/label/doc_id column names; "
                              "pass other names via qid=/label=/doc_id=")
         return pd.concat([front, feats], axis=1)
+
+
+class _Writes:
+    """A file seen only through its ``write`` (numpy then writes in chunks, not with ``tofile``)."""
+
+    def __init__(self, fh):
+        self.write = fh.write
 
 
 #: the files RankingDataset.save writes (a folder holding only these, or nothing, may be replaced)
