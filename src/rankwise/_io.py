@@ -223,7 +223,7 @@ def _exchange(a: Path, b: Path) -> bool:
     err = ctypes.get_errno()
     if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):  # not offered here
         return False
-    raise OSError(err, os.strerror(err), str(b))
+    raise OSError(err, os.strerror(err), str(b))  # ENOENT is FileNotFoundError
 
 
 def _fsync_tree(folder: Path) -> None:
@@ -256,9 +256,12 @@ def _swap_in(tmp: Path, path: Path) -> None:
         except OSError as exc:
             if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
                 raise
-        if _exchange(tmp, path):  # the previous folder is now under tmp's name
-            _remove(tmp)
-            return
+        try:
+            if _exchange(tmp, path):  # the previous folder is now under tmp's name
+                _remove(tmp)
+                return
+        except FileNotFoundError:
+            continue  # another writer moved the name away meanwhile: try again
         backup = path.parent / f".{path.name}{OLD_MARK}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         try:
             os.rename(path, backup)
