@@ -7,11 +7,17 @@ parent looks at the target name:
 
 * ``old intact``: byte for byte the old file (the writer was killed before its rename);
 * ``new complete``: byte for byte what an uninterrupted write gives;
-* ``refused``: neither, and rankwise's reader refuses it with a rankwise error (only possible for
-  the multi-file ``RankingDataset.save`` folder, whose ``meta.json`` is removed first and written
-  last);
+* ``refused``: neither, and rankwise's reader refuses it with a rankwise error (a folder save
+  that mixed two saves or lost its ``meta.json``, as ``RankingDataset.save`` did before it wrote
+  the folder whole);
 * ``torn left``: neither old nor new bytes under the target name;
 * ``torn accepted``: a torn file that rankwise's reader loads without an error (the worst case).
+
+A folder (``RankingDataset.save``) is swapped in by ``renameat2(RENAME_EXCHANGE)``; the row
+``RankingDataset.save (two renames)`` takes that away (as on a system without it): the old folder
+is renamed to a backup, then the new one takes the name. A kill between the two leaves the name
+empty; ``restored`` counts the trials where the next load (``rankwise._io.recover_folder``, run
+here before looking) put the dead writer's backup back -- those then count as ``old intact``.
 
 ``stray temps`` counts the hidden temporary files (``.NAME.rankwise-tmp-PID-...``) a killed writer
 left; ``left after next write`` counts those still there after one more uninterrupted write to
@@ -86,7 +92,7 @@ def _prepare(name: str, version: int, scale: float):
         return data.RankingDataset.from_arrays(ds.X, np.round(ds.labels), ds.qid)
     if name.startswith("write_svmlight"):
         return _dataset(version, scale)
-    if name in ("write_parquet", "RankingDataset.save"):
+    if name == "write_parquet" or name.startswith("RankingDataset.save"):
         return _dataset(version, scale * 4)
     if name == "model.save":
         return _model(version, scale)
@@ -109,10 +115,10 @@ def _write(name: str, payload, path) -> None:
 
 
 WRITERS = ["write_trec_run", "write_trec_qrels", "write_svmlight", "write_svmlight .gz", "write_svmlight decimals=6",
-           "write_parquet", "RankingDataset.save", "model.save"]
+           "write_parquet", "RankingDataset.save", "RankingDataset.save (two renames)", "model.save"]
 PLAIN = ["write_trec_run", "write_svmlight"]
 SUFFIX = {"write_svmlight .gz": ".txt.gz", "write_parquet": ".parquet", "RankingDataset.save": "",
-          "model.save": ".npz"}
+          "RankingDataset.save (two renames)": "", "model.save": ".npz"}
 
 
 def _read(name: str, path: Path):
@@ -127,7 +133,7 @@ def _read(name: str, path: Path):
         return data.read_svmlight(path)
     if name == "write_parquet":
         return data.read_parquet(path)
-    if name == "RankingDataset.save":
+    if name.startswith("RankingDataset.save"):
         return data.RankingDataset.load(path)
     return load(path)
 
@@ -155,6 +161,10 @@ def child(name: str, payload: str, target: str, plain: bool) -> None:
 
     if plain:
         _plain_open_writes()
+    if name.endswith("(two renames)"):  # no RENAME_EXCHANGE: old folder -> backup, new folder -> name
+        import rankwise._io as io_mod
+
+        io_mod._exchange = lambda a, b: False
     with open(payload, "rb") as fh:
         obj = pickle.load(fh)
     print("READY", flush=True)
@@ -249,7 +259,7 @@ def kill_trials(name: str, kills: int, scale: float, rng: random.Random, work: P
             raise RuntimeError(f"{name}: an uninterrupted write failed or differs:\n{err[-2000:]}")
         seconds = float(out.split("DONE")[1])
         row = dict(writer=name + (" (plain open)" if plain else ""), trials=0, old=0, new=0, refused=0, torn=0,
-                   torn_accepted=0, temps=0, temps_after=0, write_s=seconds)
+                   torn_accepted=0, temps=0, temps_after=0, restored=0, write_s=seconds)
         for _ in range(kills):
             _copy(ref_old, target)
             p = children.start()
@@ -257,6 +267,13 @@ def kill_trials(name: str, kills: int, scale: float, rng: random.Random, work: P
             p.send_signal(signal.SIGKILL)
             p.communicate()
             row["trials"] += 1
+            stray = _temps(trial_dir)
+            if name.startswith("RankingDataset.save"):  # what the next load does first
+                from rankwise._io import recover_folder
+
+                missing = not target.exists()
+                recover_folder(target)
+                row["restored"] += missing and target.exists()
             got = _snapshot(target)
             if got == old:
                 row["old"] += 1
@@ -266,17 +283,16 @@ def kill_trials(name: str, kills: int, scale: float, rng: random.Random, work: P
                 try:
                     _read(name, target)
                 except (RankwiseError, FileNotFoundError):
-                    row["refused" if name == "RankingDataset.save" and not plain else "torn"] += 1
+                    row["refused" if name.startswith("RankingDataset.save") and not plain else "torn"] += 1
                 else:
                     row["torn"] += 1
                     row["torn_accepted"] += 1
-            stray = _temps(trial_dir)
             row["temps"] += len(stray)
-            if stray:  # the next write to the same target removes them
+            if _temps(trial_dir):  # the next write to the same target removes them
                 _write(name, payload, target)
                 row["temps_after"] += len(_temps(trial_dir))
                 for t in _temps(trial_dir):
-                    t.unlink()
+                    shutil.rmtree(t) if t.is_dir() else t.unlink()
     finally:
         children.close()
     shutil.rmtree(trial_dir)
@@ -340,9 +356,11 @@ def _copy_clear(folder: Path) -> None:
 
 def kill_table(rows) -> str:
     head = ("| writer | trials | old intact | new complete | refused (folder) | torn left | torn silently accepted "
-            "| stray temps | left after next write | write time (s) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+            "| stray temps | left after next write | restored (folder) | write time (s) |\n"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     body = [f"| {r['writer']} | {r['trials']} | {r['old']} | {r['new']} | {r['refused']} | {r['torn']} | "
-            f"{r['torn_accepted']} | {r['temps']} | {r['temps_after']} | {r['write_s']:.2f} |" for r in rows]
+            f"{r['torn_accepted']} | {r['temps']} | {r['temps_after']} | {r['restored']} | {r['write_s']:.2f} |"
+            for r in rows]
     return "\n".join([head] + body)
 
 

@@ -197,10 +197,12 @@ def test_full_disk_is_one_clear_error_and_the_previous_file_stays(tmp_path, monk
     assert _temps(tmp_path) == []
 
 
-def test_dataset_folder_on_a_full_disk_is_refused_not_mixed(tmp_path, monkeypatch):
-    """RankingDataset.save writes several files: a failed save leaves a folder load refuses."""
+def test_dataset_folder_on_a_full_disk_keeps_the_previous_folder(tmp_path, monkeypatch):
+    """RankingDataset.save writes several files: a failed save leaves the previous folder as it was
+    (the whole folder is swapped in; tests/faults/test_atomic_folder.py has the other cases)."""
     old, new = _ds(3), _ds(30, seed=1)
     old.save(tmp_path / "ds")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "ds").iterdir()}
     calls = []
 
     def fsync_then_fail(fd):  # the third file on: no space
@@ -209,11 +211,11 @@ def test_dataset_folder_on_a_full_disk_is_refused_not_mixed(tmp_path, monkeypatc
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(rio.os, "fsync", fsync_then_fail)
-    with pytest.raises(WriteError, match=r"cannot save to .*ds/.*No space left on device"):
+    with pytest.raises(WriteError, match=rf"cannot save to {re.escape(str(tmp_path / 'ds'))}: No space left on device"):
         new.save(tmp_path / "ds")
     monkeypatch.undo()
-    with pytest.raises(FileNotFoundError, match="no meta.json"):
-        RankingDataset.load(tmp_path / "ds")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "ds").iterdir()} == before
+    np.testing.assert_array_equal(RankingDataset.load(tmp_path / "ds").X, old.X)
     assert _temps(tmp_path) == []
     new.save(tmp_path / "ds")
     np.testing.assert_array_equal(RankingDataset.load(tmp_path / "ds").X, new.X)

@@ -23,6 +23,9 @@ def add_fuse_parser(sub) -> None:
     p.add_argument("--depth", type=int, help="keep the best DEPTH documents per query (e.g. 1000); default all")
     p.add_argument("--out", required=True, help="the fused TREC run file to write")
     p.add_argument("--tag", default=None, help="run tag of the written file (default: the method)")
+    from rankwise.cli.main import add_allow_truncated
+
+    add_allow_truncated(p)
     p.set_defaults(func=run_fuse)
 
 
@@ -32,7 +35,12 @@ def run_fuse(args) -> int:
 
     norm = None if str(args.norm).lower() == "none" else args.norm
     k = int(args.k) if float(args.k).is_integer() else args.k
-    fused = fuse(args.runs, method=args.method, norm=norm, k=k, missing=args.missing, depth=args.depth)
+    runs = args.runs
+    if args.allow_truncated:
+        from rankwise.data.trec import Run
+
+        runs = [Run.read(p, allow_truncated=True) for p in runs]
+    fused = fuse(runs, method=args.method, norm=norm, k=k, missing=args.missing, depth=args.depth)
     write_trec_run(fused, args.out, tag=args.tag or fused.name)
     print(f"rankwise: {len(args.runs)} runs fused by {fused.name} into {args.out}: {fused.n_queries} queries, "
           f"{len(fused)} documents", file=sys.stderr)

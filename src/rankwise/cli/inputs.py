@@ -80,7 +80,7 @@ def build_model(kind: str, loss: str | None, params: dict, seed):
 
 
 def load_dataset(path, *, fmt: str = "auto", part: str = "train", split: str = "u1", n_features: int | None = None,
-                 query_file=None):
+                 query_file=None, allow_truncated: bool = False):
     """Read a data set for the CLI.
 
     ``fmt="auto"`` chooses by the path: a folder holding ``u.data``, ``ratings.dat`` or
@@ -88,7 +88,8 @@ def load_dataset(path, *, fmt: str = "auto", part: str = "train", split: str = "
     ``split``: see :func:`movielens_split`), ``.parquet`` is Parquet, a folder or ``.npz`` written
     by ``RankingDataset.save`` is the binary cache, anything else LETOR/SVMlight.
     ``n_features`` (SVMlight: the column count, e.g. a model's) and ``query_file`` (SVMlight:
-    group sizes, the CLI's ``--group``) are passed to :func:`rankwise.data.read_svmlight`.
+    group sizes, the CLI's ``--group``) and ``allow_truncated`` (``--allow-truncated``) are passed
+    to :func:`rankwise.data.read_svmlight`.
     """
     from rankwise import data
 
@@ -115,7 +116,7 @@ def load_dataset(path, *, fmt: str = "auto", part: str = "train", split: str = "
         return data.read_parquet(p)
     if fmt == "npz":
         return data.RankingDataset.load(p)
-    return data.read_svmlight(p, n_features=n_features, query_file=query_file)
+    return data.read_svmlight(p, n_features=n_features, query_file=query_file, allow_truncated=allow_truncated)
 
 
 MOVIELENS_RATINGS = ("u.data", "ratings.dat", "ratings.csv")  # 100k, 1M, "latest"
@@ -206,7 +207,8 @@ class _cli_hints:
 
 def _load_predict_data(args, *, n_features):
     """The rows to score: LETOR/SVMlight with or without relevance labels (unlabelled rows get label 0)."""
-    kw = dict(fmt=args.format, part="test", split=args.split, query_file=getattr(args, "group", None))
+    kw = dict(fmt=args.format, part="test", split=args.split, query_file=getattr(args, "group", None),
+              allow_truncated=getattr(args, "allow_truncated", False))
     path = str(args.data)
     unlabelled = args.format in ("auto", "svmlight") and _svmlight_is_unlabelled(path)
     if not unlabelled:

@@ -92,11 +92,12 @@ def _cmd_train(args) -> int:
         if feature_logs.uses_feature_log(args):
             train, valid = feature_logs.load_train_valid(args)
         else:
-            train = load_dataset(args.train, fmt=args.format, part="train", split=args.split, query_file=args.group)
+            train = load_dataset(args.train, fmt=args.format, part="train", split=args.split, query_file=args.group,
+                                 allow_truncated=args.allow_truncated)
             valid = None
             if args.valid is not None:
                 valid = load_dataset(args.valid, fmt=args.format, part="test", split=args.split,
-                                     n_features=train.X.shape[1])
+                                     n_features=train.X.shape[1], allow_truncated=args.allow_truncated)
     print(f"training {type(model).__name__} on {train.n_queries} queries, {len(train)} rows, "
           f"{train.X.shape[1]} features", file=sys.stderr)
     model.fit(train, eval_set=valid)
@@ -166,19 +167,24 @@ def _conventions(args) -> dict:
 
 
 def _evaluate_runs(run_paths, qrels, metrics, profile, conventions, complete=False, *, names=None, quiet=False,
-                   trec_options=None):
+                   trec_options=None, allow_truncated=False):
     """TREC runs against qrels, as trec_eval sees them (``rankwise.metrics.evaluate_runs``).
 
     The queries evaluated are those in both the run and the qrels (trec_eval 9's default), or with
     ``complete`` every qrels query, a query the run lacks scoring as an empty ranking (trec_eval
     ``-c``). What is left out is said on stderr; no query in common is an error.
+    ``allow_truncated``: files whose last line has no line break are read as they are.
     """
     from rankwise.metrics import evaluate_runs
     from rankwise.metrics.trec import PreparedQrels
 
     names = names or [os.path.basename(str(p)) for p in run_paths]
     runs = {n: p for n, p in zip(names, run_paths)}  # read by evaluate_runs, on its threads
-    pq = qrels if isinstance(qrels, PreparedQrels) else PreparedQrels(qrels)
+    if allow_truncated:
+        from rankwise.data.trec import Run
+
+        runs = {n: Run.read(p, name=n, allow_truncated=True) for n, p in runs.items()}
+    pq = qrels if isinstance(qrels, PreparedQrels) else PreparedQrels(_read_qrels(qrels, allow_truncated))
     results = evaluate_runs(pq, runs, metrics=metrics, profile=profile, complete=complete,
                             **(trec_options or {}), **conventions)
     if not quiet:
@@ -191,6 +197,12 @@ def _evaluate_runs(run_paths, qrels, metrics, profile, conventions, complete=Fal
                 print(f"rankwise: {path}: {unjudged} run queries have no judgments and are left out; "
                       f"{absent} judged queries are not in the run and are {what}", file=sys.stderr)
     return results
+
+
+def _read_qrels(path, allow_truncated: bool):
+    from rankwise.data.trec import Qrels
+
+    return Qrels.read(path, allow_truncated=allow_truncated)
 
 
 def _evaluate_run(run_path, qrels, metrics, profile, conventions, complete=False, *, quiet=False):
@@ -227,9 +239,10 @@ def _cmd_evaluate(args) -> int:
             trec_options["max_docs"] = args.max_docs
         if args.judged_only:
             trec_options["judged_only"] = True
-        qrels = PreparedQrels(args.qrels)
+        qrels = PreparedQrels(_read_qrels(args.qrels, args.allow_truncated))
         results = _evaluate_runs(runs, qrels, metrics, profile, conventions, args.complete,
-                                 trec_options=trec_options, quiet=out_format == "trec_eval")
+                                 trec_options=trec_options, quiet=out_format == "trec_eval",
+                                 allow_truncated=args.allow_truncated)
         first = next(iter(results.values()))
         print(f"rankwise: {describe_conventions(profile, first.conventions)}", file=sys.stderr)
         per_query_stdout = args.per_query is True
@@ -254,7 +267,8 @@ def _cmd_evaluate(args) -> int:
         raise InputError(f"DATA --scores FILE takes one data set; got {len(args.inputs)}: {args.inputs}")
     from rankwise.cli.inputs import load_dataset, read_scores
 
-    ds = load_dataset(args.inputs[0], fmt=data_format, part="test", split=args.split)
+    ds = load_dataset(args.inputs[0], fmt=data_format, part="test", split=args.split,
+                      allow_truncated=args.allow_truncated)
     scores = read_scores(args.scores, len(ds))
     result = evaluate(scores, ds.labels, ds.qid, metrics=metrics or ["ndcg@10", "err@10", "map"],
                       profile=args.profile, doc_ids=ds.doc_ids, **conventions)
@@ -286,7 +300,7 @@ def _per_query_runs(args):
         raise InputError(f"--names must give {len(args.runs)} distinct names, one per run; got {names}")
     metrics = _csv(args.metrics)
     results = _evaluate_runs(args.runs, args.qrels, metrics, args.profile or "trec_eval", _conventions(args),
-                             args.complete, names=names)
+                             args.complete, names=names, allow_truncated=args.allow_truncated)
     sizes = {n: len(r.per_query) for n, r in results.items()}
     if len(set(sizes.values())) > 1:
         raise InputError(f"the runs cover different sets of queries ({sizes}); paired comparisons need the same "
@@ -347,7 +361,8 @@ def _cmd_report(args) -> int:
     base = _curve_metric(args, metrics)
     curve_specs = [f"{base}@{k}" for k in CURVE_KS]
     curve_results = _evaluate_runs(args.runs, args.qrels, curve_specs, args.profile or "trec_eval",
-                                   _conventions(args), args.complete, names=list(results), quiet=True)
+                                   _conventions(args), args.complete, names=list(results), quiet=True,
+                                   allow_truncated=args.allow_truncated)
     curves = {name: {k: r.mean[s] for k, s in zip(CURVE_KS, curve_specs)} for name, r in curve_results.items()}
     histories = {}
     for path, model in zip(args.model, models):
@@ -396,6 +411,15 @@ def _cmd_bench(args) -> int:
     return subprocess.call(cmd)
 
 
+def add_allow_truncated(p) -> None:
+    """The ``--allow-truncated`` option of the commands that read TREC runs, qrels or SVMlight files
+    (defined here, not in ``inputs``: building the parser imports no numpy)."""
+    p.add_argument("--allow-truncated", action="store_true",
+                   help="read a TREC run, qrels or SVMlight file whose last line has no line break (or, written by "
+                        "rankwise, whose closing '# rankwise-svmlight end' line is missing) as it is; without it "
+                        "such a file -- what a copy or a write cut short leaves -- is an error naming file:line")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rankwise", description="Learning to rank: train, predict, evaluate, compare.")
     parser.add_argument("--debug", action="store_true", help="show a traceback on errors")
@@ -428,6 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="model file to write")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--group", help="SVMlight without qid: file of query sizes, one per line (LightGBM .query)")
+    add_allow_truncated(p)
     p.add_argument("--allow-untrained", action="store_true",
                    help="save the model even when training left it untrained (a constant scorer, or parameters "
                         "that never left their start); without it that is an error and nothing is written")
@@ -447,6 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pad-features", action="store_true",
                    help="score features beyond the file's highest index as 0 (sparse SVMlight omits zeros); "
                         "without it a file with fewer features than the model is an error")
+    add_allow_truncated(p)
     data_opts(p)
     p.set_defaults(func=_cmd_predict)
 
@@ -477,6 +503,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-docs", "-M", type=int, help="trec_eval -M: at most this many documents per topic")
     p.add_argument("--judged-only", "-J", action="store_true", help="trec_eval -J: drop unjudged documents")
     eval_opts(p, default_metrics=None)
+    add_allow_truncated(p)
     p.add_argument("--format", default="auto", help="output: table (default) or trec_eval; data format of DATA: "
                                                      "auto, svmlight, parquet, movielens, npz")
     p.add_argument("--split", default=None, help="MovieLens: split u1..u5, ua, ub (100k; default u1), or time / "
@@ -493,6 +520,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--resamples", type=int, default=10_000, help="randomisation-test resamples")
         p.add_argument("--seed", type=int, default=0)
         eval_opts(p)
+        add_allow_truncated(p)
         if name == "compare":
             _add_significance_options(p)
         if name == "report":
@@ -557,6 +585,8 @@ def main(argv=None) -> int:
             raise
         msg = str(exc) if not isinstance(exc, OSError) or isinstance(exc, RankwiseError) else \
             f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": ")
+        if hasattr(args, "allow_truncated"):  # the readers' hint, in this command's words
+            msg = msg.replace("allow_truncated=True", "--allow-truncated")
         print(f"rankwise: error: {msg}", file=sys.stderr)
         return 2
 

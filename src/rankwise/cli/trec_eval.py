@@ -57,6 +57,9 @@ def add_trec_eval_parser(sub) -> None:
     p.add_argument("-M", "--Max_retrieved_per_topic", type=int, metavar="N", help="the first N documents only")
     p.add_argument("-J", "--Judged_docs_only", action="count", default=0, help="drop unjudged documents")
     p.add_argument("-N", "--Number_docs_in_coll", type=int, default=0, metavar="N", help="collection size (utility)")
+    from rankwise.cli.main import add_allow_truncated
+
+    add_allow_truncated(p)  # rankwise's own: trec_eval reads a file cut short without a word
     p.set_defaults(refused=[], func=_cmd_trec_eval)
     for short, long_, nargs in (("-D", "--Debug_level", None), ("-R", "--Rel_info_format", None),
                                 ("-T", "--Results_format", None), ("-Z", "--Zscore", None),
@@ -136,7 +139,7 @@ def _cutoffs(base: str, par: str, fraction: bool) -> list[str]:
 
 
 def _cmd_trec_eval(args) -> int:
-    from rankwise.data.trec import Run
+    from rankwise.data.trec import Qrels, Run
     from rankwise.errors import InputError
     from rankwise.metrics import evaluate_runs, format_trec_eval
     from rankwise.metrics.trec import PreparedQrels
@@ -148,8 +151,8 @@ def _cmd_trec_eval(args) -> int:
         raise InputError(f"trec_eval option {given}{'' if value is None else ' ' + str(value)} is not supported by "
                          f"rankwise trec_eval ({what})")
     specs, runid = _measure_plan(args.measure)
-    pq = PreparedQrels(args.qrels)
-    run = Run.read(args.run)
+    pq = PreparedQrels(Qrels.read(args.qrels, allow_truncated=args.allow_truncated))
+    run = Run.read(args.run, allow_truncated=args.allow_truncated)
     if not args.complete_rel_info_wanted:
         in_run = set(run.qids)
         missing = sorted(q for q in pq.qrels.qids if q not in in_run)

@@ -12,9 +12,10 @@ when
 - the arrays are structurally sound (``RankingDataset.load``'s checks: CSR index arrays in range
   and monotone, offsets consistent) — checked before any kernel touches them.
 
-A damaged or foreign entry is rebuilt with one warning. An entry is written to a temporary folder
-beside its slot and renamed into place, so a concurrent reader sees the old entry, the new one
-or none, never a half-written one (the digests would refuse it anyway). A cache root that cannot
+A damaged or foreign entry is rebuilt with one warning. An entry is written as
+:meth:`RankingDataset.save` writes any folder (:func:`rankwise._io.atomic_folder`: a temporary
+folder beside its slot, swapped in), so a concurrent reader sees the old entry, the new one or
+none, never a half-written one (the digests would refuse it anyway). A cache root that cannot
 be written (read-only, full, not a folder) means no cache, with one warning per root.
 
 Digests: xxHash3-128 (``xxhash``) over the bytes, a fast non-cryptographic hash that catches
@@ -28,7 +29,6 @@ import json
 import os
 import shutil
 import time
-import uuid
 from pathlib import Path
 
 from rankwise.data._digest import digest_algorithm, file_digest
@@ -152,27 +152,26 @@ class Entry:
     # -------------------------------------------------------------- writing
     def store(self, ds, data_digest: str, group_file: Path | None, group_digest: str | None,
               data_stat: dict, group_stat: dict | None) -> None:
-        """Write the entry (temporary folder, then rename); an unwritable root warns once."""
+        """Write the entry (a temporary folder, swapped in); an unwritable root warns once."""
         info = {"format": CACHE_FORMAT, "algorithm": digest_algorithm(), "source": self.source,
                 "options": self.options, "data": dict(data_stat, digest=data_digest),
                 "group": None if group_file is None else dict(group_stat, digest=group_digest,
                                                              path=str(group_file.resolve()))}
-        token = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        tmp = self.root / f".{self.dir.name}.tmp-{token}"
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             self._remove_stale_temporaries()
-            ds._save(tmp, extra={"svmlight_cache": info})
-            _replace_dir(tmp, self.dir, self.root / f".{self.dir.name}.old-{token}")
+            ds._save(self.dir, extra={"svmlight_cache": info}, replace_any=True)
         except OSError as exc:
-            shutil.rmtree(tmp, ignore_errors=True)
             _warn_unwritable(self.root, exc)
 
     def _remove_stale_temporaries(self) -> None:
+        """Killed writers' temporary folders of any slot, once they are an hour old (those of this
+        entry's slot also go as soon as their process is gone: atomic_folder's own clean-up)."""
+        from rankwise._io import is_temp_name
+
         now = time.time()
         try:
-            names = [e for e in os.scandir(self.root) if e.name.startswith(".") and (".tmp-" in e.name
-                                                                                     or ".old-" in e.name)]
+            names = [e for e in os.scandir(self.root) if is_temp_name(e.name)]
         except OSError:
             return
         for e in names:
@@ -182,26 +181,3 @@ class Entry:
             except OSError:
                 pass
 
-
-def _replace_dir(tmp: Path, target: Path, trash: Path) -> None:
-    """Move the finished folder ``tmp`` to ``target``, replacing what is there.
-
-    A folder cannot be renamed over a non-empty one, so the old entry is first renamed away
-    (``trash``) and removed after. Readers meanwhile see the old entry, no entry, or the new one.
-    If another writer put its entry in place first, ours (equal by construction) is dropped.
-    (The integrator may fold this into the shared atomic-write helper of ``rankwise._io``.)
-    """
-    for _ in range(3):
-        try:
-            os.rename(tmp, target)
-            break
-        except OSError as exc:
-            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.EISDIR, errno.ENOTDIR):
-                raise
-        try:
-            os.rename(target, trash)
-        except FileNotFoundError:
-            pass  # another writer moved it away: try again
-        shutil.rmtree(trash, ignore_errors=True)
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)  # other writers keep winning: theirs is in place

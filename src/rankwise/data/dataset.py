@@ -7,6 +7,7 @@ float32 and is never densified behind the user's back.
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -420,28 +421,20 @@ class RankingDataset:
         """Save as a directory of ``.npy`` arrays plus ``meta.json`` (no pickle).
 
         ``meta.json`` records a digest of every array (dtype, shape and bytes), which
-        :meth:`load` checks: a damaged or swapped array is refused, never served. Each file is
-        written atomically (:func:`rankwise._io.atomic_write`); ``meta.json`` is removed first and
-        written last, so a save that is killed or fails (a full disk: a
-        :class:`~rankwise.errors.WriteError` naming the file) leaves a folder that :meth:`load`
-        refuses, never one that mixes the arrays of two saves.
+        :meth:`load` checks: a damaged or swapped array is refused, never served. The folder is
+        written atomically (:func:`rankwise._io.atomic_folder`): into a hidden temporary folder
+        beside ``path``, fsynced, then swapped in, so that ``path`` holds the complete previous
+        save or the complete new one, whatever happens (a full disk: a
+        :class:`~rankwise.errors.WriteError` naming the path; the process killed). An existing
+        ``path`` is replaced only if it holds nothing but a save's files (an empty folder is fine);
+        a folder with other files in it is an ``InputError``, never deleted.
         """
         self._save(path)
 
-    def _save(self, path, extra: dict | None = None) -> None:
-        from rankwise._io import atomic_write, write_error
+    def _save(self, path, extra: dict | None = None, *, replace_any: bool = False) -> None:
+        """``replace_any``: the folder is rankwise's own (a cache slot), replaced whatever it holds."""
+        from rankwise._io import atomic_folder
         from rankwise.data._digest import array_digest, digest_algorithm
-
-        path = Path(path)
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-            (path / "meta.json").unlink(missing_ok=True)
-        except OSError as exc:
-            raise write_error(path / "meta.json", exc) from None
-
-        def np_save(name, arr):
-            with atomic_write(path / name) as fh:
-                np.save(fh, arr)
 
         meta = {"format": "rankwise.RankingDataset", "version": _FORMAT_VERSION,
                 "sparse": bool(sp.issparse(self.X)), "shape": list(self.X.shape),
@@ -457,14 +450,17 @@ class RankingDataset:
             arrays["doc_ids.npy"] = self.doc_ids
         algorithm = digest_algorithm()
         meta["digests"] = {"algorithm": algorithm}
-        for name, arr in arrays.items():
-            arr = np.ascontiguousarray(arr)
-            np_save(name, arr)
-            meta["digests"][name] = array_digest(arr, algorithm)
-        meta.update(extra or {})
-        # meta.json last: its presence marks a complete save
-        with atomic_write(path / "meta.json", "w") as fh:
-            fh.write(json.dumps(meta))
+        with atomic_folder(path, replaceable=None if replace_any else _check_replaceable) as tmp:
+            for name, arr in arrays.items():
+                arr = np.ascontiguousarray(arr)
+                with open(tmp / name, "wb") as fh:
+                    # through .write (not ndarray.tofile, whose short write on a full disk is an
+                    # OSError without errno): ENOSPC reaches the WriteError
+                    np.save(_Writes(fh), arr)
+                meta["digests"][name] = array_digest(arr, algorithm)
+            meta.update(extra or {})
+            with open(tmp / "meta.json", "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(meta))
 
     @classmethod
     def load(cls, path, *, mmap_mode: str | None = None, verify: bool = True) -> "RankingDataset":
@@ -476,6 +472,10 @@ class RankingDataset:
         folder is an ``InputError`` naming it, never a wrong data set or a crash.
         """
         path = Path(path)
+        if not os.path.lexists(path):  # a save killed mid-swap leaves the previous folder beside it
+            from rankwise._io import recover_folder
+
+            recover_folder(path)
         meta = cls._read_meta(path)
         return cls._from_meta(path, meta, mmap_mode, verify=verify)
 
@@ -608,6 +608,35 @@ class RankingDataset:
             raise InputError(f"feature names {sorted(clash)} clash with the qid/label/doc_id column names; "
                              "pass other names via qid=/label=/doc_id=")
         return pd.concat([front, feats], axis=1)
+
+
+class _Writes:
+    """A file seen only through its ``write`` (numpy then writes in chunks, not with ``tofile``)."""
+
+    def __init__(self, fh):
+        self.write = fh.write
+
+
+#: the files RankingDataset.save writes (a folder holding only these, or nothing, may be replaced)
+_SAVE_FILES = frozenset({"meta.json", "X.npy", "X_data.npy", "X_indices.npy", "X_indptr.npy", "labels.npy",
+                         "query_offsets.npy", "query_ids.npy", "doc_ids.npy"})
+
+
+def _check_replaceable(path: Path) -> None:
+    """Refuse to replace a folder that holds anything but a save's files (the user's own files)."""
+    from rankwise._io import is_temp_name
+
+    if path.is_symlink() or not path.is_dir():
+        raise InputError(f"cannot save to {path}: it is a file, not a folder; give a folder name")
+    try:
+        foreign = sorted(e.name for e in os.scandir(path) if not (e.is_file(follow_symlinks=False)
+                                                                  and (e.name in _SAVE_FILES or is_temp_name(e.name))))
+    except OSError:
+        return  # unreadable: the swap reports what is wrong
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise InputError(f"cannot save to {path}: the folder holds files that are not a saved RankingDataset "
+                         f"({shown}); saving replaces the whole folder, so give a new or empty folder")
 
 
 def concat(datasets) -> RankingDataset:
