@@ -59,8 +59,8 @@ def test_pair_count_of_the_engine_is_exact_at_the_budget():
         got = grad_hess("ranknet", s, y, off)
     np.testing.assert_array_equal(got[0], ref[0])
     np.testing.assert_array_equal(got[1], ref[1])
-    with max_pairs(pairs - 1), pytest.raises(InputError, match=f"ranknet: query 1 \\(0-based, of 2 in this call\\) "
-                                                               f"has 300 documents, so one call visits {pairs:,} pairs"):
+    msg = rf"ranknet: query 1 \(0-based, of 2 in this call\) has 300 documents, so one call visits {pairs:,} pairs"
+    with max_pairs(pairs - 1), pytest.raises(InputError, match=msg):
         grad_hess("ranknet", s, y, off)
 
 
