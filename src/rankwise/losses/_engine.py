@@ -148,7 +148,13 @@ def check_pairs(kernel: EngineKernel, s, y, off, loss: str = "the loss") -> None
     budget = pair_budget()
     if math.isinf(budget):
         return
-    n = np.diff(off).astype(np.float64)
+    lengths = np.diff(off)
+    if len(lengths) == 0:
+        return
+    longest = int(lengths.max())
+    if (longest * min(longest, kernel.top) if kernel.top > 0 else longest * (longest - 1) // 2) <= budget:
+        return  # the usual case: O(#queries), a few ms for 10^6 queries
+    n = lengths.astype(np.float64)
     bound = n * np.minimum(n, kernel.top) if kernel.top > 0 else n * (n - 1) / 2
     for q in np.flatnonzero(bound > budget):
         pairs, what = pairs_visited(kernel, s, y, off, int(q))
