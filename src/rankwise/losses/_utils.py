@@ -282,9 +282,10 @@ def pair_budget_error(loss: str, query: str, n: int, pairs: int, budget: float, 
     return InputError(f"{loss}: {query} has {n:,} documents, so one call visits {pairs:,} pairs ({what}), more "
                       f"than the pair budget of {budget:,.0f} per query (at least ~{pairs * 3e-9:,.0f} s per call at "
                       "~3 ns a pair on one core); set a truncation level (truncation_level=50 visits at most "
-                      "50·n pairs), use a listwise loss (listnet, listmle) or a sort-based one (pairwise_hinge, "
-                      "rankboost), split the query, or raise the budget with rankwise.losses.max_pairs(N) (a "
-                      "context manager; None: no limit) or the environment variable RANKWISE_MAX_PAIRS=N")
+                      "50·n pairs), use a listwise loss (listnet, listmle) or a sort-based form (pairwise_hinge, "
+                      "rankboost, kendall_hinge with pair_weights 'none'/'delta_label' and method='auto'), split the "
+                      "query, or raise the budget with rankwise.losses.max_pairs(N) (a context manager; None: no "
+                      "limit) or the environment variable RANKWISE_MAX_PAIRS=N")
 
 
 def exp2_gain(labels: torch.Tensor, *, loss: str) -> torch.Tensor:
