@@ -237,12 +237,15 @@ def case_run(name: str, path: str | None, n: int):
     if name.startswith("PairwiseReductionRanker"):
         from rankwise.models import PairwiseReductionRanker
 
+        inference = "quicksort" if "quicksort" in name else "aggregate"
+
         def call(inp):
             X, y = inp
             q = np.arange(len(y)) // 50  # fit on small queries, predict one query of n documents
-            m = PairwiseReductionRanker(random_state=0).fit(X[:5000], y[:5000], qid=q[:5000])
+            m = PairwiseReductionRanker(random_state=0, inference=inference).fit(X[:5000], y[:5000], qid=q[:5000])
             p = m.predict(X, qid=np.zeros(len(y), dtype=np.int64))
-            return f"predict on 1 query, score spread {float(p.max() - p.min()):.3g}"
+            extra = f", {m.n_comparisons_:,} comparisons" if inference == "quicksort" else ""
+            return f"predict on 1 query, score spread {float(p.max() - p.min()):.3g}{extra}"
         return lambda: _features(n), call
     if name.startswith("grad_hess"):
         from rankwise.losses import grad_hess
@@ -365,6 +368,7 @@ def cases(scale: float):
         (f"LinearRanker(listnet): {one}", None, n),
         (f"LinearRanker(ranknet): {one}", None, n),
         (f"PairwiseReductionRanker.predict: {one}", None, n),
+        (f"PairwiseReductionRanker.predict quicksort: {one}", None, n),
     ]
 
 

@@ -120,3 +120,38 @@ def test_readers_long_line_and_many_queries_in_bounded_memory(tmp_path):
         print("OK", ds.n_queries, ds.n_features, r.n_queries, len(r), many.n_queries, qr.n_queries, len(out))
     """)
     assert out.split() == ["OK", "1", "2000000", "1", "2", "100000", "100000", "1"]
+
+
+def test_one_query_of_a_million_documents_under_a_pair_loss_is_refused_up_front_in_bounded_memory():
+    # 10^6 documents: ~3.3e11 pairs of different labels (hours of pair arithmetic in O(n) memory, issue 29 item 5).
+    # Refused before any pair is visited -- by grad_hess, by the engine's torch loss and by a model trained on it --
+    # while the truncated lambdarank and a listwise loss give their gradient, all under a cap of 400 MB.
+    out = _run("""
+        import numpy as np
+        import torch
+        from rankwise.errors import InputError
+        from rankwise.losses import grad_hess, training_loss
+        from rankwise.models import LinearRanker
+        n = 1_000_000
+        rng = np.random.default_rng(0)
+        s = rng.normal(size=n)
+        y = rng.integers(0, 3, n).astype(np.float64)
+        X = rng.normal(size=(n, 3)).astype(np.float32)
+        grad_hess("ranknet", s[:10], y[:10], np.array([0, 10]))  # load the kernels before the cap
+        LinearRanker("ranknet", max_iter=1).fit(X[:20], y[:20], qid=np.zeros(20, dtype=np.int64))
+        cap(400)
+        calls = [lambda: grad_hess("ranknet", s, y, np.array([0, n])),
+                 lambda: training_loss("ranknet", torch.from_numpy(s), torch.from_numpy(y)),
+                 lambda: LinearRanker("ranknet", max_iter=2).fit(X, y, qid=np.zeros(n, dtype=np.int64))]
+        for call in calls:
+            try:
+                call()
+                print("NO ERROR")
+            except InputError as e:
+                print("REFUSED", str(e).split(",")[0])
+        g, _ = grad_hess("lambdarank", s, y, np.array([0, n]))
+        g2, _ = grad_hess("listmle", s, y, np.array([0, n]))
+        print("OK", bool(np.isfinite(g).all() and np.isfinite(g2).all()))
+    """)
+    assert out.splitlines() == ["REFUSED ranknet: query 0 (0-based", "REFUSED ranknet: query 0 (0-based",
+                                "REFUSED ranknet: query 0 (0-based", "OK True"]

@@ -398,3 +398,27 @@ def test_sample_weight_multiplies_pair_weights_and_eval_set_records_validation_n
     assert weighted.history_ == {"ndcg@10": [pytest.approx(want)]}
     weighted.save(tmp_path / "m.npz")
     assert rankwise.load(tmp_path / "m.npz").history_["ndcg@10"] == [pytest.approx(want)]
+
+
+def test_aggregate_inference_follows_the_pair_budget():
+    # issue 29 item 5: inference="aggregate" classifies m(m-1) ordered pairs of a query of m rows; over the pair
+    # budget (rankwise.losses.max_pairs) it is refused before any classifier call, naming the query, its rows and
+    # pairs and the way out (quicksort); at the budget it runs and gives the same scores as without one
+    from rankwise.losses import max_pairs
+    from rankwise.models import PairwiseReductionRanker
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(130, 4))
+    y = (X[:, 0] > 0).astype(float) + (X[:, 1] > 1)
+    qid = np.repeat([0, 1], [30, 100])
+    m = PairwiseReductionRanker(random_state=0).fit(X, y, qid=qid)
+    ref = m.predict(X, qid=qid)
+    with max_pairs(100 * 99):
+        np.testing.assert_array_equal(m.predict(X, qid=qid), ref)
+    with max_pairs(100 * 99 - 1), pytest.raises(InputError, match=r"query 1 \(0-based, of 2\) has 100 rows, so "
+                                                                   r"inference='aggregate' classifies 9,900 ordered "
+                                                                   r"pairs.*inference='quicksort'"):
+        m.predict(X, qid=qid)
+    with max_pairs(1):
+        m.set_params(inference="quicksort")
+        assert m.predict(X, qid=qid).shape == (130,)

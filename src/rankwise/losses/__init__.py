@@ -7,6 +7,8 @@ Every loss has the signature
 calibration, Lipschitz constants, pair and sorted forms, compiled kernel, regret constants), and
 :func:`as_objective` / :func:`grad_hess` turn any loss into a LightGBM / XGBoost objective;
 :func:`training_loss` / :func:`compiled` run a loss's compiled kernel as a torch loss on CPU.
+:func:`max_pairs` sets how many pairs one query may visit per call of a pair loss (default
+:data:`DEFAULT_MAX_PAIRS`; ``RANKWISE_MAX_PAIRS``); a query beyond it is refused up front.
 """
 from __future__ import annotations
 
@@ -40,11 +42,12 @@ from rankwise.losses.pointwise import (
     sigmoid_ce_loss,
 )
 from rankwise.losses._spec import LossSpec, RegretRule
+from rankwise.losses._utils import DEFAULT_MAX_PAIRS, max_pairs
 from rankwise.losses.registry import REGISTRY, get, register, spec, unregister
 
 __all__ = [
     "REGISTRY", "LossSpec", "RegretRule", "get", "spec", "register", "unregister", "as_objective", "grad_hess",
-    "training_loss", "compiled",
+    "training_loss", "compiled", "max_pairs", "DEFAULT_MAX_PAIRS",
     "pointwise_squared_loss", "pointwise_utility_regression_loss", "pointwise_logistic_loss",
     "pointwise_exponential_loss", "pointwise_squared_hinge_loss", "pointwise_smooth_hinge_loss",
     "sigmoid_ce_loss", "pairwise_hinge_loss", "ranknet_loss", "lambdarank_loss", "rankboost_loss",

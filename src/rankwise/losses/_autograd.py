@@ -27,9 +27,9 @@ def _engine_function():
         """Per-list values of one kernel on flat scores; backward: kernel gradient × dL/dvalue."""
 
         @staticmethod
-        def forward(ctx, s_flat, y_flat, w_flat, offsets, kernel, n_jobs):
+        def forward(ctx, s_flat, y_flat, w_flat, offsets, kernel, n_jobs, loss):
             s = s_flat.detach().to(torch.float64).cpu().numpy()
-            vals, ok, g, _ = _engine.run(kernel, s, y_flat, offsets, w_flat, n_jobs)
+            vals, ok, g, _ = _engine.run(kernel, s, y_flat, offsets, w_flat, n_jobs, loss=loss)
             ctx.save_for_backward(torch.from_numpy(g))
             ctx.row_list = torch.from_numpy(np.repeat(np.arange(len(offsets) - 1), np.diff(offsets)))
             ok = torch.from_numpy(ok)
@@ -40,7 +40,7 @@ def _engine_function():
         def backward(ctx, grad_vals, _grad_ok):
             g, = ctx.saved_tensors
             gs = g * grad_vals.detach().to(torch.float64)[ctx.row_list]
-            return gs.to(grad_vals.dtype), None, None, None, None, None
+            return gs.to(grad_vals.dtype), None, None, None, None, None, None
 
     return _EngineFunction
 
@@ -69,7 +69,7 @@ def training_loss(loss, scores, labels, *, where=None, weights=None, reduction="
     s_flat = b.scores[mask]
     y_flat = b.labels[mask].detach().to(torch.float64).numpy()
     w_flat = None if b.item_w is None else b.item_w[mask].detach().to(torch.float64).numpy()
-    per_list, valid = _engine_function().apply(s_flat, y_flat, w_flat, offsets, kernel, n_jobs)
+    per_list, valid = _engine_function().apply(s_flat, y_flat, w_flat, offsets, kernel, n_jobs, sp.name)
     per_list = torch.where(valid, per_list, torch.zeros_like(per_list))
     if b.list_w is not None:
         per_list = per_list * b.list_w

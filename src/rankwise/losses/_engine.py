@@ -34,6 +34,7 @@ metric optimization." CIKM 2018.
 """
 from __future__ import annotations
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -62,6 +63,7 @@ from rankwise.losses._engine_kernels import (  # noqa: F401  (the constants are 
     W_NDCG,
     W_NONE,
     W_OP,
+    _FAST_SPREAD,
     _approx_ndcg_batch,
     _listmle_batch,
     _listnet_batch,
@@ -71,6 +73,7 @@ from rankwise.losses._engine_kernels import (  # noqa: F401  (the constants are 
     _smooth_dcg1_batch,
     _smooth_dcg_batch,
 )
+from rankwise.losses._utils import pair_budget, pair_budget_error
 
 
 # ----------------------------------------------------------------------------------------- driver
@@ -94,6 +97,13 @@ class EngineKernel:
     checks: tuple = field(default_factory=tuple)  # callables (labels, weights) -> None, raising InputError
     v_checks: tuple = field(default_factory=tuple)  # callables (utilities) -> None, raising InputError
     value_last: bool = False  # the last entry of params says whether to compute the value (run's ``value``)
+    # the pairs a query visits, checked against the pair budget before any work (see pairs_visited): None (O(n)
+    # or O(n log n) kernels), "all" (every pair), "labels" (the pairs of different labels where the logistic loop
+    # groups them: group_sigma > 0 and group_sigma · (max s - min s) <= _FAST_SPREAD; else every pair);
+    # ``top`` > 0: only the pairs with an item in the top ``top``
+    pairs: str | None = None
+    top: int = 0
+    group_sigma: float = 0.0
 
 
 def _chunks(off, cost, n_chunks):
@@ -113,14 +123,57 @@ def n_threads(n_jobs) -> int:
     return kernel_threads(n_jobs)
 
 
-def run(kernel: EngineKernel, s, y, off, w=None, n_jobs=None, value=True):
+def pairs_visited(kernel: EngineKernel, s, y, off, q: int) -> tuple[int, str]:
+    """The pairs query ``q`` visits in ``kernel`` (exact, from its length, labels and score spread) and what
+    they are, in words."""
+    a, b = int(off[q]), int(off[q + 1])
+    n = b - a
+    if 0 < kernel.top < n:
+        t = kernel.top
+        return t * n - t * (t + 1) // 2, f"the pairs with a document in the top {t}"
+    if (kernel.pairs == "labels" and n > 1 and kernel.group_sigma > 0
+            and kernel.group_sigma * float(s[a:b].max() - s[a:b].min()) <= _FAST_SPREAD):
+        counts = np.unique(y[a:b], return_counts=True)[1].astype(object)
+        return (n * n - int((counts * counts).sum())) // 2, f"every pair of different labels ({len(counts)} labels)"
+    return n * (n - 1) // 2, "every pair"
+
+
+def check_pairs(kernel: EngineKernel, s, y, off, loss: str = "the loss") -> None:
+    """Refuse, before any work, a call in which one query would visit more pairs than the pair budget
+    (:func:`rankwise.losses._utils.pair_budget`): an :class:`~rankwise.errors.InputError` naming the loss, the
+    query (its index in the call), its size and pair count, and what to do. Only queries whose bound n·(n-1)/2
+    (n·T with a truncation level T) exceeds the budget are counted exactly, so the check costs O(#queries)."""
+    if kernel.pairs is None:
+        return
+    budget = pair_budget()
+    if math.isinf(budget):
+        return
+    lengths = np.diff(off)
+    if len(lengths) == 0:
+        return
+    longest = int(lengths.max())
+    if (longest * min(longest, kernel.top) if kernel.top > 0 else longest * (longest - 1) // 2) <= budget:
+        return  # the usual case: O(#queries), a few ms for 10^6 queries
+    n = lengths.astype(np.float64)
+    bound = n * np.minimum(n, kernel.top) if kernel.top > 0 else n * (n - 1) / 2
+    for q in np.flatnonzero(bound > budget):
+        pairs, what = pairs_visited(kernel, s, y, off, int(q))
+        if pairs > budget:
+            nq = len(off) - 1
+            raise pair_budget_error(loss, f"query {int(q)} (0-based, of {nq} in this call)", int(n[q]), pairs,
+                                    budget, what)
+
+
+def run(kernel: EngineKernel, s, y, off, w=None, n_jobs=None, value=True, loss: str = "the loss"):
     """Per-query values, whether each query counts (has what the loss needs: an item, a pair, a
     positive ideal DCG), gradient and Hessian diagonal (float64) of one kernel on flat arrays.
     ``value=False``: the caller does not need the values; kernels that can skip them (the
-    LambdaMART pair loop) leave them at 0."""
+    LambdaMART pair loop) leave them at 0. A query with more pairs than the pair budget is refused
+    first (:func:`check_pairs`; ``loss`` names the loss in the message)."""
     s = np.ascontiguousarray(s, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
     off = np.ascontiguousarray(off, dtype=np.int64)
+    check_pairs(kernel, s, y, off, loss)
     n = len(s)
     w = np.ones(n) if w is None else np.ascontiguousarray(w, dtype=np.float64)
     for check in kernel.checks:
@@ -153,9 +206,13 @@ def pair_kernel(scheme, phi, *, sigma=1.0, scale=1.0, truncation_level=None, nor
                 utilities=None, checks=(), v_checks=()):
     trunc = 0 if truncation_level is None else int(truncation_level)
     cost = 1 << 30 if trunc <= 0 else trunc
+    # W_OP and NDCG-Loss1 weigh every ordered pair; the others only pairs of different labels, grouped by label in
+    # the logistic loop where the score spread allows it (_pair_query), else found by a loop over every pair
+    every = scheme in (W_OP, W_LL_NDCG1)
     return EngineKernel(_pair_batch, (int(scheme), int(phi), float(sigma), float(scale), trunc, bool(norm),
                                       float(mu), bool(exp2), True), cost, utilities, tuple(checks),
-                        tuple(v_checks), value_last=True)
+                        tuple(v_checks), value_last=True, pairs="all" if every else "labels", top=max(trunc, 0),
+                        group_sigma=float(sigma) if phi == PHI_LOGISTIC else 0.0)
 
 
 def listnet_kernel(tau):
@@ -167,11 +224,12 @@ def listmle_kernel():
 
 
 def approx_ndcg_kernel(alpha, exp2, checks=()):
-    return EngineKernel(_approx_ndcg_batch, (float(alpha), bool(exp2)), 1 << 30, None, tuple(checks))
+    return EngineKernel(_approx_ndcg_batch, (float(alpha), bool(exp2)), 1 << 30, None, tuple(checks), pairs="all")
 
 
 def smooth_dcg_kernel(k, sigma, exp2, checks=()):
-    return EngineKernel(_smooth_dcg_batch, (int(k), float(sigma), bool(exp2)), int(k), None, tuple(checks))
+    return EngineKernel(_smooth_dcg_batch, (int(k), float(sigma), bool(exp2)), int(k), None, tuple(checks),
+                        pairs="all", top=int(k))
 
 
 def smooth_dcg1_kernel(sigma, utilities, checks=()):

@@ -8,6 +8,8 @@ value nor their gradient can leak NaN or inf into the result.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import os
 from dataclasses import dataclass
@@ -210,7 +212,8 @@ def _memory_bytes() -> float:
 def check_pair_memory(b: Batch, loss: str, *, copies: int = 8) -> None:
     """Refuse, before any allocation, a dense [batch, L, L] pair form that cannot fit in memory
     (``copies`` pair matrices of the batch's dtype alive at once), naming the loss, the list
-    length and what to use instead."""
+    length and what to use instead; so is one whose lists have more pairs than the pair budget
+    (:func:`pair_budget`)."""
     B, L = b.scores.shape
     need = float(copies) * B * L * L * b.scores.element_size()
     have = _memory_bytes()
@@ -220,6 +223,69 @@ def check_pair_memory(b: Batch, loss: str, *, copies: int = 8) -> None:
                          "address-space and cgroup limits); train through the compiled engine "
                          "(rankwise.losses.grad_hess / training_loss), use method='auto' where the loss has a "
                          "sort-based form, or split the lists")
+    budget = pair_budget()
+    if L * (L - 1) // 2 > budget:
+        lengths = b.mask.sum(-1)
+        q = int(lengths.argmax())
+        raise pair_budget_error(loss, f"list {q} of the batch", int(lengths[q]), L * (L - 1) // 2, budget,
+                                f"the dense pair form: every pair of the {L:,} padded items")
+
+
+#: pairs one query may visit in one call of a pair loss, unless :func:`max_pairs` or ``RANKWISE_MAX_PAIRS`` say
+#: otherwise: a few seconds of the compiled engine per query and call (measured ~3-4 ns a pair in the logistic loop
+#: on one core, ~40-50 ns in the general loop; a query of ~55,000 documents with 3 label levels), so that a query
+#: of 10^6 documents (~3·10^11 pairs: ~20 min per gradient) is refused up front instead of looking like a hang.
+DEFAULT_MAX_PAIRS = 10 ** 9
+
+_MAX_PAIRS = contextvars.ContextVar("rankwise_max_pairs", default=None)
+
+
+def _parse_max_pairs(value, name: str) -> float:
+    """A pair budget: a positive whole number, or None / inf / "inf" / "none" for no limit."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("inf", "none", "unlimited")):
+        return math.inf
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if not (v >= 1 and (math.isinf(v) or v == int(v))):
+        raise InputError(f"{name} must be a positive whole number of pairs, or None / 'inf' for no limit; "
+                         f"got {value!r}")
+    return v
+
+
+def pair_budget() -> float:
+    """The pairs one query may visit in one call: the innermost :func:`max_pairs`, else ``RANKWISE_MAX_PAIRS``
+    when set, else :data:`DEFAULT_MAX_PAIRS` (``math.inf``: no limit)."""
+    v = _MAX_PAIRS.get()
+    if v is not None:
+        return v
+    env = os.environ.get("RANKWISE_MAX_PAIRS", "").strip()
+    return _parse_max_pairs(env, "RANKWISE_MAX_PAIRS") if env else float(DEFAULT_MAX_PAIRS)
+
+
+@contextlib.contextmanager
+def max_pairs(limit):
+    """Let one query visit up to ``limit`` pairs per call of a pair loss in the block (None or ``math.inf``: no
+    limit), instead of :data:`DEFAULT_MAX_PAIRS` (or ``RANKWISE_MAX_PAIRS``). A query over the budget is refused
+    with an :class:`~rankwise.errors.InputError` before any work: by the compiled engine (``grad_hess``,
+    ``training_loss``, the models that train on them) and by the dense torch pair forms."""
+    token = _MAX_PAIRS.set(_parse_max_pairs(limit, "max_pairs"))
+    try:
+        yield
+    finally:
+        _MAX_PAIRS.reset(token)
+
+
+def pair_budget_error(loss: str, query: str, n: int, pairs: int, budget: float, what: str) -> InputError:
+    """The error of a query over the pair budget: the loss, the query, its size and pair count, what to do."""
+    return InputError(f"{loss}: {query} has {n:,} documents, so one call visits {pairs:,} pairs ({what}), more "
+                      f"than the pair budget of {budget:,.0f} per query (at least ~{pairs * 3e-9:,.0f} s per call at "
+                      "~3 ns a pair on one core); set a truncation level (truncation_level=50 visits at most "
+                      "50·n pairs), use a listwise loss (listnet, listmle) or a sort-based form (pairwise_hinge, "
+                      "rankboost, kendall_hinge with pair_weights 'none'/'delta_label' and method='auto'), split the "
+                      "query, or raise the budget with rankwise.losses.max_pairs(N) (a context manager; None: no "
+                      "limit) or the environment variable RANKWISE_MAX_PAIRS=N")
 
 
 def exp2_gain(labels: torch.Tensor, *, loss: str) -> torch.Tensor:

@@ -149,7 +149,7 @@ def _grad_hess(sp, hyper, kernel, scores_flat, labels_flat, offsets, *, weights,
     if gw is not None and (not np.all(np.isfinite(gw)) or np.any(gw < 0)):
         raise InputError(f"{sp.name}: group_weights must be finite and non-negative")
     if kernel is not None:
-        vals, _, grad, hess = _engine.run(kernel, s_np, y_np, off, w_np, n_jobs, value=return_value)
+        vals, _, grad, hess = _engine.run(kernel, s_np, y_np, off, w_np, n_jobs, value=return_value, loss=sp.name)
         if gw is not None:
             vals = vals * gw
             row = np.repeat(gw, np.diff(off))

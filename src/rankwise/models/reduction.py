@@ -479,12 +479,33 @@ class PairwiseReductionRanker(BaseRanker):
             yield np.concatenate(us), np.concatenate(vs)
 
     def _aggregate(self, X, offsets):
+        self._check_pair_budget(offsets)
         n = X.shape[0]
         score = np.zeros(n, dtype=np.float64)
         for u, v in self._pair_blocks(offsets):
             f = self._batched(self._pair_decision, X, u, v)
             score += np.bincount(u, weights=f, minlength=n) - np.bincount(v, weights=f, minlength=n)
         return score
+
+    @staticmethod
+    def _check_pair_budget(offsets):
+        """Refuse up front a query whose m(m - 1) ordered pairs exceed the pair budget of the pair losses
+        (:func:`rankwise.losses.max_pairs`, ``RANKWISE_MAX_PAIRS``): one query of 10^6 rows would be 10^12
+        classifier calls, hours of work in bounded memory."""
+        from rankwise.losses._utils import pair_budget
+
+        budget = pair_budget()
+        m = np.diff(np.asarray(offsets, dtype=np.int64)).astype(np.float64)
+        over = np.flatnonzero(m * (m - 1) > budget)
+        if len(over):
+            q = int(over[np.argmax(m[over])])
+            rows = int(m[q])
+            raise InputError(f"PairwiseReductionRanker.predict: query {q} (0-based, of {len(m)}) has {rows:,} rows, "
+                             f"so inference='aggregate' classifies {rows * (rows - 1):,} ordered pairs, more than the "
+                             f"pair budget of {budget:,.0f} per query; use inference='quicksort' (about 2 n ln n "
+                             f"comparisons: ~{2 * rows * np.log(rows):,.0f} here; set_params(inference='quicksort')), "
+                             "split the query, or raise the budget with rankwise.losses.max_pairs(N) (a context "
+                             "manager; None: no limit) or the environment variable RANKWISE_MAX_PAIRS=N")
 
     def _quicksort(self, X, offsets):
         """Level-synchronous randomised QuickSort: one classifier call per recursion level."""
