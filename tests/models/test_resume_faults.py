@@ -129,7 +129,7 @@ def test_subsampled_gbdt_without_random_state_resumes_with_the_checkpoints_seed(
     (X, y, qid), _ = h.data()
     kw = dict(backend=backend, num_leaves=7, min_child_samples=5, subsample=0.7, verbose=False)
     ck = tmp_path / "ck.npz"
-    with h.kill_after_writes(6) as _:
+    with h.kill_after_writes(6):
         with pytest.raises(h.Killed):
             GBDTRanker("lambdarank", n_estimators=12, **kw).fit(X, y, qid=qid, checkpoint=ck, checkpoint_every=1)
     from rankwise.models import persistence

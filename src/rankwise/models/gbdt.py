@@ -162,7 +162,11 @@ class GBDTRanker(BaseRanker):
     n_estimators, learning_rate, num_leaves, max_depth, min_child_samples, subsample,
     colsample_bytree, reg_lambda
         Tree and boosting parameters (mapped to each library's names; ``num_leaves`` is
-        LightGBM's, ``max_depth`` XGBoost's main size control).
+        LightGBM's, ``max_depth`` XGBoost's main size control). ``subsample < 1`` is row-level
+        bagging every round (each row kept with that probability); with a rankwise loss the rows
+        are drawn by rankwise from ``(random_state, round)`` alone and the others get gradient and
+        Hessian 0, so a fit resumed from a checkpoint equals the uninterrupted one (docs/models.md,
+        "Row subsampling"); a native objective leaves it to the library.
     backend_params : dict, optional
         Further parameters passed to the library unchanged (e.g. LightGBM's ``linear_tree`` or
         ``categorical_feature="0,3"``). ``feature_types`` (XGBoost, e.g. ``["q", "c", ...]``) goes
