@@ -5,7 +5,9 @@ uninterrupted one, docs/models.md "Row subsampling"); the library's own bagging
 (``backend_params``: LightGBM ``bagging_fraction=f, bagging_freq=1``, XGBoost ``subsample=f``) is
 the reference. For each backend: ``--seeds`` fits of each (LambdaMART objective, 100 rounds, one
 thread) on MQ2008 Fold 1 train, NDCG@10 on its test queries (mean, sd over seeds) and the fit time
-(the fastest of the fits: the machine is shared); and one fit without subsampling.
+(the fastest of the fits: the machine is shared); and one fit without subsampling. LightGBM also:
+``colsample_bytree=0.5`` (its column sampler reseeded from ``(seed, round)`` every round) against its
+own ``feature_fraction=0.5`` left running.
 
     PYTHONPATH=src RANKWISE_DATA=/work/shared/data python benchmarks/bench_gbdt_subsample.py \
         [--seeds 5] [--fraction 0.8]
@@ -46,6 +48,9 @@ def main(argv=None) -> int:
     for backend in ("lightgbm", "xgboost"):
         cfg = {"rankwise (seed, round)": {"subsample": f}, "the library": {"backend_params": library[backend]},
                "none (subsample=1)": {}}
+        if backend == "lightgbm":  # columns: LightGBM's sampler reseeded from (seed, round) vs left running
+            cfg["columns 0.5: reseeded (seed, round)"] = {"colsample_bytree": 0.5}
+            cfg["columns 0.5: the library"] = {"backend_params": {"feature_fraction": 0.5}}
         GBDTRanker("lambdarank", backend=backend, n_estimators=3, n_jobs=1, verbose=False).fit(tr)  # imports
         res = {k: [] for k in cfg}
         times = {k: [] for k in cfg}

@@ -104,12 +104,12 @@ def test_a_checkpoint_without_lbfgs_state_restarts_from_its_coefficients(tmp_pat
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
-@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
-def test_every_subsampled_gbdt_kill_point_resumes_to_the_same_model(tmp_path, uninterrupted, backend, n_jobs):
-    """Row subsampling drawn by rankwise from (seed, round): a fit killed after any round k and resumed
-    draws the rows the uninterrupted fit drew. Before, the backend's bagging generator restarted with
-    the resumed booster and the later trees differed (max |Δscore| 0.7-0.9, BENCHMARKS.md)."""
-    name = f"gbdt {backend}, subsample=0.8"
+@pytest.mark.parametrize("name", list(h.SUBSAMPLED))
+def test_every_subsampled_gbdt_kill_point_resumes_to_the_same_model(tmp_path, uninterrupted, name, n_jobs):
+    """Row subsampling drawn by rankwise from (seed, round), LightGBM's column sampler reseeded from
+    (seed, round): a fit killed after any round k and resumed draws the rows and columns the
+    uninterrupted fit drew. Before, the backend's generators restarted with the resumed booster and
+    the later trees differed (max |Δscore| 0.7-0.9, BENCHMARKS.md)."""
     full, writes = uninterrupted(name, n_jobs)
     assert writes == 12
     import warnings
@@ -154,14 +154,15 @@ def test_the_row_subsample_is_a_function_of_seed_and_round():
 
 @pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
 def test_gbdt_resume_with_library_sampling_warns_that_it_differs(tmp_path, backend):
-    """Column sampling, and row sampling under a native objective, are the library's: they restart
-    with the resumed booster (measured, the later trees differ), so a resume says so instead of
-    passing for the uninterrupted fit."""
+    """Column sampling (XGBoost's; LightGBM's under a native objective), and row sampling under a
+    native objective, are the library's: they restart with the resumed booster (measured, the later
+    trees differ), so a resume says so instead of passing for the uninterrupted fit."""
     from rankwise.models import GBDTRanker
 
     (X, y, qid), _ = h.data()
     native = "native:lambdarank" if backend == "lightgbm" else "native:rank:ndcg"
-    for loss, kw, drawn in [("lambdarank", {"colsample_bytree": 0.5}, "colsample_bytree=0.5"),
+    cols = "lambdarank" if backend == "xgboost" else native
+    for loss, kw, drawn in [(cols, {"colsample_bytree": 0.5}, "colsample_bytree=0.5"),
                             (native, {"subsample": 0.6}, "subsample=0.6")]:
         params = dict(backend=backend, n_estimators=12, num_leaves=7, min_child_samples=5, random_state=3,
                       verbose=False, **kw)

@@ -103,6 +103,8 @@ def _on_engine(loss: str, loss_params) -> bool:
 
 #: the Philox counter word that separates the row-subsample stream from any other draw keyed by the seed
 _BAG_STREAM = 0x62616767
+#: the counter word of LightGBM's per-round column-sampler seeds (:func:`_column_seed`)
+_COLUMN_STREAM = 0x636f6c73
 
 
 def _bag_rows(seed: int, rnd: int, n: int, fraction: float) -> np.ndarray:
@@ -112,6 +114,16 @@ def _bag_rows(seed: int, rnd: int, n: int, fraction: float) -> np.ndarray:
     and resumed fit draws the samples of the uninterrupted one, whatever the threads."""
     gen = np.random.Generator(np.random.Philox(key=int(seed), counter=[0, int(rnd), _BAG_STREAM, 0]))
     return gen.random(n) < fraction
+
+
+def _column_seed(seed: int, rnd: int) -> int:
+    """LightGBM's ``feature_fraction_seed`` for round ``rnd``: in 1 .. 2**31 - 1 and never the previous
+    round's, so that LightGBM restarts its column sampler every round."""
+    def draw(r):
+        gen = np.random.Generator(np.random.Philox(key=int(seed), counter=[0, int(r), _COLUMN_STREAM, 0]))
+        return int(gen.integers(1, 2 ** 31 - 1))
+    s = draw(rnd)
+    return s if rnd == 0 or s != draw(rnd - 1) else s % (2 ** 31 - 2) + 1
 
 
 def _bagged(obj, fraction: float, seed: int, first_round: int):
@@ -316,6 +328,15 @@ class GBDTRanker(BaseRanker):
         with ``subsample < 1``; a native objective leaves it to the library."""
         return native is None and self.subsample < 1
 
+    def _reseeds_columns(self, native) -> bool:
+        """Whether LightGBM's per-tree column sample is drawn from ``(seed, round)``
+        (:meth:`_column_reseeder`): ``colsample_bytree < 1``, a rankwise loss, and no column-sampling
+        parameter of the library's own in ``backend_params``."""
+        own = {"feature_fraction", "feature_fraction_bynode", "feature_fraction_seed", "colsample_bytree",
+               "sub_feature", "colsample_bynode"}
+        return (self.backend == "lightgbm" and native is None and self.colsample_bytree < 1
+                and not own & set(self.backend_params or {}))
+
     def _lgb_params(self, native, seed, library_bagging=True):
         """LightGBM's parameters; ``library_bagging=False`` when rankwise draws the row subsample."""
         frac = float(self.subsample) if library_bagging else 1.0
@@ -458,11 +479,11 @@ class GBDTRanker(BaseRanker):
     def _warn_sampling_restarts(self, resume, done, total, native) -> None:
         """A resumed booster restarts the backend's sampling stream (LightGBM's bagging and feature
         fraction generators, XGBoost's): the later trees then differ from an uninterrupted fit's.
-        The row subsample rankwise draws itself (:func:`_bag_rows`) is exempt: it depends only on the
-        seed and the round."""
+        The row subsample rankwise draws itself (:func:`_bag_rows`) and LightGBM's column sample reseeded
+        every round (:meth:`_column_reseeder`) are exempt: they depend only on the seed and the round."""
         if done >= total:
             return
-        sampled = {"colsample_bytree": self.colsample_bytree}
+        sampled = {} if self._reseeds_columns(native) else {"colsample_bytree": self.colsample_bytree}
         if not self._bags_rows(native):
             sampled = {"subsample": self.subsample, **sampled}
         sampled.update({k: v for k, v in (self.backend_params or {}).items() if k in self._SAMPLING_PARAMS})
@@ -577,9 +598,32 @@ class GBDTRanker(BaseRanker):
                            val_scores):
                 raise lgb.callback.EarlyStopException(env.iteration, [])
 
+        callbacks = [callback]
+        if obj is not None and self._reseeds_columns(native):
+            callbacks.append(self._column_reseeder(params, seed, done))
         booster = lgb.train(params, dtrain, num_boost_round=rounds, init_model=init, valid_sets=valid_sets,
-                            feval=feval, callbacks=[callback])
+                            feval=feval, callbacks=callbacks)
         self.booster_ = booster
+
+    @staticmethod
+    def _column_reseeder(params, seed, done):
+        """Make LightGBM's columns of round r a function of ``(seed, r)``: its column sampler restarts its
+        generator whenever ``feature_fraction_seed`` changes, so the objective (called once per round,
+        after lightgbm's own first-round parameter reset and before the tree is grown) sets the seed of
+        :func:`_column_seed` first. Returns the callback that hands the objective the booster."""
+        params["feature_fraction_seed"] = 0  # no round's seed: round 0 restarts the sampler too
+        inner, holder, calls = params["objective"], {}, [int(done)]
+
+        def reseeded_objective(preds, data):
+            holder["booster"].reset_parameter({"feature_fraction_seed": _column_seed(seed, calls[0])})
+            calls[0] += 1
+            return inner(preds, data)
+        params["objective"] = reseeded_objective
+
+        def hand_booster(env):
+            holder["booster"] = env.model
+        hand_booster.before_iteration = True
+        return hand_booster
 
     def _fit_xgb(self, train, val, native, obj, seed, rounds, init_text, after_round, done):
         import xgboost as xgb
