@@ -178,7 +178,9 @@ class GBDTRanker(BaseRanker):
         bagging every round (each row kept with that probability); with a rankwise loss the rows
         are drawn by rankwise from ``(random_state, round)`` alone and the others get gradient and
         Hessian 0, so a fit resumed from a checkpoint equals the uninterrupted one (docs/models.md,
-        "Row subsampling"); a native objective leaves it to the library.
+        "Row subsampling"); a native objective leaves it to the library. ``colsample_bytree < 1``
+        is the library's column sampling; on LightGBM with a rankwise loss its generator is reseeded
+        from ``(random_state, round)`` every round, for the same reason.
     backend_params : dict, optional
         Further parameters passed to the library unchanged (e.g. LightGBM's ``linear_tree`` or
         ``categorical_feature="0,3"``). ``feature_types`` (XGBoost, e.g. ``["q", "c", ...]``) goes
