@@ -103,19 +103,78 @@ def test_a_checkpoint_without_lbfgs_state_restarts_from_its_coefficients(tmp_pat
     np.testing.assert_allclose(resumed.coef_, full.coef_, atol=1e-5)
 
 
+@pytest.mark.parametrize("n_jobs", [1, 2])
+@pytest.mark.parametrize("name", list(h.SUBSAMPLED))
+def test_every_subsampled_gbdt_kill_point_resumes_to_the_same_model(tmp_path, uninterrupted, name, n_jobs):
+    """Row subsampling drawn by rankwise from (seed, round), LightGBM's column sampler reseeded from
+    (seed, round): a fit killed after any round k and resumed draws the rows and columns the
+    uninterrupted fit drew. Before, the backend's generators restarted with the resumed booster and
+    the later trees differed (max |Δscore| 0.7-0.9, BENCHMARKS.md)."""
+    full, writes = uninterrupted(name, n_jobs)
+    assert writes == 12
+    import warnings
+
+    for k in range(1, writes):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # an exact resume has nothing to warn about
+            scores = h.killed_and_resumed(name, [k], tmp_path / f"ck{k}.npz", n_jobs)
+        np.testing.assert_allclose(scores, full, rtol=0, atol=1e-12,
+                                   err_msg=f"{name}, n_jobs={n_jobs}: killed after round {k} of {writes}")
+
+
 @pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
-def test_gbdt_resume_with_random_sampling_warns_that_it_differs(tmp_path, backend):
-    """Row and column sampling restart with the resumed booster: measured, the later trees differ
-    (max |Δscore| 0.5-0.8), so a resume says so instead of passing for the uninterrupted fit."""
-    name = f"gbdt {backend}, subsample=0.8"
-    full, writes = h.uninterrupted(name, 1)
-    with pytest.warns(UserWarning, match=rf"with subsample=0.8: {backend} draws its row/column samples from a "
-                                         r"generator that restarts with the resumed booster, so rounds 3\.\.11 differ"):
-        resumed = h.killed_and_resumed(name, [3], tmp_path / "ck.npz")
-    assert not np.array_equal(resumed, full)  # what the warning says (if this fails, drop the warning)
+def test_subsampled_gbdt_without_random_state_resumes_with_the_checkpoints_seed(tmp_path, backend):
     from rankwise.models import GBDTRanker
 
     (X, y, qid), _ = h.data()
+    kw = dict(backend=backend, num_leaves=7, min_child_samples=5, subsample=0.7, verbose=False)
+    ck = tmp_path / "ck.npz"
+    with h.kill_after_writes(6):
+        with pytest.raises(h.Killed):
+            GBDTRanker("lambdarank", n_estimators=12, **kw).fit(X, y, qid=qid, checkpoint=ck, checkpoint_every=1)
+    from rankwise.models import persistence
+
+    seed = persistence.load_checkpoint(ck, GBDTRanker("lambdarank", n_estimators=12, **kw))[2]["seed"]
+    resumed = GBDTRanker("lambdarank", n_estimators=12, **kw).fit(X, y, qid=qid, resume=ck)
+    full = GBDTRanker("lambdarank", n_estimators=12, random_state=seed, **kw).fit(X, y, qid=qid)
+    np.testing.assert_array_equal(resumed.predict(X), full.predict(X))
+
+
+def test_the_row_subsample_is_a_function_of_seed_and_round():
+    from rankwise.models.gbdt import _bag_rows
+
+    a = _bag_rows(3, 5, 200_000, 0.8)
+    np.testing.assert_array_equal(a, _bag_rows(3, 5, 200_000, 0.8))
+    assert abs(a.mean() - 0.8) < 0.005  # each row kept with probability 0.8 (sd 0.0009)
+    others = [_bag_rows(3, 6, 200_000, 0.8), _bag_rows(4, 5, 200_000, 0.8)]
+    for b in others:  # another round or seed: an independent draw (agreement 0.8^2 + 0.2^2 = 0.68)
+        assert abs(np.mean(a == b) - 0.68) < 0.005
+    np.testing.assert_array_equal(_bag_rows(3, 5, 1000, 0.8), a[:1000])  # the first rows do not depend on n
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_gbdt_resume_with_library_sampling_warns_that_it_differs(tmp_path, backend):
+    """Column sampling (XGBoost's; LightGBM's under a native objective), and row sampling under a
+    native objective, are the library's: they restart with the resumed booster (measured, the later
+    trees differ), so a resume says so instead of passing for the uninterrupted fit."""
+    from rankwise.models import GBDTRanker
+
+    (X, y, qid), _ = h.data()
+    native = "native:lambdarank" if backend == "lightgbm" else "native:rank:ndcg"
+    cols = "lambdarank" if backend == "xgboost" else native
+    for loss, kw, drawn in [(cols, {"colsample_bytree": 0.5}, "colsample_bytree=0.5"),
+                            (native, {"subsample": 0.6}, "subsample=0.6")]:
+        params = dict(backend=backend, n_estimators=12, num_leaves=7, min_child_samples=5, random_state=3,
+                      verbose=False, **kw)
+        full = GBDTRanker(loss, **params).fit(X, y, qid=qid).predict(X)
+        ck = tmp_path / "ck.npz"
+        with h.kill_after_writes(3):
+            with pytest.raises(h.Killed):
+                GBDTRanker(loss, **params).fit(X, y, qid=qid, checkpoint=ck, checkpoint_every=1)
+        with pytest.warns(UserWarning, match=rf"with {drawn}: {backend} draws its row/column samples from a "
+                                             r"generator that restarts with the resumed booster, so rounds 3\.\.11"):
+            resumed = GBDTRanker(loss, **params).fit(X, y, qid=qid, resume=ck).predict(X)
+        assert not np.array_equal(resumed, full), loss  # what the warning says (if this fails, drop the warning)
     ck = tmp_path / "plain.npz"
     GBDTRanker("listnet", backend=backend, n_estimators=3, verbose=False).fit(X, y, qid=qid, checkpoint=ck)
     import warnings

@@ -101,6 +101,50 @@ def _on_engine(loss: str, loss_params) -> bool:
     return sp.kernel is not None and sp.kernel(dict(loss_params or {})) is not None
 
 
+#: the Philox counter word that separates the row-subsample stream from any other draw keyed by the seed
+_BAG_STREAM = 0x62616767
+#: the counter word of LightGBM's per-round column-sampler seeds (:func:`_column_seed`)
+_COLUMN_STREAM = 0x636f6c73
+
+
+def _bag_rows(seed: int, rnd: int, n: int, fraction: float) -> np.ndarray:
+    """The rows in boosting round ``rnd``'s subsample: each of the ``n`` rows independently with
+    probability ``fraction`` (LightGBM's bagging rule), drawn from a counter-based generator (Philox)
+    keyed by ``seed`` at counter ``rnd`` -- a function of ``(seed, rnd)`` alone, so an interrupted
+    and resumed fit draws the samples of the uninterrupted one, whatever the threads."""
+    gen = np.random.Generator(np.random.Philox(key=int(seed), counter=[0, int(rnd), _BAG_STREAM, 0]))
+    return gen.random(n) < fraction
+
+
+def _column_seed(seed: int, rnd: int) -> int:
+    """LightGBM's ``feature_fraction_seed`` for round ``rnd``: in 1 .. 2**31 - 1 and never the previous
+    round's, so that LightGBM restarts its column sampler every round."""
+    def draw(r):
+        gen = np.random.Generator(np.random.Philox(key=int(seed), counter=[0, int(r), _COLUMN_STREAM, 0]))
+        return int(gen.integers(1, 2 ** 31 - 1))
+    s = draw(rnd)
+    return s if rnd == 0 or s != draw(rnd - 1) else s % (2 ** 31 - 2) + 1
+
+
+def _bagged(obj, fraction: float, seed: int, first_round: int):
+    """``obj`` (a LightGBM or XGBoost custom objective, called once per round) with the gradient and
+    Hessian of the rows outside the round's subsample set to 0: those rows add nothing to any split
+    or leaf value, as if the library had left them out of the round (XGBoost's own ``subsample``
+    does exactly this)."""
+    calls = [int(first_round)]
+
+    def bagged_objective(preds, data):
+        grad, hess = obj(preds, data)
+        out = ~_bag_rows(seed, calls[0], len(grad), fraction)
+        calls[0] += 1
+        grad, hess = np.array(grad, dtype=np.float64), np.array(hess, dtype=np.float64)
+        grad[out] = 0.0
+        hess[out] = 0.0
+        return grad, hess
+    bagged_objective.__name__ = getattr(obj, "__name__", "objective")
+    return bagged_objective
+
+
 class GBDTRanker(BaseRanker):
     """Gradient-boosted trees whose gradients come from a rankwise loss.
 
@@ -130,7 +174,13 @@ class GBDTRanker(BaseRanker):
     n_estimators, learning_rate, num_leaves, max_depth, min_child_samples, subsample,
     colsample_bytree, reg_lambda
         Tree and boosting parameters (mapped to each library's names; ``num_leaves`` is
-        LightGBM's, ``max_depth`` XGBoost's main size control).
+        LightGBM's, ``max_depth`` XGBoost's main size control). ``subsample < 1`` is row-level
+        bagging every round (each row kept with that probability); with a rankwise loss the rows
+        are drawn by rankwise from ``(random_state, round)`` alone and the others get gradient and
+        Hessian 0, so a fit resumed from a checkpoint equals the uninterrupted one (docs/models.md,
+        "Row subsampling"); a native objective leaves it to the library. ``colsample_bytree < 1``
+        is the library's column sampling; on LightGBM with a rankwise loss its generator is reseeded
+        from ``(random_state, round)`` every round, for the same reason.
     backend_params : dict, optional
         Further parameters passed to the library unchanged (e.g. LightGBM's ``linear_tree`` or
         ``categorical_feature="0,3"``). ``feature_types`` (XGBoost, e.g. ``["q", "c", ...]``) goes
@@ -275,11 +325,27 @@ class GBDTRanker(BaseRanker):
         omp = os.environ.get("OMP_NUM_THREADS", "").strip()
         return min(n, int(omp)) if omp.isdigit() and int(omp) >= 1 else n
 
-    def _lgb_params(self, native, seed):
+    def _bags_rows(self, native) -> bool:
+        """Whether rankwise draws the row subsample itself (:func:`_bag_rows`): for its own objectives
+        with ``subsample < 1``; a native objective leaves it to the library."""
+        return native is None and self.subsample < 1
+
+    def _reseeds_columns(self, native) -> bool:
+        """Whether LightGBM's per-tree column sample is drawn from ``(seed, round)``
+        (:meth:`_column_reseeder`): ``colsample_bytree < 1``, a rankwise loss, and no column-sampling
+        parameter of the library's own in ``backend_params``."""
+        own = {"feature_fraction", "feature_fraction_bynode", "feature_fraction_seed", "colsample_bytree",
+               "sub_feature", "colsample_bynode"}
+        return (self.backend == "lightgbm" and native is None and self.colsample_bytree < 1
+                and not own & set(self.backend_params or {}))
+
+    def _lgb_params(self, native, seed, library_bagging=True):
+        """LightGBM's parameters; ``library_bagging=False`` when rankwise draws the row subsample."""
+        frac = float(self.subsample) if library_bagging else 1.0
         p = {"objective": native if native else "none", "learning_rate": float(self.learning_rate),
              "num_leaves": int(self.num_leaves), "max_depth": -1 if self.max_depth is None else int(self.max_depth),
-             "min_data_in_leaf": int(self.min_child_samples), "bagging_fraction": float(self.subsample),
-             "bagging_freq": 1 if self.subsample < 1 else 0, "feature_fraction": float(self.colsample_bytree),
+             "min_data_in_leaf": int(self.min_child_samples), "bagging_fraction": frac,
+             "bagging_freq": 1 if frac < 1 else 0, "feature_fraction": float(self.colsample_bytree),
              "lambda_l2": float(self.reg_lambda), "seed": seed, "deterministic": True, "force_row_wise": True,
              "verbosity": -1, "metric": "None",
              # keep features LightGBM could not split on: on tiny data it then grows constant trees, as
@@ -291,9 +357,11 @@ class GBDTRanker(BaseRanker):
         p.update(self.backend_params or {})
         return p
 
-    def _xgb_params(self, native, seed):
+    def _xgb_params(self, native, seed, library_bagging=True):
+        """XGBoost's parameters; ``library_bagging=False`` when rankwise draws the row subsample."""
         p = {"eta": float(self.learning_rate), "max_depth": 6 if self.max_depth is None else int(self.max_depth),
-             "min_child_weight": 0.0 if native is None else 1.0, "subsample": float(self.subsample),
+             "min_child_weight": 0.0 if native is None else 1.0,
+             "subsample": float(self.subsample) if library_bagging else 1.0,
              "colsample_bytree": float(self.colsample_bytree), "lambda": float(self.reg_lambda) or 1e-6,
              "seed": seed, "tree_method": "hist", "disable_default_eval_metric": 1, "verbosity": 0,
              "max_leaves": int(self.num_leaves) if self.max_depth is None else 0}
@@ -374,8 +442,11 @@ class GBDTRanker(BaseRanker):
                                  f"than n_estimators={total}; raise n_estimators to at least {done}")
             history = state.get("history", {})
             stopper.load_state(tstate.get("stopper", {}))
-            self._warn_sampling_restarts(resume, done, total)
+            seed = int(tstate.get("seed", seed))  # the interrupted fit's (random_state=None drew one)
+            self._warn_sampling_restarts(resume, done, total, native)
         native, obj = self._objective(on_value, start=done)
+        if self._bags_rows(native):
+            obj = _bagged(obj, float(self.subsample), seed, done)
         self.n_features_in_ = train.X.shape[1]
         names = getattr(self, "feature_names_in_", None)
         if names is None and hasattr(X, "query_offsets"):  # a RankingDataset's own names
@@ -407,12 +478,16 @@ class GBDTRanker(BaseRanker):
     _SAMPLING_PARAMS = ("bagging_fraction", "feature_fraction", "feature_fraction_bynode", "subsample",
                         "colsample_bytree", "colsample_bylevel", "colsample_bynode")
 
-    def _warn_sampling_restarts(self, resume, done, total) -> None:
+    def _warn_sampling_restarts(self, resume, done, total, native) -> None:
         """A resumed booster restarts the backend's sampling stream (LightGBM's bagging and feature
-        fraction generators, XGBoost's): the later trees then differ from an uninterrupted fit's."""
+        fraction generators, XGBoost's): the later trees then differ from an uninterrupted fit's.
+        The row subsample rankwise draws itself (:func:`_bag_rows`) and LightGBM's column sample reseeded
+        every round (:meth:`_column_reseeder`) are exempt: they depend only on the seed and the round."""
         if done >= total:
             return
-        sampled = {"subsample": self.subsample, "colsample_bytree": self.colsample_bytree}
+        sampled = {} if self._reseeds_columns(native) else {"colsample_bytree": self.colsample_bytree}
+        if not self._bags_rows(native):
+            sampled = {"subsample": self.subsample, **sampled}
         sampled.update({k: v for k, v in (self.backend_params or {}).items() if k in self._SAMPLING_PARAMS})
         drawn = [f"{k}={v}" for k, v in sampled.items() if isinstance(v, (int, float)) and v < 1]
         if drawn:
@@ -443,7 +518,7 @@ class GBDTRanker(BaseRanker):
                 self.history_.record(**rec)
                 bar.update(1)
                 if checkpoint is not None and ((rnd + 1) % checkpoint_every == 0 or rnd + 1 == total or stop):
-                    self._write_ckpt(checkpoint, booster_text_fn(), rnd + 1, stopper)
+                    self._write_ckpt(checkpoint, booster_text_fn(), rnd + 1, stopper, seed)
                 return stop
 
             threads = None
@@ -482,17 +557,18 @@ class GBDTRanker(BaseRanker):
         return InputError(f"{self.backend} refused the training run ({kind}: {msg}); check backend_params, "
                           "loss_params and the tree parameters")
 
-    def _write_ckpt(self, path, text, rounds, stopper):
+    def _write_ckpt(self, path, text, rounds, stopper, seed):
         self._ckpt_text = text
         try:
-            persistence.save_checkpoint(self, path, {"rounds": rounds, "stopper": stopper.state()}, {})
+            persistence.save_checkpoint(self, path, {"rounds": rounds, "stopper": stopper.state(), "seed": int(seed)},
+                                        {})
         finally:
             self._ckpt_text = None
 
     def _fit_lgb(self, train, val, native, obj, seed, rounds, init_text, after_round, done):
         import lightgbm as lgb
 
-        params = self._lgb_params(native, seed)
+        params = self._lgb_params(native, seed, library_bagging=not self._bags_rows(native))
         if obj is not None:
             params["objective"] = obj
         sizes = np.diff(train.offsets)
@@ -524,14 +600,37 @@ class GBDTRanker(BaseRanker):
                            val_scores):
                 raise lgb.callback.EarlyStopException(env.iteration, [])
 
+        callbacks = [callback]
+        if obj is not None and self._reseeds_columns(native):
+            callbacks.append(self._column_reseeder(params, seed, done))
         booster = lgb.train(params, dtrain, num_boost_round=rounds, init_model=init, valid_sets=valid_sets,
-                            feval=feval, callbacks=[callback])
+                            feval=feval, callbacks=callbacks)
         self.booster_ = booster
+
+    @staticmethod
+    def _column_reseeder(params, seed, done):
+        """Make LightGBM's columns of round r a function of ``(seed, r)``: its column sampler restarts its
+        generator whenever ``feature_fraction_seed`` changes, so the objective (called once per round,
+        after lightgbm's own first-round parameter reset and before the tree is grown) sets the seed of
+        :func:`_column_seed` first. Returns the callback that hands the objective the booster."""
+        params["feature_fraction_seed"] = 0  # no round's seed: round 0 restarts the sampler too
+        inner, holder, calls = params["objective"], {}, [int(done)]
+
+        def reseeded_objective(preds, data):
+            holder["booster"].reset_parameter({"feature_fraction_seed": _column_seed(seed, calls[0])})
+            calls[0] += 1
+            return inner(preds, data)
+        params["objective"] = reseeded_objective
+
+        def hand_booster(env):
+            holder["booster"] = env.model
+        hand_booster.before_iteration = True
+        return hand_booster
 
     def _fit_xgb(self, train, val, native, obj, seed, rounds, init_text, after_round, done):
         import xgboost as xgb
 
-        params = self._xgb_params(native, seed)
+        params = self._xgb_params(native, seed, library_bagging=not self._bags_rows(native))
         sizes = np.diff(train.offsets)
         types = (self.backend_params or {}).get("feature_types")
         dm_kw = {"missing": np.nan, "feature_names": self._names, "feature_types": types,
