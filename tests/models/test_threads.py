@@ -24,9 +24,9 @@ def engine_spy(monkeypatch):
     seen = []
     run = _engine.run
 
-    def spy(kernel, s, y, off, w=None, n_jobs=None, value=True):
+    def spy(kernel, s, y, off, w=None, n_jobs=None, value=True, **kw):
         seen.append({**_pools(), "engine": _engine.n_threads(n_jobs)})
-        return run(kernel, s, y, off, w, n_jobs, value)
+        return run(kernel, s, y, off, w, n_jobs, value, **kw)
     monkeypatch.setattr(_engine, "run", spy)
     return seen
 

@@ -23,7 +23,7 @@ def add_fuse_parser(sub) -> None:
     p.add_argument("--depth", type=int, help="keep the best DEPTH documents per query (e.g. 1000); default all")
     p.add_argument("--out", required=True, help="the fused TREC run file to write")
     p.add_argument("--tag", default=None, help="run tag of the written file (default: the method)")
-    from rankwise.cli.main import add_allow_truncated
+    from rankwise.cli._options import add_allow_truncated
 
     add_allow_truncated(p)
     p.set_defaults(func=run_fuse)

@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 
+from rankwise.cli._options import add_allow_truncated
 from rankwise.errors import RankwiseError
 
 MODELS = ("linear", "neural", "gbdt", "reduction", "structured")
@@ -409,15 +410,6 @@ def _cmd_bench(args) -> int:
         raise InputError(f"the benchmarks live in the source tree ({script}); run from a checkout of rankwise")
     cmd = [sys.executable, str(script)] + (["--only", *args.only] if args.only else [])
     return subprocess.call(cmd)
-
-
-def add_allow_truncated(p) -> None:
-    """The ``--allow-truncated`` option of the commands that read TREC runs, qrels or SVMlight files
-    (defined here, not in ``inputs``: building the parser imports no numpy)."""
-    p.add_argument("--allow-truncated", action="store_true",
-                   help="read a TREC run, qrels or SVMlight file whose last line has no line break (or, written by "
-                        "rankwise, whose closing '# rankwise-svmlight end' line is missing) as it is; without it "
-                        "such a file -- what a copy or a write cut short leaves -- is an error naming file:line")
 
 
 def build_parser() -> argparse.ArgumentParser:

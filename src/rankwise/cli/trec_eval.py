@@ -57,7 +57,7 @@ def add_trec_eval_parser(sub) -> None:
     p.add_argument("-M", "--Max_retrieved_per_topic", type=int, metavar="N", help="the first N documents only")
     p.add_argument("-J", "--Judged_docs_only", action="count", default=0, help="drop unjudged documents")
     p.add_argument("-N", "--Number_docs_in_coll", type=int, default=0, metavar="N", help="collection size (utility)")
-    from rankwise.cli.main import add_allow_truncated
+    from rankwise.cli._options import add_allow_truncated
 
     add_allow_truncated(p)  # rankwise's own: trec_eval reads a file cut short without a word
     p.set_defaults(refused=[], func=_cmd_trec_eval)
