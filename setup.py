@@ -29,6 +29,12 @@ Install one, then run the install again:
 class BuildKernels(build_ext):
     """build_ext that says what to install when the compiler is missing or cannot compile C++."""
 
+    def finalize_options(self):
+        super().finalize_options()
+        if self.parallel is None:  # the extensions are independent: compile them side by side
+            self.parallel = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                                else (os.cpu_count() or 1))
+
     def run(self):
         try:
             super().run()
@@ -52,7 +58,7 @@ def extensions():
     exts = [Extension(os.path.splitext(os.path.relpath(src, "src"))[0].replace(os.sep, "."), [src], language="c++",
                       include_dirs=[os.path.join(here, "src", "rankwise", "_native")], extra_compile_args=args)
             for src in sources]
-    return cythonize(exts, include_path=["src"], nthreads=0, quiet=True,
+    return cythonize(exts, include_path=["src"], nthreads=os.cpu_count() or 0, quiet=True,
                      compiler_directives={"language_level": 3, "boundscheck": False, "wraparound": False,
                                           "initializedcheck": False, "cdivision": True, "embedsignature": True})
 
