@@ -17,6 +17,9 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet "torch==2.13.0"
 	$(PY) -m pip install --quiet -e ".[test,dask,export]"
 	touch $(STAMP)
+	# pip's install -e has just built the kernels in place; mark them built (else the rule below rebuilds
+	# them all, its Cython's headers being newer than the .cpp files pip generated before installing it)
+	touch $(BUILT)
 
 $(BUILT): $(STAMP) $(KERNELS) setup.py
 	$(PY) setup.py --quiet build_ext --inplace
