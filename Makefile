@@ -17,12 +17,14 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet "torch==2.13.0"
 	$(PY) -m pip install --quiet -e ".[test,dask,export]"
 	touch $(STAMP)
-	# pip's install -e has just built the kernels in place; mark them built (else the rule below rebuilds
-	# them all, its Cython's headers being newer than the .cpp files pip generated before installing it)
-	touch $(BUILT)
 
+# Rebuilt only where a kernel's .so is missing or older than a kernel source or setup.py: right after
+# `pip install -e` (which builds them) nothing is (build_ext alone would redo them all, the venv's Cython
+# headers being newer than the .cpp files pip generated before it installed them).
 $(BUILT): $(STAMP) $(KERNELS) setup.py
-	$(PY) setup.py --quiet build_ext --inplace
+	@stale=; for f in $(filter %.pyx,$(KERNELS)); do so=$$(ls $${f%.pyx}.*.so 2>/dev/null | head -1); \
+	  if [ -z "$$so" ] || [ -n "$$(find $(KERNELS) setup.py -newer $$so)" ]; then stale=1; fi; done; \
+	if [ -n "$$stale" ]; then $(PY) setup.py --quiet build_ext --inplace; fi
 	touch $(BUILT)
 
 install: $(BUILT)
