@@ -244,6 +244,15 @@ def kernel_threads(n_jobs=None) -> int:
     return max(1, int(n_jobs))
 
 
+def equal_work_bounds(cum_work, n_chunks: int) -> np.ndarray:
+    """Boundaries ``b`` splitting items whose cumulative work is ``cum_work`` (non-decreasing, one entry per
+    item) into about ``n_chunks`` ranges of equal work: range ``i`` holds items ``b[i]:b[i+1]``. How the
+    kernels share a call's queries (or lists) between :func:`kernel_threads` threads."""
+    n = len(cum_work)
+    cuts = np.searchsorted(cum_work, cum_work[-1] * np.arange(1, n_chunks) / n_chunks)
+    return np.unique(np.r_[0, np.clip(cuts, 0, n), n])
+
+
 @contextlib.contextmanager
 def limit_threads(n_jobs):
     """Run the block on ``n_jobs`` threads (:func:`n_jobs_threads`; None: change nothing) in every pool

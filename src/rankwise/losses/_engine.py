@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rankwise._validation import kernel_threads
+from rankwise._validation import equal_work_bounds, kernel_threads
 from rankwise.losses._engine_kernels import (  # noqa: F401  (the constants are this module's API)
     EXP_CLIP,
     PHI_EXP,
@@ -108,12 +108,8 @@ class EngineKernel:
 
 def _chunks(off, cost, n_chunks):
     """Query boundaries of ``n_chunks`` ranges of about equal work (n·cost per query)."""
-    nq = len(off) - 1
     lengths = np.diff(off).astype(np.float64)
-    work = np.cumsum(lengths * np.minimum(lengths, cost) + 1.0)
-    targets = work[-1] * np.arange(1, n_chunks) / n_chunks
-    cuts = np.searchsorted(work, targets)
-    return np.unique(np.r_[0, np.clip(cuts, 0, nq), nq])
+    return equal_work_bounds(np.cumsum(lengths * np.minimum(lengths, cost) + 1.0), n_chunks)
 
 
 def n_threads(n_jobs) -> int:

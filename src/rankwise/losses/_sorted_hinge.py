@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from rankwise._validation import kernel_threads
+from rankwise._validation import equal_work_bounds, kernel_threads
 from rankwise.losses._deferred import deferred
 from rankwise.losses._sorted_kernels import hinge_rows
 
@@ -41,9 +41,7 @@ def run_ranges(fn, lengths):
     if threads <= 1:
         fn(0, B)
         return
-    work = np.cumsum(lengths * np.log2(lengths + 2.0) + 1.0)
-    cuts = np.searchsorted(work, work[-1] * np.arange(1, 4 * threads) / (4 * threads))
-    bounds = np.unique(np.r_[0, np.clip(cuts, 0, B), B])
+    bounds = equal_work_bounds(np.cumsum(lengths * np.log2(lengths + 2.0) + 1.0), 4 * threads)
     with ThreadPoolExecutor(threads) as ex:
         list(ex.map(lambda k: fn(int(bounds[k]), int(bounds[k + 1])), range(len(bounds) - 1)))
 
