@@ -153,3 +153,10 @@ def test_fit_model_on_the_yandex_sample_as_pyclick_runs_it(data_dir, tmp_path, c
             assert per_result == pytest.approx(-0.6269, abs=5e-5) and pyclick[0] < 9 * per_result
         else:
             assert per_result == pytest.approx(pyclick[0], abs=5e-5)
+
+
+def test_cli_log_formats_are_the_readers():
+    from rankwise.cli.clicks import LOG_FORMATS
+    from rankwise.data import CLICK_LOG_FORMATS
+
+    assert LOG_FORMATS == CLICK_LOG_FORMATS

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 
+# rankwise.data.CLICK_LOG_FORMATS, spelled out: `rankwise --help` loads no numpy (tests/clicks checks they agree)
 LOG_FORMATS = ("yandex_sample", "csv", "parquet")
 PROPENSITY_METHODS = ("pbm", "harvest", "randtop", "randpair", "regression-em")
 

@@ -1,6 +1,7 @@
 """Learning to rank from click logs.
 
-Click logs as flat arrays (:class:`ClickLog`, :func:`read_click_log`); the click models of
+The click log itself is data (:class:`rankwise.data.ClickLog`, :func:`rankwise.data.read_click_log`,
+also reachable here); the click models of
 Chuklin, Markov & de Rijke (*Click Models for Web Search*, 2015) fitted by EM/MLE with compiled
 kernels and evaluated by held-out log-likelihood and perplexity; examination propensities from
 randomised interventions and without them (regression-EM, intervention harvesting); inverse-
@@ -13,9 +14,12 @@ from __future__ import annotations
 
 import importlib
 
+# the click log is data: these names live in rankwise.data.clicklog and are reachable here too
+_DATA = ("ClickLog", "ClickCounts", "read_click_log")
+
+
 _LAZY = {
-    "ClickLog": "log", "ClickCounts": "log", "read_click_log": "log",
-    "ClickModel": "models", "GCTR": "models", "RCTR": "models", "DCTR": "models", "PBM": "models",
+        "ClickModel": "models", "GCTR": "models", "RCTR": "models", "DCTR": "models", "PBM": "models",
     "CM": "models", "UBM": "models", "DCM": "models", "CCM": "models", "DBN": "models", "SDBN": "models",
     "CLICK_MODELS": "models", "simulate_clicks": "models",
     "propensities_randtop": "propensity", "propensities_randpair": "propensity", "regression_em": "propensity",
@@ -28,10 +32,14 @@ _LAZY = {
     "simulate_clicks_protocol": "simulation", "ClickSimulation": "simulation", "click_noise": "simulation",
 }
 
-__all__ = sorted(_LAZY)
+__all__ = sorted([*_LAZY, *_DATA])
 
 
 def __getattr__(name):
+    if name in _DATA:
+        from rankwise.data import clicklog
+
+        return getattr(clicklog, name)
     if name in _LAZY:
         return getattr(importlib.import_module(f"rankwise.clicks.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'rankwise.clicks' has no attribute {name!r}")

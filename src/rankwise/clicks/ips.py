@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankwise.clicks.log import ClickCounts, ClickLog
+from rankwise.data.clicklog import ClickCounts, ClickLog
 from rankwise.errors import InputError
 
 __all__ = ["ips_weights", "click_dataset", "fit_debiased", "select_clip", "ClipSelection", "split_log_by_query",

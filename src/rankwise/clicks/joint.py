@@ -32,7 +32,7 @@ import numpy as np
 from rankwise._validation import Interval, check_params, set_deprecated
 from rankwise.clicks._joint_kernels import page_counts as _page_counts
 from rankwise.clicks._joint_kernels import ulm_grad as _ulm_grad
-from rankwise.clicks.log import ClickLog
+from rankwise.data.clicklog import ClickLog
 from rankwise.errors import InputError, NotFittedError
 
 __all__ = ["pages", "UnbiasedLambdaMART", "DLA"]

@@ -47,7 +47,7 @@ import time
 import numpy as np
 
 from rankwise.clicks import _kernels as K
-from rankwise.clicks.log import ClickLog
+from rankwise.data.clicklog import ClickLog
 from rankwise.errors import InputError, NotFittedError
 
 __all__ = ["ClickModel", "GCTR", "RCTR", "DCTR", "PBM", "CM", "UBM", "DCM", "CCM", "DBN", "SDBN",

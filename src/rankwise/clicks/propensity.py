@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankwise.clicks.log import ClickCounts, ClickLog
+from rankwise.data.clicklog import ClickCounts, ClickLog
 from rankwise.errors import InputError
 
 __all__ = ["propensities_randtop", "propensities_randpair", "regression_em", "regression_em_log", "rank_table",

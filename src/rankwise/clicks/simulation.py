@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rankwise.clicks.log import ClickCounts, ClickLog
+from rankwise.data.clicklog import ClickCounts, ClickLog
 from rankwise.errors import InputError
 
 __all__ = ["simulate_clicks_protocol", "ClickSimulation", "click_noise"]
@@ -184,7 +184,7 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
         clicked = np.zeros(len(rows), dtype=np.uint8)
         a = rho[rows]
         K.simulate_cascade(s_off, a, np.ones_like(a), 1.0 - sat[rows], u, rng.random(len(rows)), clicked)
-    from rankwise.clicks.log import _codes
+    from rankwise.data.clicklog import _codes
 
     qc, qv = _codes(qids[sess_q])
     dc, dv = _codes(rows)

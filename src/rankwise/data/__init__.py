@@ -11,6 +11,7 @@ import importlib
 # ``rankwise.metrics``, which needs only ``groups``, does not pay for the readers, scipy or the fetchers.
 _LAZY = {
     **dict.fromkeys(("PaddedBatch", "Query", "RankingDataset", "concat"), "dataset"),
+    **dict.fromkeys(("CLICK_LOG_FORMATS", "ClickCounts", "ClickLog", "read_click_log"), "clicklog"),
     "from_events": "events",
     **dict.fromkeys(("FEATURE_LOG_FORMATS", "FeatureLog", "JoinReport", "join_judgments", "read_feature_log",
                      "write_feature_log"), "feature_logs"),
@@ -45,6 +46,7 @@ __all__ = [
     "fuse", "fuse_scores",
     "from_pandas", "to_pandas", "read_parquet", "write_parquet",
     "fetch", "DATASETS", "load_movielens_100k", "from_events",
+    "ClickLog", "ClickCounts", "read_click_log", "CLICK_LOG_FORMATS",
     "make_synthetic", "SyntheticTruth",
     "Grouping", "group_by_qid", "offsets_from_sizes", "padded_index",
     "read_feature_log", "join_judgments", "write_feature_log", "FeatureLog", "JoinReport", "FEATURE_LOG_FORMATS",

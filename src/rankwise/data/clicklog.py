@@ -25,9 +25,9 @@ import numpy as np
 
 from rankwise.errors import InputError, ParseError
 
-__all__ = ["ClickLog", "ClickCounts", "read_click_log", "FORMATS"]
+__all__ = ["ClickLog", "ClickCounts", "read_click_log", "CLICK_LOG_FORMATS"]
 
-FORMATS = ("yandex_sample", "csv", "parquet")
+CLICK_LOG_FORMATS = ("yandex_sample", "csv", "parquet")
 
 
 def _codes(values):
@@ -445,8 +445,8 @@ def read_click_log(path, format: str = "yandex_sample", **columns) -> ClickLog:
     ClickLog
     """
     path = Path(path)
-    if format not in FORMATS:
-        raise InputError(f"format must be one of {FORMATS}; got {format!r}")
+    if format not in CLICK_LOG_FORMATS:
+        raise InputError(f"format must be one of {CLICK_LOG_FORMATS}; got {format!r}")
     if not path.is_file():
         raise InputError(f"click log {path} does not exist")
     if format == "yandex_sample":
