@@ -157,3 +157,62 @@ def test_fetch_downloads_extracts_and_pins_sha(tmp_path, monkeypatch):
             zf.writestr(f, "2 qid:1 1:0.5\n")
     with pytest.raises(DataNotFoundError, match="has sha256 .* expected .*refusing"):
         fetch("mslr-web10k", cache_dir=root)
+
+
+def _naive_events(frame, rule, time=None):
+    """Per (user, item) pair, straight from the rule's words: users in order of first appearance, items in
+    order of first appearance within the user; labels, and the mean of feature ``f``."""
+    order = list(range(len(frame)))
+    if rule == "last" and time is not None:
+        order = sorted(order, key=lambda r: (frame[time].iloc[r], r))
+    events = {}
+    for r in order:
+        events.setdefault((frame["u"].iloc[r], frame["i"].iloc[r]), []).append(r)
+    users = list(dict.fromkeys(frame["u"]))
+    out = []
+    for u in users:
+        items = list(dict.fromkeys(frame["i"][frame["u"] == u]))
+        for i in items:
+            rows = events[(u, i)]
+            oks = [int(frame["o"].iloc[r]) for r in rows]
+            label = {"any": max(oks), "last": oks[-1], "majority": int(sum(oks) > len(oks) / 2)}[rule]
+            out.append((u, str(i), label, np.mean([frame["f"].iloc[r] for r in rows])))
+    return out
+
+
+@pytest.mark.parametrize("rule", ["any", "last", "majority"])
+def test_from_events_is_the_click_log_rule_against_a_naive_loop(rule):
+    rng = np.random.default_rng(3)
+    n = 400
+    frame = pd.DataFrame({"u": rng.choice(["u7", "u1", "u30", "u2"], n), "i": rng.integers(0, 25, n),
+                          "o": rng.integers(0, 2, n), "f": rng.normal(size=n) * 1e-7,
+                          "t": rng.integers(0, 40, n)})  # repeated time stamps: ties keep file order
+    ds = from_events(frame, user="u", item="i", outcome="o", features=["f"], rule=rule,
+                     time="t" if rule == "last" else None)
+    want = _naive_events(frame, rule, "t" if rule == "last" else None)
+    assert list(ds.qid) == [w[0] for w in want]
+    assert list(ds.doc_ids) == [w[1] for w in want]
+    np.testing.assert_array_equal(ds.labels, [w[2] for w in want])
+    np.testing.assert_allclose(ds.X[:, 0], np.array([w[3] for w in want], dtype=np.float32), rtol=1e-6)
+
+
+def test_click_log_pair_labels_rules():
+    from rankwise.data import ClickLog
+    from rankwise.errors import InputError
+
+    # query q: doc a shown in 3 sessions (clicked in the 1st and 2nd), doc b in 3 (clicked in the 3rd only)
+    log = ClickLog.from_arrays(["q", "q", "q", "r"], [["a", "b"], ["b", "a"], ["a", "b"], ["a"]],
+                               [[1, 0], [0, 1], [0, 1], [0]])
+    q, d = log.pair_keys()
+    got = {rule: dict(zip(zip(q, d), log.pair_labels(rule))) for rule in ("any", "last", "majority", "ctr")}
+    assert got["any"] == {("q", "a"): 1, ("q", "b"): 1, ("r", "a"): 0}
+    assert got["last"] == {("q", "a"): 0, ("q", "b"): 1, ("r", "a"): 0}
+    assert got["majority"] == {("q", "a"): 1, ("q", "b"): 0, ("r", "a"): 0}
+    assert got["ctr"] == pytest.approx({("q", "a"): 2 / 3, ("q", "b"): 1 / 3, ("r", "a"): 0})
+    # the order of sessions by a key: session 0 last
+    last = dict(zip(zip(q, d), log.pair_labels("last", order=[9, 1, 2, 3])))
+    assert last == {("q", "a"): 1, ("q", "b"): 0, ("r", "a"): 0}
+    with pytest.raises(InputError, match="rule must be one of"):
+        log.pair_labels("first")
+    with pytest.raises(InputError, match="one sort key per session"):
+        log.pair_labels("last", order=[1, 2])

@@ -28,6 +28,8 @@ from rankwise.errors import InputError, ParseError
 __all__ = ["ClickLog", "ClickCounts", "read_click_log", "CLICK_LOG_FORMATS"]
 
 CLICK_LOG_FORMATS = ("yandex_sample", "csv", "parquet")
+#: the rules of :meth:`ClickLog.pair_labels`
+PAIR_LABEL_RULES = ("any", "last", "majority", "ctr")
 
 
 def _codes(values):
@@ -289,6 +291,44 @@ class ClickLog(_PairCodes):
     def __repr__(self) -> str:
         return (f"ClickLog({self.n_sessions} sessions, {self.n_queries} queries, {self.n_pairs} (query, doc) "
                 f"pairs, {int(self.clicked.sum())} clicked rows, max rank {self.max_rank})")
+
+    def pair_labels(self, rule: str = "any", *, order=None) -> np.ndarray:
+        """One binary (or rate) label per (query, doc) pair code, aggregated over the sessions that show it.
+
+        - ``rule="any"``: 1 if the pair was clicked in any session, else 0;
+        - ``rule="last"``: its click in the last session that shows it — in log order, or in the order of
+          ``order`` (one sort key per session, e.g. a time stamp; ties keep log order);
+        - ``rule="majority"``: 1 if it was clicked in strictly more than half of the sessions showing it;
+        - ``rule="ctr"``: its click-through rate (clicks / impressions).
+
+        This is the one aggregation of clicks into labels; :func:`rankwise.data.from_events` is the case
+        of one-document sessions (an event log).
+        """
+        if rule not in PAIR_LABEL_RULES:
+            raise InputError(f"rule must be one of {PAIR_LABEL_RULES}; got {rule!r}")
+        n = self.n_pairs
+        clk = np.bincount(self.pair, weights=self.clicked, minlength=n)
+        if rule == "any":
+            return (clk > 0).astype(np.float64)
+        imp = np.bincount(self.pair, minlength=n)
+        if rule == "ctr":
+            return clk / np.maximum(imp, 1)
+        if rule == "majority":
+            return (2 * clk > imp).astype(np.float64)
+        session_of_row = np.repeat(np.arange(self.n_sessions), self.sizes)
+        if order is None:
+            rank_of_session = np.arange(self.n_sessions)
+        else:
+            order = np.asarray(order)
+            if order.shape != (self.n_sessions,):
+                raise InputError(f"order must have one sort key per session ({self.n_sessions}); got shape {order.shape}")
+            rank_of_session = np.empty(self.n_sessions, dtype=np.int64)
+            rank_of_session[np.argsort(order, kind="stable")] = np.arange(self.n_sessions)
+        # the row of each pair in its latest session: rows sorted by (session position, row), last write wins
+        rows = np.lexsort((np.arange(len(self.pair)), rank_of_session[session_of_row]))
+        out = np.zeros(n)
+        out[self.pair[rows]] = self.clicked[rows]
+        return out
 
     def counts(self) -> "ClickCounts":
         """The log aggregated: one row per (query, doc, rank) with its clicks and impressions, and the

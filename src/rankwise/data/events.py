@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rankwise.data.clicklog import ClickLog, _codes
 from rankwise.data.dataset import RankingDataset
 from rankwise.errors import InputError
 
@@ -21,7 +22,8 @@ def from_events(frame, *, user: str, item: str, outcome: str, features=None, rul
     - ``rule="last"``: the outcome of the pair's last event (by ``time`` if given, else file order);
     - ``rule="majority"``: 1 if strictly more than half of the pair's events are successes.
 
-    Feature columns are averaged over the pair's events.
+    Feature columns are averaged over the pair's events. An event log is a click log of one-document
+    sessions: the labels are :meth:`rankwise.data.ClickLog.pair_labels`, the one aggregation rule of clicks.
 
     Parameters
     ----------
@@ -79,24 +81,22 @@ def from_events(frame, *, user: str, item: str, outcome: str, features=None, rul
             r = int(np.flatnonzero(bad)[0])
             raise InputError(f"feature column {f!r} has {float(col[r])!r} at row {r}; features must be "
                              "finite numbers within the float32 range: impute or drop missing values first")
-    df = pd.DataFrame({"u": frame[user].to_numpy(), "i": frame[item].to_numpy(), "y": y.astype(np.float64),
-                       "pos": np.arange(len(frame))})
+    # an event log is a click log of one-document sessions (user = query, item = doc, outcome = click),
+    # and its labels are the click log's aggregation rule
+    n = len(frame)
+    uc, uv = _codes(frame[user].to_numpy())
+    ic, iv = _codes(frame[item].to_numpy())
+    log = ClickLog(np.arange(n + 1, dtype=np.int64), uc, uv, ic, iv, y.astype(np.uint8))
+    order = frame[time].to_numpy() if rule == "last" and time is not None else None
+    labels = log.pair_labels(rule, order=order)
+    # users in order of first appearance, items in order of first appearance within the user (pair codes
+    # are numbered in order of first appearance, so a stable sort by user keeps that order within a user)
+    keep = np.argsort(log.pair_query, kind="stable")
+    imp = np.bincount(log.pair, minlength=log.n_pairs)
+    X = np.empty((log.n_pairs, len(features)), dtype=np.float64)
     for k, f in enumerate(features):
-        df[f"x{k}"] = frame[f].to_numpy(dtype=np.float64)
-    if rule == "last" and time is not None:
-        df["t"] = frame[time].to_numpy()
-        df = df.sort_values(["t", "pos"], kind="stable")
-    g = df.groupby(["u", "i"], sort=False)
-    agg = {"y": {"any": "max", "last": "last", "majority": "mean"}[rule], "pos": "min"}
-    agg.update({f"x{k}": "mean" for k in range(len(features))})
-    pairs = g.agg(agg).reset_index()
-    if rule == "majority":
-        pairs["y"] = (pairs["y"] > 0.5).astype(np.float64)
-    # users in order of first appearance, items in order of first appearance within the user
-    first_u = df.groupby("u", sort=False)["pos"].min()
-    pairs["upos"] = pairs["u"].map(first_u)
-    pairs = pairs.sort_values(["upos", "pos"], kind="stable")
-    X = pairs[[f"x{k}" for k in range(len(features))]].to_numpy(dtype=np.float32).reshape(len(pairs), len(features))
-    return RankingDataset.from_arrays(X, pairs["y"].to_numpy(), pairs["u"].to_numpy(),
-                                      doc_ids=pairs["i"].astype(str).to_numpy(),
+        X[:, k] = np.bincount(log.pair, weights=frame[f].to_numpy(dtype=np.float64), minlength=log.n_pairs) / imp
+    qids, docs = log.pair_keys()
+    return RankingDataset.from_arrays(X[keep].astype(np.float32), labels[keep], qids[keep],
+                                      doc_ids=pd.Series(docs[keep]).astype(str).to_numpy(),
                                       feature_names=[str(f) for f in features])
