@@ -68,12 +68,14 @@ TRAINERS = {
     "gbdt xgboost": (_gbdt("xgboost"), {"checkpoint_every": 1}),
 }
 #: row subsampling (bagging): rankwise draws each round's rows from (seed, round) alone, and reseeds
-#: LightGBM's column sampler from (seed, round) every round, so these resumes equal the uninterrupted fit
+#: LightGBM's column sampler from (seed, round) every round and pins XGBoost's columns to a subset drawn
+#: from (seed, round), so these resumes equal the uninterrupted fit
 #: too (the backends' own samplers restarted with the resumed booster)
 SUBSAMPLED = {
     "gbdt lightgbm, subsample=0.8": (_gbdt("lightgbm", 0.8), {"checkpoint_every": 1}),
     "gbdt xgboost, subsample=0.8": (_gbdt("xgboost", 0.8), {"checkpoint_every": 1}),
     "gbdt lightgbm, subsample=0.8, colsample_bytree=0.5": (_gbdt("lightgbm", 0.8, 0.5), {"checkpoint_every": 1}),
+    "gbdt xgboost, subsample=0.8, colsample_bytree=0.5": (_gbdt("xgboost", 0.8, 0.5), {"checkpoint_every": 1}),
 }
 TRAINERS.update(SUBSAMPLED)
 ALL = TRAINERS

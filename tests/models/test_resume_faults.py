@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import random
 
+import re
+
 import numpy as np
 import pytest
 
@@ -154,16 +156,19 @@ def test_the_row_subsample_is_a_function_of_seed_and_round():
 
 @pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
 def test_gbdt_resume_with_library_sampling_warns_that_it_differs(tmp_path, backend):
-    """Column sampling (XGBoost's; LightGBM's under a native objective), and row sampling under a
-    native objective, are the library's: they restart with the resumed booster (measured, the later
+    """Column sampling (LightGBM's under a native objective; XGBoost's by node or level), and row
+    sampling under a native objective, are the library's: they restart with the resumed booster (measured, the later
     trees differ), so a resume says so instead of passing for the uninterrupted fit."""
     from rankwise.models import GBDTRanker
 
     (X, y, qid), _ = h.data()
     native = "native:lambdarank" if backend == "lightgbm" else "native:rank:ndcg"
-    cols = "lambdarank" if backend == "xgboost" else native
-    for loss, kw, drawn in [(cols, {"colsample_bytree": 0.5}, "colsample_bytree=0.5"),
-                            (native, {"subsample": 0.6}, "subsample=0.6")]:
+    cases = [(native, {"subsample": 0.6}, "subsample=0.6")]
+    if backend == "lightgbm":  # XGBoost's columns are pinned from (seed, round) under any objective
+        cases.insert(0, (native, {"colsample_bytree": 0.5}, "colsample_bytree=0.5"))
+    else:  # a column parameter of the library's own in backend_params is its generator again
+        cases.insert(0, ("lambdarank", {"backend_params": {"colsample_bynode": 0.5}}, "colsample_bynode=0.5"))
+    for loss, kw, drawn in cases:
         params = dict(backend=backend, n_estimators=12, num_leaves=7, min_child_samples=5, random_state=3,
                       verbose=False, **kw)
         full = GBDTRanker(loss, **params).fit(X, y, qid=qid).predict(X)
@@ -196,3 +201,41 @@ def test_lbfgs_state_from_another_scipy_restarts_with_a_warning(tmp_path):
     persistence.save_checkpoint(m, ck, {**tstate, "scipy": "1.15.0rc9"}, tarrays)
     with pytest.warns(UserWarning, match=r"written by scipy 1\.15\.0rc9, this is scipy .*: L-BFGS restarts"):
         LinearRanker("listnet", max_iter=40, verbose=False).fit(X, y, qid=qid, resume=ck)
+
+
+@pytest.mark.parametrize("fraction, n_features", [(0.5, 6), (0.33, 20), (0.7, 10), (0.1, 7), (0.9, 3)])
+def test_xgboost_trees_split_only_on_the_columns_of_their_round(fraction, n_features):
+    """XGBoost's column sample of round r is the subset :func:`_xgb_columns` draws from (seed, r): every tree
+    splits only on its round's columns, and the subset has XGBoost's size for the fraction (a smaller one
+    would let XGBoost add zero-weight columns, a larger one leave the choice to its generator)."""
+    import json
+
+    from rankwise.models import GBDTRanker
+    from rankwise.models.gbdt import _xgb_columns
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(600, n_features)) * np.logspace(-3, 3, n_features)
+    qid = np.repeat(np.arange(60), 10)
+    y = np.clip(np.round(X @ rng.normal(size=n_features) / 300 + rng.normal(size=600)), 0, 4)
+    for loss in ("lambdarank", "native:rank:ndcg"):
+        m = GBDTRanker(loss, backend="xgboost", n_estimators=15, colsample_bytree=fraction, random_state=9,
+                       min_child_samples=1, verbose=False).fit(X, y, qid=qid)
+        trees = m.booster_.get_dump(dump_format="json")
+        used_any = 0
+        for r, t in enumerate(trees):
+            allowed = set(np.flatnonzero(_xgb_columns(9, r, n_features, fraction)).tolist())
+            split = {int(f) for f in re.findall(r'"split": "f(\d+)"', t)}
+            used_any += bool(split)
+            assert split <= allowed, (loss, r, split, allowed)
+        assert used_any > 5
+
+
+def test_xgboost_column_subsets_are_a_function_of_seed_and_round():
+    from rankwise.models.gbdt import _xgb_columns
+
+    a = [_xgb_columns(3, r, 40, 0.25) for r in range(200)]
+    assert all(w.sum() == 10 for w in a)
+    np.testing.assert_array_equal(a[7], _xgb_columns(3, 7, 40, 0.25))
+    assert not np.array_equal(a[7], _xgb_columns(4, 7, 40, 0.25))
+    counts = np.sum(a, axis=0)  # each column in a quarter of the rounds: 50 ± 6.1 (binomial sd)
+    assert counts.min() > 25 and counts.max() < 75

@@ -105,6 +105,8 @@ def _on_engine(loss: str, loss_params) -> bool:
 _BAG_STREAM = 0x62616767
 #: the counter word of LightGBM's per-round column-sampler seeds (:func:`_column_seed`)
 _COLUMN_STREAM = 0x636f6c73
+#: the counter word of XGBoost's per-round column subsets (:func:`_xgb_columns`)
+_XGB_COLUMN_STREAM = 0x78636f6c
 
 
 def _bag_rows(seed: int, rnd: int, n: int, fraction: float) -> np.ndarray:
@@ -124,6 +126,19 @@ def _column_seed(seed: int, rnd: int) -> int:
         return int(gen.integers(1, 2 ** 31 - 1))
     s = draw(rnd)
     return s if rnd == 0 or s != draw(rnd - 1) else s % (2 ** 31 - 2) + 1
+
+
+def _xgb_columns(seed: int, rnd: int, n_features: int, fraction: float) -> np.ndarray:
+    """XGBoost's ``feature_weights`` for round ``rnd``: 1 on a uniform subset of the columns drawn from
+    ``(seed, rnd)`` alone (Philox, as :func:`_bag_rows`), 0 elsewhere. The subset has XGBoost's own size
+    for ``colsample_bytree`` (``max(1, int(float32(fraction) * n_features))``, in float32 as its column
+    sampler computes it), so XGBoost's weighted draw of that many columns takes exactly these: the
+    columns of a round no longer depend on XGBoost's generator, which restarts with a resumed booster."""
+    k = max(1, int(np.float32(fraction) * np.float32(n_features)))
+    gen = np.random.Generator(np.random.Philox(key=int(seed), counter=[0, int(rnd), _XGB_COLUMN_STREAM, 0]))
+    weights = np.zeros(n_features, dtype=np.float32)
+    weights[gen.choice(n_features, size=k, replace=False)] = 1.0
+    return weights
 
 
 def _bagged(obj, fraction: float, seed: int, first_round: int):
@@ -331,13 +346,14 @@ class GBDTRanker(BaseRanker):
         return native is None and self.subsample < 1
 
     def _reseeds_columns(self, native) -> bool:
-        """Whether LightGBM's per-tree column sample is drawn from ``(seed, round)``
-        (:meth:`_column_reseeder`): ``colsample_bytree < 1``, a rankwise loss, and no column-sampling
-        parameter of the library's own in ``backend_params``."""
+        """Whether the per-tree column sample is drawn from ``(seed, round)``: ``colsample_bytree < 1``,
+        no column-sampling parameter of the library's own in ``backend_params``, and on LightGBM a rankwise
+        loss (its sampler reseeded by the objective, :meth:`_column_reseeder`); on XGBoost any objective
+        (each round's columns pinned by ``feature_weights``, :func:`_xgb_columns`)."""
         own = {"feature_fraction", "feature_fraction_bynode", "feature_fraction_seed", "colsample_bytree",
-               "sub_feature", "colsample_bynode"}
-        return (self.backend == "lightgbm" and native is None and self.colsample_bytree < 1
-                and not own & set(self.backend_params or {}))
+               "sub_feature", "colsample_bynode", "colsample_bylevel", "feature_weights"}
+        return (self.colsample_bytree < 1 and not own & set(self.backend_params or {})
+                and (self.backend == "xgboost" or native is None))
 
     def _lgb_params(self, native, seed, library_bagging=True):
         """LightGBM's parameters; ``library_bagging=False`` when rankwise draws the row subsample."""
@@ -481,8 +497,9 @@ class GBDTRanker(BaseRanker):
     def _warn_sampling_restarts(self, resume, done, total, native) -> None:
         """A resumed booster restarts the backend's sampling stream (LightGBM's bagging and feature
         fraction generators, XGBoost's): the later trees then differ from an uninterrupted fit's.
-        The row subsample rankwise draws itself (:func:`_bag_rows`) and LightGBM's column sample reseeded
-        every round (:meth:`_column_reseeder`) are exempt: they depend only on the seed and the round."""
+        The row subsample rankwise draws itself (:func:`_bag_rows`), LightGBM's column sample reseeded
+        every round (:meth:`_column_reseeder`) and XGBoost's pinned by :func:`_xgb_columns` are exempt:
+        they depend only on the seed and the round."""
         if done >= total:
             return
         sampled = {} if self._reseeds_columns(native) else {"colsample_bytree": self.colsample_bytree}
@@ -657,7 +674,15 @@ class GBDTRanker(BaseRanker):
             init.load_model(bytearray(np.asarray(init_text, dtype=np.uint8).tobytes()))
             init.feature_names, init.feature_types = self._names, types  # this fit's columns name the booster
 
+        pinned = self._reseeds_columns(native)
+        fraction = float(self.colsample_bytree)
+
         class CB(xgb.callback.TrainingCallback):
+            def before_iteration(cb, model, epoch, evals_log):
+                if pinned:  # the tree of round done + epoch samples its columns from these weights only
+                    dtrain.set_info(feature_weights=_xgb_columns(seed, done + epoch, train.X.shape[1], fraction))
+                return False
+
             def after_iteration(cb, model, epoch, evals_log):
                 scores = None if dval is None else model.predict(dval, output_margin=True)
                 return bool(after_round(done + epoch, lambda: bytes(model.save_raw("json")).decode("utf-8"),
