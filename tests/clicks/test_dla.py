@@ -91,6 +91,31 @@ def test_unbound_loss_refuses_and_the_bound_loss_reads_the_tower():
         _DLALoss().bind(module)(torch.zeros(1, 6), torch.zeros(1, 6), torch.ones(1, 6, dtype=bool))
 
 
+@pytest.mark.parametrize("collide", [False, True])
+def test_row_codes_are_equal_exactly_for_equal_rows(monkeypatch, collide):
+    """Rows are hashed; a hash shared by different rows (forced here) falls back to comparing the rows."""
+    import pandas as pd
+    import scipy.sparse as sp
+
+    from rankwise.clicks.dla import _row_codes
+
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=(6, 5)).astype(np.float32)
+    base[2] = base[1]
+    base[3, 0] = np.nextafter(base[1, 0], np.float32(1))  # one ulp from row 1 elsewhere equal
+    base[3, 1:] = base[1, 1:]
+    X = base[rng.integers(0, 6, 200)]
+    if collide:  # every row hashed alike
+        real = pd.factorize
+        monkeypatch.setattr(pd, "factorize", lambda v, *a, **k: real(np.zeros_like(v), *a, **k)
+                            if v.dtype == np.uint64 else real(v, *a, **k))
+    for Xw in (X, np.ascontiguousarray(X[:, :4]), X.astype(np.float64)):  # rows of 20, 16 and 40 bytes
+        same = (Xw[:, None, :] == Xw[None, :, :]).all(-1)
+        for M in (Xw, sp.csr_matrix(Xw)):
+            codes = _row_codes(M)
+            np.testing.assert_array_equal(codes[:, None] == codes[None, :], same)
+
+
 class _Linear(torch.nn.Module):
     def __init__(self, d):
         super().__init__()
@@ -300,3 +325,15 @@ def test_bad_input_is_refused_clearly(clicks):
         warnings.simplefilter("ignore", DeprecationWarning)
         with pytest.raises(InputError, match=r"\(query .*'q'.*, doc .*'b'.*\) of the log has no row in the feature data set"):
             DLA(verbose=False).fit(log, feats)
+
+
+def test_checkpoint_and_resume_equal_an_uninterrupted_run(clicks, tmp_path):
+    """The tower's logits and its optimiser state are part of the checkpoint: a resumed run ends where an
+    uninterrupted one does."""
+    ds = _small(clicks)
+    whole = DLA(hidden=(4,), max_iter=4, random_state=0, verbose=False).fit(ds)
+    DLA(hidden=(4,), max_iter=2, random_state=0, verbose=False).fit(ds, checkpoint=tmp_path / "ck.npz")
+    resumed = DLA(hidden=(4,), max_iter=4, random_state=0, verbose=False).fit(ds, resume=tmp_path / "ck.npz")
+    np.testing.assert_array_equal(resumed.propensity_, whole.propensity_)
+    np.testing.assert_array_equal(resumed.predict(ds.X), whole.predict(ds.X))
+    assert resumed.propensity_[0] == 1.0 and not np.allclose(resumed.propensity_, 1.0)

@@ -30,19 +30,13 @@ import scipy.sparse as sp
 from rankwise._validation import Interval, warn_user
 from rankwise.data.clicklog import ClickLog
 from rankwise.errors import InputError
+from rankwise.losses.listwise import _masked_log_softmax  # log-softmax over a list's real items (0 elsewhere)
 from rankwise.models.neural import NeuralRanker
 
 __all__ = ["DLA"]
 
 #: each inverse weight (θ_1/θ_k, r_1/r_k) is at most e^20
 _MAX_LOG_WEIGHT = 20.0
-
-
-def _masked_log_softmax(x, where):
-    import torch
-
-    z = torch.where(where, x, torch.full_like(x, -torch.inf))
-    return torch.where(where, torch.log_softmax(z, dim=-1), torch.zeros_like(x))
 
 
 def dla_losses(scores, logits, clicks, where):
@@ -112,6 +106,39 @@ def _build_dla_module(scorer, n_ranks: int):
     return DLANetwork()
 
 
+def _row_codes(X) -> np.ndarray:
+    """One code per row of ``X``, equal for equal rows (bitwise): rows hashed, and the hash's groups checked
+    against their first row (a collision falls back to sorting the rows)."""
+    import pandas as pd
+
+    if sp.issparse(X):
+        Xc = sp.csr_matrix(X)
+        keys = [Xc.indices[a:b].tobytes() + Xc.data[a:b].tobytes() for a, b in zip(Xc.indptr[:-1], Xc.indptr[1:])]
+        return pd.factorize(pd.Series(keys, dtype=object))[0].astype(np.int64)
+    Xd = np.ascontiguousarray(X)
+    row_bytes = Xd.dtype.itemsize * Xd.shape[1]
+    # each row's bits as 64-bit words where they fit evenly (fewer, wider columns), else as the item's width
+    bits = Xd.view(np.uint64 if row_bytes % 8 == 0 else np.dtype(f"u{Xd.dtype.itemsize}"))
+    # a polynomial hash of the rows' bit patterns, over blocks of rows that stay in cache (no copy of X)
+    h = np.empty(len(bits), dtype=np.uint64)
+    step = max(1, (1 << 21) // max(row_bytes, 1))
+    with np.errstate(over="ignore"):
+        for a in range(0, len(bits), step):
+            block, hb = bits[a:a + step], np.zeros(min(step, len(bits) - a), dtype=np.uint64)
+            for j in range(bits.shape[1]):
+                hb *= np.uint64(0x100000001B3)
+                hb += block[:, j]
+            h[a:a + step] = hb
+    codes = pd.factorize(h)[0].astype(np.int64)
+    first = np.full(codes.max(initial=-1) + 1, -1, dtype=np.int64)
+    first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
+    rep = first[codes]
+    if all(np.array_equal(bits[a:a + step], bits[rep[a:a + step]]) for a in range(0, len(bits), step)):
+        return codes
+    rows = Xd.view(np.dtype((np.void, Xd.dtype.itemsize * Xd.shape[1]))).ravel()
+    return np.unique(rows, return_inverse=True)[1].astype(np.int64).ravel()
+
+
 def _merge_repeated_pages(train):
     """``train`` with the pages that show the same rows in the same order merged into one.
 
@@ -126,15 +153,7 @@ def _merge_repeated_pages(train):
 
     X, off = train.X, train.offsets
     sizes = np.diff(off)
-    if sp.issparse(X):
-        Xc = sp.csr_matrix(X)
-        keys = [Xc.indices[a:b].tobytes() + Xc.data[a:b].tobytes() for a, b in zip(Xc.indptr[:-1], Xc.indptr[1:])]
-        row_code = pd.factorize(pd.Series(keys, dtype=object))[0].astype(np.int64)
-    else:
-        Xd = np.ascontiguousarray(X)
-        rows = Xd.view(np.dtype((np.void, Xd.dtype.itemsize * Xd.shape[1]))).ravel()
-        row_code = np.unique(rows, return_inverse=True)[1].astype(np.int64).ravel()
-    page_keys = [row_code[a:b].tobytes() for a, b in zip(off[:-1], off[1:])]
+    page_keys = [c[a:b].tobytes() for c in [_row_codes(X)] for a, b in zip(off[:-1], off[1:])]
     page_of, uniq = pd.factorize(pd.Series(page_keys, dtype=object))
     n_pages, n_sessions = len(uniq), len(page_keys)
     if n_pages == n_sessions and train.sample_weight is None:
