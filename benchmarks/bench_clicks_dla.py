@@ -77,7 +77,8 @@ import json, sys
 from rankwise.clicks import DLA
 import rankwise
 from rankwise.models import NeuralRanker
-ddir, n_sessions, epochs, want, eta = sys.argv[1] or None, int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], float(sys.argv[5])
+ddir, n_sessions, epochs = sys.argv[1] or None, int(sys.argv[2]), int(sys.argv[3])
+want, eta = sys.argv[4], float(sys.argv[5])
 seeds = [int(x) for x in sys.argv[6].split(",")]
 warm_up(DLA, lambda m, sim: m.fit(sim.log, sim.features))
 name, tr, te = next(d for d in datasets(ddir) if d[0] == want)
@@ -192,13 +193,16 @@ def main(argv=None):
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        lines.append(f"| {r['data']} | {r['eta']:g} | {r['full']:.4f} | {r['old'].mean():.4f} | {r['new'].mean():.4f} | "
-                     f"{r['range_old'][0]:.4f}-{r['range_old'][1]:.4f} | {r['range_new'][0]:.4f}-{r['range_new'][1]:.4f} | "
+        lines.append(f"| {r['data']} | {r['eta']:g} | {r['full']:.4f} | {r['old'].mean():.4f} | "
+                     f"{r['new'].mean():.4f} | {r['range_old'][0]:.4f}-{r['range_old'][1]:.4f} | "
+                     f"{r['range_new'][0]:.4f}-{r['range_new'][1]:.4f} | "
                      f"{r['new'].mean() / r['full']:.3f} | {r['p']:.4f} | {r['err_old'].max():.3f} | "
                      f"{r['err_new'].max():.3f} | {r['err_old'].mean():.3f} | {r['err_new'].mean():.3f} | "
-                     f"{r['fit_old']:.1f} | {r['fit_new']:.1f} | {r['ds_s']:.1f} | {r['sessions']:,} → {r['rows']:,} |")
+                     f"{r['fit_old']:.1f} | {r['fit_new']:.1f} | {r['ds_s']:.1f} | "
+                     f"{r['sessions']:,} → {r['rows']:,} |")
     lines += ["", "Propensities θ_k/θ_1 (true; old and new averaged over the seeds):\n",
-              "| data | η | estimate | " + " | ".join(f"r{k}" for k in range(2, 11)) + " |", "|---|---|---|" + "---|" * 9]
+              "| data | η | estimate | " + " | ".join(f"r{k}" for k in range(2, 11)) + " |",
+              "|---|---|---|" + "---|" * 9]
     for r in rows:
         for label in ("true", "theta_old", "theta_new"):
             lines.append(f"| {r['data']} | {r['eta']:g} | {label.removeprefix('theta_')} | "

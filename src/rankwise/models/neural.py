@@ -226,7 +226,8 @@ class NeuralRanker(_TorchRanker):
         Z = self._transform(train.X)
         val_in = None if val is None else (self._transform(val.X), val.y, val.offsets, None)
         wd = float(self.alpha)
-        factory = lambda m: torch.optim.AdamW(self._param_groups(m), lr=float(self.learning_rate), weight_decay=wd)  # noqa: E731
+        lr = float(self.learning_rate)
+        factory = lambda m: torch.optim.AdamW(self._param_groups(m), lr=lr, weight_decay=wd)  # noqa: E731
         threads = torch.get_num_threads()
         try:
             self._fit_minibatch((Z, train.y, train.offsets, train.sample_weight), val_in, metric,
