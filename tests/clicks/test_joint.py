@@ -1,12 +1,12 @@
-"""Unbiased LambdaMART and DLA: page statistics by brute force; the biases they learn on simulated clicks."""
+"""Unbiased LambdaMART: page statistics by brute force; the biases it learns on simulated clicks (DLA: test_dla.py)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from rankwise.clicks import DLA, ClickLog, UnbiasedLambdaMART, pages, simulate_clicks_protocol
+from rankwise.clicks import ClickLog, UnbiasedLambdaMART, pages, simulate_clicks_protocol
 from rankwise.data import RankingDataset, make_synthetic
-from rankwise.errors import InputError, NotFittedError
+from rankwise.errors import NotFittedError
 
 
 def test_page_counts_by_brute_force():
@@ -40,36 +40,9 @@ def test_unbiased_lambdamart_learns_decreasing_bias(sim):
     assert np.isfinite(m.predict(sim.features.X)).all()
 
 
-def test_dla_learns_decreasing_propensity(sim):
-    m = DLA(hidden=(8,), max_iter=5).fit(sim.log, sim.features)
-    assert m.propensity_[0] == pytest.approx(1.0)
-    assert m.propensity_[-1] < 0.6 * m.propensity_[0]
-    assert np.isfinite(m.predict(sim.features.X)).all()
-
-
-def test_dla_former_parameter_names_still_work_with_a_warning(sim):
-    with pytest.warns(DeprecationWarning, match="'epochs' is deprecated.*'max_iter'"):
-        old = DLA(hidden=(8,), epochs=2, lr=1e-3, propensity_lr=0.05)
-    assert (old.max_iter, old.learning_rate, old.propensity_learning_rate) == (2, 1e-3, 0.05)
-    new = DLA(hidden=(8,), max_iter=2)
-    np.testing.assert_array_equal(old.fit(sim.log, sim.features).propensity_,
-                                  new.fit(sim.log, sim.features).propensity_)
-    with pytest.raises(TypeError, match="unexpected keyword argument 'epoch'"):
-        DLA(epoch=3)
-
-
-@pytest.mark.parametrize("param, value", [("max_iter", 0), ("batch_pages", 2.5), ("learning_rate", 0.0),
-                                          ("propensity_learning_rate", float("nan"))])
-def test_dla_parameters_are_checked(sim, param, value):
-    with pytest.raises(InputError, match=f"DLA: {param} must be"):
-        DLA(**{param: value}).fit(sim.log, sim.features)
-
-
 def test_not_fitted():
     with pytest.raises(NotFittedError):
         UnbiasedLambdaMART().predict(np.zeros((1, 2)))
-    with pytest.raises(NotFittedError):
-        DLA().predict(np.zeros((1, 2)))
 
 
 def _ulm_case(sizes, scores, seed=0):

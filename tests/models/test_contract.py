@@ -10,6 +10,7 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, GroupKFold
 
 from _model_data import make_data
+from rankwise.clicks import DLA
 from rankwise.errors import InputError, NotFittedError
 from rankwise.models import GBDTRanker, LinearRanker, NeuralRanker
 
@@ -21,6 +22,8 @@ FACTORIES = {
                                              random_state=0),
     "gbdt-lgb": lambda: GBDTRanker("listnet", n_estimators=3, random_state=0),
     "gbdt-xgb": lambda: GBDTRanker("listnet", backend="xgboost", n_estimators=3, random_state=0),
+    # the click learner: a query is a session, y its clicks (any non-negative labels), a row's rank its position
+    "dla": lambda: DLA(hidden=(8,), max_iter=1, random_state=0),
 }
 
 

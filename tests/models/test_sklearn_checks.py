@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from rankwise.clicks import DLA
 from rankwise.models import GBDTRanker, LinearRanker, NeuralRanker, PairwiseReductionRanker, StructuredHingeRanker
 
 
@@ -60,12 +61,17 @@ class _CheckedStructuredHingeRanker(_QidSupplied, StructuredHingeRanker):
     pass
 
 
+class _CheckedDLA(_QidSupplied, DLA):
+    pass
+
+
 ESTIMATORS = [
     _CheckedLinearRanker(max_iter=3, verbose=False),
     _CheckedNeuralRanker(hidden=(4,), max_iter=1, random_state=0, verbose=False),
     _CheckedGBDTRanker(n_estimators=2, random_state=0, verbose=False),
     _CheckedPairwiseReductionRanker(random_state=0),
     _CheckedStructuredHingeRanker(max_iter=2, random_state=0),
+    _CheckedDLA(hidden=(4,), max_iter=1, random_state=0, verbose=False),
 ]
 
 _KWARGS = ("the constructor's **deprecated catch-all takes the former parameter names (lr, epochs, C, ...) for one "

@@ -28,7 +28,8 @@ _LAZY = {
     "ips_weights": "ips", "click_dataset": "ips", "fit_debiased": "ips",
     "select_clip": "ips", "ClipSelection": "ips", "split_log_by_query": "ips", "ips_dcg": "ips",
     "direct_relevance": "ips",
-    "UnbiasedLambdaMART": "joint", "DLA": "joint", "pages": "joint",
+    "UnbiasedLambdaMART": "joint", "DLA": "dla", "pages": "joint",
+    "session_dataset": "sessions",
     "simulate_clicks_protocol": "simulation", "ClickSimulation": "simulation", "click_noise": "simulation",
 }
 

@@ -19,19 +19,15 @@ positions (a, b), the number of sessions M_u[a, b] in which a was clicked and b 
   have the same length, where this is a constant factor).
   The pair weight |ΔDCG| of swapping a and b in the current ranking is used (ΔNDCG divided by the
   page's ideal DCG in the paper; the per-page constant is dropped here).
-- :class:`DLA` (Ai, Bi, Luo, Guo & Croft, "Unbiased learning to rank with unbiased propensity
-  estimation", SIGIR 2018): a ranking network f and a propensity model g (one logit per rank) trained
-  together; f minimises the IPS softmax cross-entropy with weights θ_1/θ_a from g, and g minimises
-  the inverse-relevance-weighted softmax cross-entropy with weights r_1/r_a from f (both weights
-  held fixed in each step: the "dual" of the two estimation problems).
+- :class:`DLA` (Ai et al., SIGIR 2018) lives in :mod:`rankwise.clicks.dla` (re-exported here).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from rankwise._validation import Interval, check_params, set_deprecated
 from rankwise.clicks._joint_kernels import page_counts as _page_counts
 from rankwise.clicks._joint_kernels import ulm_grad as _ulm_grad
+from rankwise.clicks.dla import DLA  # noqa: F401  (moved; re-exported until callers import it from dla)
 from rankwise.data.clicklog import ClickLog
 from rankwise.errors import InputError, NotFittedError
 
@@ -143,118 +139,3 @@ class UnbiasedLambdaMART:
             raise NotFittedError("this UnbiasedLambdaMART is not fitted; call fit(log, features) first")
         X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
         return self.booster_.predict(X, raw_score=True)
-
-
-class DLA:
-    """Dual Learning Algorithm (Ai et al., SIGIR 2018): an MLP ranker and a per-rank propensity model
-    learned together from clicks; see the module docstring.
-
-    Parameters
-    ----------
-    hidden : tuple of int
-        Hidden layers of the ranking MLP.
-    max_iter, batch_pages, learning_rate : Adam over minibatches of pages (``max_iter`` epochs).
-    propensity_learning_rate : float
-        Learning rate of the propensity logits (one per rank: a few parameters that see every page,
-        so they take a larger step than the network).
-    random_state : int
-
-    The former names ``epochs``, ``lr`` and ``propensity_lr`` (before the models' one name per
-    hyper-parameter) still work for one release, with a DeprecationWarning.
-
-    Attributes
-    ----------
-    propensity_ : θ_k/θ_1 from the propensity model (softmax of its logits, relative to rank 1).
-    """
-
-    _deprecated_params = {"epochs": "max_iter", "lr": "learning_rate", "propensity_lr": "propensity_learning_rate"}
-    _parameter_constraints = {
-        "max_iter": [Interval("int", 1)],
-        "batch_pages": [Interval("int", 1)],
-        "learning_rate": [Interval("real", 0, closed="neither")],
-        "propensity_learning_rate": [Interval("real", 0, closed="neither")],
-    }
-
-    def __init__(self, *, hidden=(64, 32), max_iter: int = 30, batch_pages: int = 32, learning_rate: float = 1e-3,
-                 propensity_learning_rate: float = 0.05, random_state=0, **deprecated):
-        self.hidden = hidden
-        self.propensity_learning_rate = propensity_learning_rate
-        self.max_iter = max_iter
-        self.batch_pages = batch_pages
-        self.learning_rate = learning_rate
-        self.random_state = random_state
-        for name, value in deprecated.items():
-            set_deprecated(self, name, value, self._deprecated_params)
-
-    def fit(self, log: ClickLog, features):
-        import torch
-        from torch import nn
-
-        if not isinstance(log, ClickLog):
-            raise InputError(f"log must be a ClickLog; got {type(log).__name__}")
-        check_params("DLA", vars(self), self._parameter_constraints)
-        n_epochs, bp = int(self.max_iter), int(self.batch_pages)
-        p_off, X, position, clicks, n_sess, _, _ = pages(log, features)
-        if log.max_rank < 2:
-            raise InputError("DLA needs pages of at least two results")
-        torch.manual_seed(int(self.random_state or 0))
-        rng = np.random.default_rng(self.random_state)
-        self.mean_ = X.mean(0)
-        self.scale_ = X.std(0) + 1e-9
-        Z = (X - self.mean_) / self.scale_
-        layers, d = [], Z.shape[1]
-        for h in self.hidden:
-            layers += [nn.Linear(d, int(h)), nn.ReLU()]
-            d = int(h)
-        layers.append(nn.Linear(d, 1))
-        net = nn.Sequential(*layers).double()
-        R = log.max_rank
-        g_logit = nn.Parameter(torch.zeros(R, dtype=torch.float64))
-        opt = torch.optim.Adam([{"params": list(net.parameters()), "lr": float(self.learning_rate)},
-                                {"params": [g_logit], "lr": float(self.propensity_learning_rate)}])
-        # padded pages
-        n_pages = len(p_off) - 1
-        L = int(np.diff(p_off).max())
-        idx = np.full((n_pages, L), -1)
-        for u in range(n_pages):
-            idx[u, : p_off[u + 1] - p_off[u]] = np.arange(p_off[u], p_off[u + 1])
-        mask_np = idx >= 0
-        Zt = torch.tensor(Z)
-        C = torch.tensor(np.where(mask_np, clicks[np.maximum(idx, 0)], 0.0) / n_sess[:, None])
-        mask = torch.tensor(mask_np)
-        idx_t = torch.tensor(np.maximum(idx, 0))
-        for _ in range(n_epochs):
-            perm = rng.permutation(n_pages)
-            for start in range(0, n_pages, bp):
-                sel = torch.as_tensor(perm[start:start + bp])
-                ii, mm, cc = idx_t[sel], mask[sel], C[sel]
-                s = net(Zt[ii.reshape(-1)]).reshape(ii.shape)
-                s = torch.where(mm, s, torch.full_like(s, -1e9))
-                log_r = torch.log_softmax(s, -1)
-                g = g_logit[: ii.shape[1]].expand_as(s)
-                g = torch.where(mm, g, torch.full_like(g, -1e9))
-                log_t = torch.log_softmax(g, -1)
-                # IPS weights θ_1/θ_a and inverse relevance weights r_1/r_a, held fixed (no gradient)
-                zero = torch.zeros_like(s)
-                # padded slots get weight 0 before anything multiplies them (exp(+1e9) would be inf)
-                w_rank = torch.where(mm, torch.exp((log_t[:, :1] - log_t).clamp(max=20.0)), zero).detach()
-                w_prop = torch.where(mm, torch.exp((log_r[:, :1] - log_r).clamp(max=20.0)), zero).detach()
-                l_rank = -(torch.where(mm, cc * w_rank * log_r, zero)).sum()
-                l_prop = -(torch.where(mm, cc * w_prop * log_t, zero)).sum()
-                opt.zero_grad()
-                (l_rank + l_prop).backward()
-                opt.step()
-        self.net_ = net
-        with torch.no_grad():
-            t = torch.softmax(g_logit, 0).numpy()
-        self.propensity_ = t / t[0]
-        return self
-
-    def predict(self, X):
-        import torch
-
-        if not hasattr(self, "net_"):
-            raise NotFittedError("this DLA is not fitted; call fit(log, features) first")
-        X = X.toarray() if hasattr(X, "toarray") else np.asarray(X, dtype=np.float64)
-        with torch.no_grad():
-            return self.net_(torch.tensor((X - self.mean_) / self.scale_)).reshape(-1).numpy()

@@ -120,13 +120,18 @@ class _TorchRanker(BaseRanker):
         if self.early_stopping_rounds is not None:
             raise InputError("training hooks (data-parallel training) do not support early_stopping_rounds (no "
                              "eval_set); set it to None")
-        self._loss_fn = resolve_loss(self.loss, self.loss_params)
+        self._loss_fn = self._make_loss()
         with self._torch_threads():
             return self._fit_validated(train, None, None, None, None, hooks=hooks)
 
+    def _make_loss(self):
+        """The training loss ``f(scores, labels, where, weights)`` (see :func:`rankwise.train.loop.run_epochs`):
+        the ``loss``/``loss_params`` parameters resolved; a model with a loss of its own overrides this."""
+        return resolve_loss(self.loss, self.loss_params)
+
     def _setup_common(self, X, y, qid, sample_weight, eval_set, group=None):
         train, val = self._validate_fit(X, y, qid, sample_weight=sample_weight, eval_set=eval_set, group=group)
-        self._loss_fn = resolve_loss(self.loss, self.loss_params)
+        self._loss_fn = self._make_loss()
         metric = resolve_metric(self.eval_metric) if val is not None else None
         if self.early_stopping_rounds is not None and val is None:
             raise InputError("early_stopping_rounds needs a validation set: pass eval_set=(X_val, y_val, qid_val)")

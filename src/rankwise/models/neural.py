@@ -178,6 +178,11 @@ class NeuralRanker(_TorchRanker):
     def _module_from_state(self):
         return self.module_
 
+    def _param_groups(self, module):
+        """What the optimiser trains: ``module``'s parameters at ``learning_rate`` and ``alpha``, or a list of
+        torch parameter groups (a subclass whose module holds parts with their own step size overrides this)."""
+        return module.parameters()
+
     def _sync_from_module(self):
         pass
 
@@ -221,13 +226,14 @@ class NeuralRanker(_TorchRanker):
         Z = self._transform(train.X)
         val_in = None if val is None else (self._transform(val.X), val.y, val.offsets, None)
         wd = float(self.alpha)
-        factory = lambda m: torch.optim.AdamW(m.parameters(), lr=float(self.learning_rate), weight_decay=wd)  # noqa: E731
+        lr = float(self.learning_rate)
+        factory = lambda m: torch.optim.AdamW(self._param_groups(m), lr=lr, weight_decay=wd)  # noqa: E731
         threads = torch.get_num_threads()
         try:
             self._fit_minibatch((Z, train.y, train.offsets, train.sample_weight), val_in, metric,
                                 optimizer_factory=factory, penalty_factory=lambda m: None, epochs=int(self.max_iter),
                                 batch_queries=int(self.batch_queries), checkpoint=checkpoint, resume=resume,
-                                desc=f"NeuralRanker[{self.architecture}]", hooks=hooks)
+                                desc=f"{type(self).__name__}[{self.architecture}]", hooks=hooks)
         finally:
             torch.set_num_threads(threads)
         if hooks is None:

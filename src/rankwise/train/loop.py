@@ -122,9 +122,17 @@ def score_padded(module, X, offsets, *, batch_queries: int = 256) -> np.ndarray:
     return out
 
 
+def bind_loss(loss_fn, module):
+    """``loss_fn.bind(module)`` for a loss that reads trainable parts of ``module`` (see :func:`run_epochs`),
+    else ``loss_fn`` itself."""
+    bind = getattr(loss_fn, "bind", None)
+    return loss_fn if bind is None else bind(module)
+
+
 def train_loss_sum(module, loss_fn, X, y, offsets, weights, *, batch_queries: int = 256) -> float:
     import torch
 
+    loss_fn = bind_loss(loss_fn, module)
     total = 0.0
     was_training = module.training
     module.eval()
@@ -152,9 +160,16 @@ def run_epochs(*, module, optimizer, loss_fn, train, val, metric, epochs: int, b
     called after each epoch. Returns the best module state (None without early stopping: a
     validation set alone only records the curve, the final state is the model). ``hooks``
     (:class:`TrainingHooks`) adapts the loop to data-parallel training; None trains alone.
+
+    ``loss_fn(scores, labels, where, weights)`` returns the summed loss of a padded batch. A loss
+    that reads trainable parts of the model besides its scores (DLA's propensity tower: one logit
+    per rank, trained on the same batches by the same optimiser) has a ``bind(module)`` method;
+    the loop then calls ``loss_fn.bind(module)`` instead, with ``module`` the model being trained
+    (so the loss reads the very parameters that the optimiser steps and early stopping restores).
     """
     import torch
 
+    loss_fn = bind_loss(loss_fn, module)
     hooks = hooks if hooks is not None else TrainingHooks(seed)
     if hooks.verbose is not None:
         verbose = hooks.verbose
