@@ -147,7 +147,6 @@ def _global_standardizer(X, enabled: bool, group=None):
 def _check_model(model):
     """Validate the model's parameters for data-parallel training (the model's own checks)."""
     from rankwise.models import LinearRanker, NeuralRanker
-    from rankwise.train.loop import resolve_loss
 
     if isinstance(model, type):
         raise InputError(f"model must be a configured instance, e.g. LinearRanker('listnet', solver='adam'); "
@@ -161,7 +160,7 @@ def _check_model(model):
     if model.early_stopping_rounds is not None:
         raise InputError("data-parallel training does not support early_stopping_rounds (no eval_set); "
                          "set it to None")
-    resolve_loss(model.loss, model.loss_params)
+    model._make_loss()  # the model's own loss (a click learner's, DLA's, is not a registry name)
 
 
 def _params_key(model) -> dict:
