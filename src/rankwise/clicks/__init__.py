@@ -30,6 +30,8 @@ _LAZY = {
     "direct_relevance": "ips",
     "UnbiasedLambdaMART": "joint", "DLA": "joint", "pages": "joint",
     "simulate_clicks_protocol": "simulation", "ClickSimulation": "simulation", "click_noise": "simulation",
+    "read_bias_curve": "simulation", "read_click_matrix": "simulation",
+    "PlackettLucePolicy": "policy", "PolicyMixture": "policy", "PolicyPropensity": "policy",
 }
 
 __all__ = sorted([*_LAZY, *_DATA])
