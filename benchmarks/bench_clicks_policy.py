@@ -98,8 +98,8 @@ def run(ddir, folds, n_sessions, temperature, kinds):
                         arms["displayed"] = ndcg10(make_ranker(k, f).fit(rows_of(train, shown)), test)
                     for arm, v in arms.items():
                         res.setdefault((pname, k, logger, arm), []).append(v)
-                    print(f"  Fold{f} {pname} {logger} {k}: " + ", ".join(f"{a} {v.mean():.4f}" for a, v in arms.items())
-                          + f" ({time.perf_counter() - t0:.0f} s)", flush=True)
+                    got = ", ".join(f"{a} {v.mean():.4f}" for a, v in arms.items())
+                    print(f"  Fold{f} {pname} {logger} {k}: {got} ({time.perf_counter() - t0:.0f} s)", flush=True)
                 del sim
     return res, info
 

@@ -290,6 +290,6 @@ def test_policy_aware_errors_and_fit_debiased():
     with pytest.raises(InputError, match="once"):
         click_dataset(log, feats, propensity=pol.propensities(THETA), exposure=np.ones(7))
     stoch = PlackettLucePolicy(SCORES, feats.query_offsets, temperature=1.0, top_k=2)
-    m = fit_debiased(GBDTRanker(loss="op_pairwise", n_estimators=3, min_child_samples=1, random_state=0, n_jobs=1), log, feats,
-                     stoch.propensities(THETA))
+    gbdt = GBDTRanker(loss="op_pairwise", n_estimators=3, min_child_samples=1, random_state=0, n_jobs=1)
+    m = fit_debiased(gbdt, log, feats, stoch.propensities(THETA))
     assert np.isfinite(m.predict(feats.X)).all()  # features with a NaN: the trees take them

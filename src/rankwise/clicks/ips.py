@@ -130,7 +130,7 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
         each displayed row's own ρ from ``log.row_data["exposure"]`` (a ClickLog, e.g. of
         :func:`~rankwise.clicks.simulate_clicks_protocol`), when sessions had different loggers.
 
-    Policy-aware labels (Oosterhuis & de Rijke, SIGIR 2020, eq. 13), with
+    Policy-aware labels (Oosterhuis & de Rijke, SIGIR 2020), with
     :math:`\rho_{qd} = \sum_k P_\pi(\mathrm{rank}(d)=k)\,\theta_k` the probability that the logging
     policy π shows d and the user examines it:
 
@@ -140,14 +140,16 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
     one row per candidate of ``features`` under a logged query with ρ > 0 (shown in this log or not: a
     top-k page from a stochastic policy gives every candidate a chance). Their doubly robust form
     (``direct=m``; Oosterhuis, TOIS 2023, "Doubly robust estimation for correcting position bias in click
-    feedback", eq. 28 with the PBM's affine bias β = 0 and α_k = θ_k):
+    feedback": its estimator for the affine click model P(c) = α_k r + β_k with the PBM's β = 0, α_k = θ_k.
+    The paper was not available here, so the formula is stated and derived rather than quoted):
 
     .. math:: \hat r^{DR}_{qd} = m_d + \frac{1}{n_q} \sum_{s \in S_q}
               \frac{c_d^{(s)} - \theta_{k_d^{(s)}} m_d}{\rho_{qd}}
 
     (θ at the rank where session s showed d, 0 where it did not). Since :math:`E[c_d^{(s)}] =
     E[\theta_{k_d^{(s)}}]\, r_d = \rho_{qd} r_d`, each session's term has mean :math:`r_d - m_d`: the
-    label is unbiased for any m, and its variance is small where m is close to r. A candidate never shown
+    label is unbiased for any m; a good m lowers its variance (each click is compared with its prediction
+    θ m instead of with 0). A candidate never shown
     in the log gets m_d. With ``exposure="log"`` the sums run over the displayed rows with each row's own
     ρ (its session's logger), which is unbiased in the same way; only shown documents are rows then
     (``candidates=True`` adds the unshown ones with label 0, as without a policy).
