@@ -203,8 +203,12 @@ def test_policy_aware_doubly_robust_is_unbiased_for_any_direct_model():
     feats = tiny_features()
     pol = PlackettLucePolicy(SCORES, feats.query_offsets, temperature=0.7, top_k=2)
     for m in (np.zeros(7), np.full(7, 0.5), np.array([0.1, 0.9, 0.2, 0.8, 0.3, 0.7, 0.4])):
-        e = expected_labels(pol, REL, THETA, feats, propensity=pol.propensities(THETA), direct=m)
+        e = expected_labels(pol, REL, THETA, feats, propensity=pol.propensities(THETA), direct=m, nonnegative=False)
         np.testing.assert_allclose(e, REL, atol=1e-12)
+    # cut at 0 (the default, for losses whose utilities must be >= 0): biased upwards where labels go negative
+    m = np.full(7, 0.9)
+    cut = expected_labels(pol, REL, THETA, feats, propensity=pol.propensities(THETA), direct=m)
+    assert np.all(cut >= REL - 1e-12) and np.max(cut - REL) > 0.01
     # a candidate the log never shows gets the direct model's value (IPS would give it 0)
     pp = pol.propensities(THETA)
     log = ClickLog.from_arrays(["q1", "q1", "q2"], [["c", "a"], ["d", "c"], ["e", "g"]], [[1, 0], [0, 0], [0, 1]])

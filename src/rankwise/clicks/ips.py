@@ -92,7 +92,7 @@ def _feature_rows(log: ClickLog, features):
 
 
 def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, clip: float | None = None,
-                  candidates: bool = False, direct=None, policy=None, exposure=None):
+                  candidates: bool = False, direct=None, policy=None, exposure=None, nonnegative: bool = True):
     r"""The training set of the shown (query, doc) pairs, labelled from the clicks.
 
     Labels: :math:`\hat r_{qd} = \frac{1}{n_q} \sum_s c_d^{(s)} / \theta_{k_d^{(s)}}` (IPS, see the
@@ -121,7 +121,7 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
         IPS labels, or a function ``direct(log, features, propensity)`` returning it (e.g.
         :func:`direct_relevance`, fitted on this log's clicks). Needs ``propensity``. Values below 0
         are taken as 0 (relevance is non-negative; then every DR label is ≥ 0, except the policy-aware
-        ones, which are left unbiased).
+        ones: see ``nonnegative``).
     policy : PlackettLucePolicy or PolicyMixture, optional
         The logging policy over the rows of ``features``: policy-aware labels with
         ρ = ``policy.exposure(propensity)``.
@@ -129,6 +129,12 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
         Policy-aware labels with ρ_qd given directly: one value per row of ``features``, or ``"log"``:
         each displayed row's own ρ from ``log.row_data["exposure"]`` (a ClickLog, e.g. of
         :func:`~rankwise.clicks.simulate_clicks_protocol`), when sessions had different loggers.
+    nonnegative : bool, default True
+        Policy-aware doubly robust labels can be below 0 (a shown, unclicked document with a large m):
+        their *expectation* is the relevance. ``True`` cuts them at 0, which losses whose utilities must be
+        non-negative (``op_pairwise``) need, at the price of an upward bias on those labels; ``False``
+        keeps them unbiased, for losses that take any real label (``pointwise_squared``,
+        ``pairwise_squared``). No effect on the other labels (never below 0).
 
     Policy-aware labels (Oosterhuis & de Rijke, SIGIR 2020), with
     :math:`\rho_{qd} = \sum_k P_\pi(\mathrm{rank}(d)=k)\,\theta_k` the probability that the logging
@@ -145,6 +151,8 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
 
     .. math:: \hat r^{DR}_{qd} = m_d + \frac{1}{n_q} \sum_{s \in S_q}
               \frac{c_d^{(s)} - \theta_{k_d^{(s)}} m_d}{\rho_{qd}}
+
+    (cut at 0 unless ``nonnegative=False``)
 
     (θ at the rank where session s showed d, 0 where it did not). Since :math:`E[c_d^{(s)}] =
     E[\theta_{k_d^{(s)}}]\, r_d = \rho_{qd} r_d`, each session's term has mean :math:`r_d - m_d`: the
@@ -179,7 +187,8 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
     from rankwise.data import RankingDataset
 
     if policy is not None or exposure is not None or isinstance(propensity, PolicyPropensity):
-        return _policy_aware_dataset(log, features, propensity, policy, exposure, clip, candidates, direct)
+        return _policy_aware_dataset(log, features, propensity, policy, exposure, clip, candidates, direct,
+                                     nonnegative)
     if isinstance(log, ClickLog):
         log = log.counts()
     if not isinstance(log, ClickCounts):
@@ -224,8 +233,17 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
     return RankingDataset.from_arrays(features.X[rows[order]], label[order], q[order], doc_ids=d[order])
 
 
-def _policy_aware_dataset(log, features, propensity, policy, exposure, clip, candidates, direct):
+def _policy_aware_dataset(log, features, propensity, policy, exposure, clip, candidates, direct, nonnegative):
     """:func:`click_dataset` with policy-aware labels (see there)."""
+    data = _policy_aware_labels(log, features, propensity, policy, exposure, clip, candidates, direct)
+    if not isinstance(nonnegative, (bool, np.bool_)):
+        raise InputError(f"nonnegative must be True or False; got {nonnegative!r}")
+    if nonnegative and direct is not None:
+        data.labels = np.maximum(data.labels, 0.0)
+    return data
+
+
+def _policy_aware_labels(log, features, propensity, policy, exposure, clip, candidates, direct):
     from rankwise.clicks.policy import PolicyPropensity
     from rankwise.data import RankingDataset
 
