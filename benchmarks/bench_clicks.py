@@ -336,7 +336,7 @@ def simulate_one(name, train, test, etas, kinds, n_sessions, quick, seed, acc, p
         # the same protocol with AGG_SESSIONS sessions, drawn aggregated (ClickCounts): IPS variance 100x smaller
         agg = simulate_clicks_protocol(train, n_sessions=AGG_SESSIONS // (10 if quick else 1), eta=eta, top_k=depth,
                                        random_state=seed, aggregate=True)
-        em_agg = regression_em_log(agg.log, agg.features, n_iter=30, **EM)
+        em_agg = regression_em_log(agg.counts, agg.features, n_iter=30, **EM)
         for kind in kinds:
             deb = fit_debiased(make_rankers(kind, seed, quick), sim.log, sim.features, em.propensity, clip=CLIP)
             ora = fit_debiased(make_rankers(kind, seed, quick), sim.log, sim.features, sim.propensity)
@@ -348,9 +348,9 @@ def simulate_one(name, train, test, etas, kinds, n_sessions, quick, seed, acc, p
             a["debiased"].append(ndcg10(deb, test))
             a["oracle"].append(ndcg10(ora, test))
             a["raw"].append(ndcg10(raw, test))
-            a["deb_agg"].append(ndcg10(fit_debiased(make_rankers(kind, seed, quick), agg.log, agg.features,
+            a["deb_agg"].append(ndcg10(fit_debiased(make_rankers(kind, seed, quick), agg.counts, agg.features,
                                                     em_agg.propensity, clip=CLIP), test))
-            a["ora_agg"].append(ndcg10(fit_debiased(make_rankers(kind, seed, quick), agg.log, agg.features,
+            a["ora_agg"].append(ndcg10(fit_debiased(make_rankers(kind, seed, quick), agg.counts, agg.features,
                                                     agg.propensity), test))
             if depth is not None:
                 a["cand"].append(ndcg10(fit_debiased(make_rankers(kind, seed, quick), sim.log, sim.features,
@@ -523,27 +523,27 @@ def clip_selection(ddir, folds, quick, lines, etas, with_dr=False):
         full = {k: make_rankers(k, 0, quick).fit(tr) for k in ("GBDT", "neural")}
         for eta in etas:
             agg = simulate_clicks_protocol(tr, n_sessions=n_agg, eta=eta, top_k=None, random_state=0, aggregate=True)
-            em = regression_em_log(agg.log, agg.features, n_iter=30, **EM)
+            em = regression_em_log(agg.counts, agg.features, n_iter=30, **EM)
             for kind in ("GBDT", "neural"):
-                sel = select_clip(make_rankers(kind, 0, quick), agg.log, agg.features, em.propensity,
+                sel = select_clip(make_rankers(kind, 0, quick), agg.counts, agg.features, em.propensity,
                                   clips=SELECT_CLIPS, validation_fraction=0.2, random_state=0, k=10)
                 clip, direct, label = sel.clip, None, "IPS"
                 if with_dr:
-                    sel_dr = select_clip(make_rankers(kind, 0, quick), agg.log, agg.features, em.propensity,
+                    sel_dr = select_clip(make_rankers(kind, 0, quick), agg.counts, agg.features, em.propensity,
                                          clips=SELECT_CLIPS, validation_fraction=0.2, random_state=0, k=10,
                                          direct=direct_relevance)
                     if sel_dr.scores.max() > sel.scores.max():
                         clip, direct, label = sel_dr.clip, direct_relevance, "DR"
-                deb = fit_debiased(make_rankers(kind, 0, quick), agg.log, agg.features, em.propensity, clip=clip,
+                deb = fit_debiased(make_rankers(kind, 0, quick), agg.counts, agg.features, em.propensity, clip=clip,
                                    direct=direct)
-                raw = make_rankers(kind, 0, quick).fit(click_dataset(agg.log, agg.features))
+                raw = make_rankers(kind, 0, quick).fit(click_dataset(agg.counts, agg.features))
                 a = acc.setdefault((name, eta, kind), {"full": [], "deb": [], "raw": [], "ips": []})
                 a["full"].append(ndcg10(full[kind], te))
                 a["deb"].append(ndcg10(deb, te))
                 a["raw"].append(ndcg10(raw, te))
                 if with_dr:  # the IPS-only choice of the same run, for comparison
                     a["ips"].append(a["deb"][-1] if label == "IPS" else ndcg10(fit_debiased(
-                        make_rankers(kind, 0, quick), agg.log, agg.features, em.propensity, clip=sel.clip), te))
+                        make_rankers(kind, 0, quick), agg.counts, agg.features, em.propensity, clip=sel.clip), te))
                 chosen.setdefault((name, eta, kind), []).append(("" if not with_dr else label + " ")
                                                                + ("None" if clip is None else f"{clip:g}"))
                 print(f"  clip selection {name} eta={eta} {kind}: chose {label} {clip} "

@@ -99,7 +99,7 @@ def test_aggregate_simulation_is_the_session_logs_distribution():
     n = 2_000_000
     agg = simulate_clicks_protocol(ds, n_sessions=n, eta=2.0, top_k=None, production_fraction=0.1,
                                    random_state=0, aggregate=True)
-    c = agg.log
+    c = agg.counts
     assert isinstance(c, ClickCounts) and c.n_sessions == n and c.n_queries == 40
     # every document of every query, once per session, at the rank the production ranker gives it
     assert len(c.rank) == len(ds.labels) and np.all(c.impressions == c.sessions[c.query])

@@ -31,6 +31,8 @@ _LAZY = {
     "UnbiasedLambdaMART": "joint", "DLA": "dla", "pages": "joint",
     "session_dataset": "sessions",
     "simulate_clicks_protocol": "simulation", "ClickSimulation": "simulation", "click_noise": "simulation",
+    "read_bias_curve": "simulation", "read_click_matrix": "simulation",
+    "PlackettLucePolicy": "policy", "PolicyMixture": "policy", "PolicyPropensity": "policy",
 }
 
 __all__ = sorted([*_LAZY, *_DATA])

@@ -92,7 +92,7 @@ def _feature_rows(log: ClickLog, features):
 
 
 def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, clip: float | None = None,
-                  candidates: bool = False, direct=None):
+                  candidates: bool = False, direct=None, policy=None, exposure=None, nonnegative: bool = True):
     r"""The training set of the shown (query, doc) pairs, labelled from the clicks.
 
     Labels: :math:`\hat r_{qd} = \frac{1}{n_q} \sum_s c_d^{(s)} / \theta_{k_d^{(s)}}` (IPS, see the
@@ -106,9 +106,12 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
     features : RankingDataset
         Features of the documents: the log's documents are its ``doc_ids`` within each query, or
         its row numbers when it has none.
-    propensity : array (R,), optional
+    propensity : array (R,) or PolicyPropensity, optional
+        θ per rank; or the policy-aware propensities of a stochastic logging policy
+        (:meth:`PlackettLucePolicy.propensities <rankwise.clicks.PlackettLucePolicy.propensities>`), which
+        gives the policy-aware labels (below) — also through :func:`fit_debiased`.
     clip : float, optional
-        Propensity clipping (θ replaced by max(θ, clip)).
+        Propensity clipping (θ, or ρ for the policy-aware labels, replaced by max(·, clip)).
     candidates : bool, default False
         Also add every document of ``features`` under a logged query that the log never shows
         (the unshown candidates), with label 0 — Joachims et al. (2017) rank each clicked document
@@ -117,7 +120,49 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
         Doubly robust labels (module docstring): m(x) for every row of ``features`` on the scale of the
         IPS labels, or a function ``direct(log, features, propensity)`` returning it (e.g.
         :func:`direct_relevance`, fitted on this log's clicks). Needs ``propensity``. Values below 0
-        are taken as 0 (relevance is non-negative; then every DR label is ≥ 0).
+        are taken as 0 (relevance is non-negative; then every DR label is ≥ 0, except the policy-aware
+        ones: see ``nonnegative``).
+    policy : PlackettLucePolicy or PolicyMixture, optional
+        The logging policy over the rows of ``features``: policy-aware labels with
+        ρ = ``policy.exposure(propensity)``.
+    exposure : array or "log", optional
+        Policy-aware labels with ρ_qd given directly: one value per row of ``features``, or ``"log"``:
+        each displayed row's own ρ from ``log.row_data["exposure"]`` (a ClickLog, e.g. of
+        :func:`~rankwise.clicks.simulate_clicks_protocol`), when sessions had different loggers.
+    nonnegative : bool, default True
+        Policy-aware doubly robust labels can be below 0 (a shown, unclicked document with a large m):
+        their *expectation* is the relevance. ``True`` cuts them at 0, which losses whose utilities must be
+        non-negative (``op_pairwise``) need, at the price of an upward bias on those labels; ``False``
+        keeps them unbiased, for losses that take any real label (``pointwise_squared``,
+        ``pairwise_squared``). No effect on the other labels (never below 0).
+
+    Policy-aware labels (Oosterhuis & de Rijke, SIGIR 2020), with
+    :math:`\rho_{qd} = \sum_k P_\pi(\mathrm{rank}(d)=k)\,\theta_k` the probability that the logging
+    policy π shows d and the user examines it:
+
+    .. math:: \hat r_{qd} = \frac{1}{n_q} \sum_{s \in S_q} \frac{c_d^{(s)}}{\rho_{qd}},
+              \qquad E[\hat r_{qd}] = r_{qd} \text{ for every candidate with } \rho_{qd} > 0,
+
+    one row per candidate of ``features`` under a logged query with ρ > 0 (shown in this log or not: a
+    top-k page from a stochastic policy gives every candidate a chance). Their doubly robust form
+    (``direct=m``; Oosterhuis, TOIS 2023, "Doubly robust estimation for correcting position bias in click
+    feedback": its estimator for the affine click model P(c) = α_k r + β_k with the PBM's β = 0, α_k = θ_k.
+    The paper was not available here, so the formula is stated and derived rather than quoted):
+
+    .. math:: \hat r^{DR}_{qd} = m_d + \frac{1}{n_q} \sum_{s \in S_q}
+              \frac{c_d^{(s)} - \theta_{k_d^{(s)}} m_d}{\rho_{qd}}
+
+    (cut at 0 unless ``nonnegative=False``)
+
+    (θ at the rank where session s showed d, 0 where it did not). Since :math:`E[c_d^{(s)}] =
+    E[\theta_{k_d^{(s)}}]\, r_d = \rho_{qd} r_d`, each session's term has mean :math:`r_d - m_d`: the
+    label is unbiased for any m; a good m lowers its variance (each click is compared with its prediction
+    θ m instead of with 0). A candidate never shown
+    in the log gets m_d. With ``exposure="log"`` the sums run over the displayed rows with each row's own
+    ρ (its session's logger), which is unbiased in the same way; only shown documents are rows then
+    (``candidates=True`` adds the unshown ones with label 0, as without a policy).
+    With a deterministic logger (temperature 0) ρ_qd = θ at the document's rank and the labels are the
+    IPS labels above; documents below the top k then have ρ = 0 and no row.
 
     Returns
     -------
@@ -138,8 +183,12 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
     scores all documents). The trade: more of the full-information pairs for a bias against
     relevant unshown documents (a good logging ranker leaves few of them).
     """
+    from rankwise.clicks.policy import PolicyPropensity
     from rankwise.data import RankingDataset
 
+    if policy is not None or exposure is not None or isinstance(propensity, PolicyPropensity):
+        return _policy_aware_dataset(log, features, propensity, policy, exposure, clip, candidates, direct,
+                                     nonnegative)
     if isinstance(log, ClickLog):
         log = log.counts()
     if not isinstance(log, ClickCounts):
@@ -182,6 +231,126 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
         qpos = np.concatenate([qpos, fpos[extra]])
     order = np.argsort(qpos, kind="stable")
     return RankingDataset.from_arrays(features.X[rows[order]], label[order], q[order], doc_ids=d[order])
+
+
+def _policy_aware_dataset(log, features, propensity, policy, exposure, clip, candidates, direct, nonnegative):
+    """:func:`click_dataset` with policy-aware labels (see there)."""
+    data = _policy_aware_labels(log, features, propensity, policy, exposure, clip, candidates, direct)
+    if not isinstance(nonnegative, (bool, np.bool_)):
+        raise InputError(f"nonnegative must be True or False; got {nonnegative!r}")
+    if nonnegative and direct is not None:
+        data.labels = np.maximum(data.labels, 0.0)
+    return data
+
+
+def _policy_aware_labels(log, features, propensity, policy, exposure, clip, candidates, direct):
+    from rankwise.clicks.policy import PolicyPropensity
+    from rankwise.data import RankingDataset
+
+    if not isinstance(candidates, (bool, np.bool_)):
+        raise InputError(f"candidates must be True or False; got {candidates!r}")
+    if sum(x is not None for x in (policy, exposure)) + isinstance(propensity, PolicyPropensity) > 1:
+        raise InputError("give the policy-aware propensities once: propensity=<PolicyPropensity>, policy= or exposure=")
+    theta = None
+    if isinstance(propensity, PolicyPropensity):
+        rho, theta = propensity.exposure, propensity.theta
+    elif policy is not None:
+        if propensity is None:
+            raise InputError("policy= needs propensity= (the examination θ per rank) to give ρ = Σ_k P(rank=k) θ_k")
+        if not hasattr(policy, "propensities"):
+            raise InputError(f"policy must be a PlackettLucePolicy or PolicyMixture; got {type(policy).__name__}")
+        pp = policy.propensities(propensity)
+        rho, theta = pp.exposure, pp.theta
+    else:
+        theta = None if propensity is None else np.asarray(propensity, dtype=np.float64)
+        rho = exposure
+    if clip is not None:
+        clip = float(clip)
+        if not 0 < clip <= 1:
+            raise InputError(f"clip must be in (0, 1] (the smallest propensity kept) or None; got {clip}")
+    if direct is not None and theta is None:
+        raise InputError("direct (doubly robust labels) needs the examination θ per rank (propensity=)")
+    if isinstance(rho, str):
+        if rho != "log":
+            raise InputError(f"exposure must be an array (one ρ per row of the features) or 'log'; got {rho!r}")
+        return _row_exposure_dataset(log, features, theta, clip, candidates, direct)
+    if candidates:
+        raise InputError("policy-aware labels already have a row for every candidate with ρ > 0; candidates=True "
+                         "(label-0 rows for unshown documents) does not apply")
+    if isinstance(log, ClickLog):
+        log = log.counts()
+    if not isinstance(log, ClickCounts):
+        raise InputError(f"log must be a ClickLog or ClickCounts; got {type(log).__name__}")
+    n_rows = int(np.diff(features.query_offsets).sum()) if hasattr(features, "query_offsets") else -1
+    rho = np.asarray(rho, dtype=np.float64)
+    if rho.shape != (n_rows,):
+        raise InputError(f"the policy-aware propensities must give one ρ per row of the features ({n_rows}); "
+                         f"got shape {rho.shape} (build the policy on the features data set)")
+    if not np.all(np.isfinite(rho)) or np.any(rho < 0):
+        raise InputError("the policy-aware propensities ρ must be finite and >= 0")
+    prow = _feature_rows(log, features)
+    if np.any(rho[prow] <= 0):
+        i = int(np.flatnonzero(rho[prow] <= 0)[0])
+        q, d = log.pair_keys()
+        raise InputError(f"(query {q[i]!r}, doc {d[i]!r}) is shown in the log but its ρ is 0: the propensities "
+                         "are not those of the policy that logged it")
+    n_f = len(rho)
+    clicks = np.zeros(n_f)
+    clicks[prow] = np.bincount(log.pair, weights=log.clicks, minlength=log.n_pairs)
+    fq = np.repeat(np.asarray(features.query_ids), np.diff(features.query_offsets)).astype(str)
+    code = {k: i for i, k in enumerate(np.asarray(log.queries).astype(str))}
+    qpos = np.array([code.get(k, -1) for k in fq], dtype=np.int64)
+    keep = np.flatnonzero((qpos >= 0) & (rho > 0))
+    n_q = log.sessions[qpos[keep]].astype(np.float64)
+    r = rho[keep] if clip is None else np.maximum(rho[keep], clip)
+    label = clicks[keep] / (n_q * r)
+    if direct is not None:
+        m = _direct_values(direct, log, features, PolicyPropensity(rho, theta))
+        t = _policy_theta(theta, log.rank)
+        shown = np.zeros(n_f)
+        shown[prow] = np.bincount(log.pair, weights=log.impressions * t[log.rank - 1], minlength=log.n_pairs)
+        label = m[keep] + (clicks[keep] - m[keep] * shown[keep]) / (n_q * r)
+    order = np.argsort(qpos[keep], kind="stable")
+    fd = np.arange(n_f).astype(str) if features.doc_ids is None else np.asarray(features.doc_ids).astype(str)
+    rows = keep[order]
+    return RankingDataset.from_arrays(features.X[rows], label[order], np.asarray(log.queries)[qpos[rows]],
+                                      doc_ids=fd[rows])
+
+
+def _policy_theta(theta, ranks):
+    t = np.asarray(theta, dtype=np.float64)
+    if t.ndim != 1 or (len(ranks) and len(t) < int(np.max(ranks))):
+        raise InputError(f"the examination θ must cover every rank of the log (1..{int(np.max(ranks, initial=1))}); "
+                         f"got shape {t.shape}")
+    return t
+
+
+def _row_exposure_dataset(log, features, theta, clip, candidates, direct):
+    """Policy-aware labels with each displayed row's own ρ (``exposure="log"``)."""
+    from rankwise.data import RankingDataset
+
+    if not isinstance(log, ClickLog) or "exposure" not in log.row_data:
+        raise InputError("exposure='log' needs a ClickLog whose row_data has 'exposure' (the policy-aware propensity "
+                         "of every displayed row, as simulate_clicks_protocol logs it)")
+    rho = np.asarray(log.row_data["exposure"], dtype=np.float64)
+    if not np.all(np.isfinite(rho)) or np.any(rho <= 0):
+        raise InputError("log.row_data['exposure'] must be finite and > 0 on every displayed row")
+    r = rho if clip is None else np.maximum(rho, clip)
+    n_q = np.bincount(log.query, minlength=log.n_queries).astype(np.float64)
+    num = np.bincount(log.pair, weights=log.clicked / r, minlength=log.n_pairs)
+    if direct is not None:
+        counts = log.counts()
+        m = _direct_values(direct, counts, features, theta)[_feature_rows(log, features)]
+        t = _policy_theta(theta, log.ranks)
+        num = m * n_q[log.pair_query] + num - m * np.bincount(log.pair, weights=t[log.ranks - 1] / r,
+                                                              minlength=log.n_pairs)
+    base = click_dataset(log, features, candidates=candidates)  # the rows (shown, then unshown), their order
+    label = dict(zip(zip(np.asarray(log.pair_keys()[0]).astype(str), np.asarray(log.pair_keys()[1]).astype(str)),
+                     num / n_q[log.pair_query]))
+    qrow = np.repeat(np.asarray(base.query_ids), np.diff(base.query_offsets)).astype(str)
+    new = np.array([label.get(k, 0.0) for k in zip(qrow, np.asarray(base.doc_ids).astype(str))])
+    return RankingDataset(base.X, new, base.query_offsets, base.query_ids, doc_ids=base.doc_ids,
+                          feature_names=base.feature_names)
 
 
 def fit_debiased(estimator, log: ClickLog | ClickCounts, features, propensity, *, clip: float | None = None,

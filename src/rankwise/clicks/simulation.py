@@ -30,17 +30,43 @@ propensity correction recovers them: existing counterfactual LTR is unbiased onl
 shown all relevant items (Oosterhuis & de Rijke, SIGIR 2020, who need a stochastic logging policy
 for top-k). A ranker debiased by IPS on top-k clicks is therefore compared with a ranker on the true
 labels of *all* documents at a disadvantage that IPS cannot remove.
+
+Logging policies (step 2, issue 26). ``temperature=None`` is the deterministic production ranker above.
+A number ``temperature=T`` makes the logger *stochastic*: every session samples its page from the
+Plackett–Luce policy with logits score/T (:class:`~rankwise.clicks.PlackettLucePolicy`, Gumbel-max
+draws), so every candidate has a non-zero chance of reaching the top k and the policy-aware estimator
+(:func:`~rankwise.clicks.click_dataset` with the policy's propensities) is unbiased for all of them
+(Oosterhuis & de Rijke, SIGIR 2020). ``n_loggers=L`` trains L production rankers, each on its own
+random ``production_fraction`` of the queries, and splits the sessions between them at random (the
+logger of each session in ``log.session_data["logger"]``): the same (query, document) is shown at
+different ranks by different loggers, the interventions that intervention harvesting uses (Agarwal,
+Zaitsev, Wang, Li, Najork & Joachims, WSDM 2019). ``temperature=0`` with ``n_loggers=1`` is the
+deterministic logger. Every simulated session log carries, per displayed row, the probability that
+its logger shows that document (``log.row_data["inclusion"]``) and, under the PBM, its policy-aware
+propensity :math:`\rho_{qd} = \sum_k P_\pi(\mathrm{rank}(d) = k)\,\theta_k` under that logger
+(``log.row_data["exposure"]``); ``ClickSimulation.policy`` is the logging policy (a
+:class:`~rankwise.clicks.PolicyMixture` for several loggers).
+
+Bias profiles (issue 26, item 6). Besides θ_k = (1/k)^η, ``position_bias`` takes an examination curve
+per rank (an array, e.g. :func:`read_bias_curve` of the position-bias curves estimated on Baidu's
+real search logs), and ``click_model="matrix"`` draws each click directly from a table of P(click |
+grade, rank) (``click_matrix``, e.g. :func:`read_click_matrix` of ULTRA's TianGong-ST click matrix),
+so results can be shown under bias that is not a power law.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from rankwise.data.clicklog import ClickCounts, ClickLog
-from rankwise.errors import InputError
+import json
+import warnings
+from pathlib import Path
 
-__all__ = ["simulate_clicks_protocol", "ClickSimulation", "click_noise"]
+from rankwise.data.clicklog import ClickCounts, ClickLog
+from rankwise.errors import InputError, ParseError
+
+__all__ = ["simulate_clicks_protocol", "ClickSimulation", "click_noise", "read_bias_curve", "read_click_matrix"]
 
 
 def click_noise(labels, *, eps_plus: float = 1.0, eps_minus: float = 0.1, max_grade=None) -> np.ndarray:
@@ -57,26 +83,61 @@ def click_noise(labels, *, eps_plus: float = 1.0, eps_minus: float = 0.1, max_gr
 class ClickSimulation:
     """Output of :func:`simulate_clicks_protocol`.
 
-    ``log``: the click log (query ids of the data set; documents = row numbers of ``train``), a
-    :class:`~rankwise.clicks.ClickCounts` with ``aggregate=True``;
+    ``log``: the session log (a :class:`~rankwise.data.ClickLog`; query ids of the data set, documents =
+    row numbers of ``train``); ``counts``: its aggregate (:class:`~rankwise.data.ClickCounts`), which is
+    all that ``aggregate=True`` draws (then there is no session log: ``log`` of such a simulation still
+    returns the counts, with a ``DeprecationWarning``; use ``counts``);
     ``features``: ``train`` with those row numbers as ``doc_ids`` (the ``features`` argument of
     :func:`~rankwise.clicks.click_dataset`);
-    ``propensity``: the true θ_k (PBM; None for the cascade); ``relevance``: ρ(y) per train row;
-    ``production``: the production ranker; ``production_queries``: the queries it was trained on."""
+    ``propensity``: the true examination θ_k per rank (PBM; None for the cascade and the click matrix);
+    ``relevance``: ρ(y) per train row (the click noise of the PBM and the cascade);
+    ``production``: the (first) production ranker; ``production_queries``: the queries it was trained on;
+    ``policy``: the logging policy over the rows of ``features`` (a :class:`~rankwise.clicks.PlackettLucePolicy`,
+    temperature 0 for the deterministic logger, or a :class:`~rankwise.clicks.PolicyMixture` of several);
+    ``loggers``: every production ranker; ``click_matrix``: P(click | grade, rank) of ``click_model="matrix"``."""
 
-    log: ClickLog | ClickCounts
+    session_log: ClickLog | None
     features: object
     propensity: np.ndarray | None
     relevance: np.ndarray
     production: object
     production_queries: np.ndarray
     top_k: int | None
+    aggregate_counts: ClickCounts | None = None
+    policy: object = None
+    loggers: list = field(default_factory=list)
+    click_matrix: np.ndarray | None = None
+
+    @property
+    def log(self) -> ClickLog:
+        """The session log. (Of an ``aggregate=True`` simulation: its counts, deprecated; use :attr:`counts`.)"""
+        if self.session_log is None:
+            warnings.warn("ClickSimulation.log of an aggregate simulation is a ClickCounts, not a session log; "
+                          "use ClickSimulation.counts (ClickSimulation.log will be None for aggregate simulations)",
+                          DeprecationWarning, stacklevel=2)
+            return self.aggregate_counts
+        return self.session_log
+
+    @property
+    def counts(self) -> ClickCounts:
+        """The aggregated log: what ``aggregate=True`` drew, or the session log's :meth:`~ClickLog.counts`."""
+        if self.aggregate_counts is None:
+            self.aggregate_counts = self.session_log.counts()
+        return self.aggregate_counts
+
+    def policy_propensities(self):
+        """The true policy-aware propensities ρ_qd of every row of ``features`` (the ``propensity`` of
+        :func:`~rankwise.clicks.click_dataset` for the policy-aware labels); PBM only."""
+        if self.propensity is None:
+            raise InputError("policy-aware propensities need the examination per rank (click_model='pbm')")
+        return self.policy.propensities(self.propensity)
 
 
 def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1.0, click_model: str = "pbm",
                              eps_plus: float = 1.0, eps_minus: float = 0.1, top_k: int | None = 10,
                              production_fraction: float = 0.01, production=None, random_state=0,
-                             aggregate: bool = False) -> ClickSimulation:
+                             aggregate: bool = False, temperature: float | None = None, n_loggers: int = 1,
+                             position_bias=None, click_matrix=None) -> ClickSimulation:
     """Steps 1-3 of the protocol (module docstring) on the training part of a LETOR data set.
 
     Parameters
@@ -85,8 +146,10 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
         Graded training data (its true labels drive the clicks).
     n_sessions : int
     eta : float
-        Severity of the position bias, θ_k = (1/k)^η (PBM).
-    click_model : {"pbm", "cascade"}
+        Severity of the position bias, θ_k = (1/k)^η (PBM), unless ``position_bias`` is given.
+    click_model : {"pbm", "cascade", "matrix"}
+        ``"matrix"``: a click at rank k on a document of grade y with probability ``click_matrix[y, k-1]``
+        (no separate examination; ``eta``, ``position_bias`` and the click noise are not used).
     eps_plus, eps_minus : float
         Click noise on the most relevant and on irrelevant documents.
     top_k : int or None
@@ -95,15 +158,29 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
     production_fraction : float
         Share of the training queries the production ranker is trained on (at least 2 queries).
     production : ranker, optional
-        The production ranker (default: a ``LinearRanker`` with the ListNet loss).
+        The production ranker (default: a ``LinearRanker`` with the ListNet loss); with ``n_loggers > 1``
+        each logger is a clone of it (:func:`sklearn.base.clone`).
     random_state : int
     aggregate : bool, default False
-        Draw the aggregated log (:class:`~rankwise.clicks.ClickCounts`) instead of the sessions, PBM
-        only: the sessions of each query are Multinomial(n_sessions, uniform) and, since every
+        Draw the aggregated log (:class:`~rankwise.clicks.ClickCounts`, :attr:`ClickSimulation.counts`)
+        instead of the sessions, PBM and one deterministic logger only: the sessions of each query are
+        Multinomial(n_sessions, uniform) and, since every
         session of a query shows the same page and PBM clicks are independent, the clicks of the
         document at rank k are Binomial(n_q, θ_k ρ) — the distribution of the session log's counts,
         in memory and time proportional to the documents, not the sessions (10⁸ sessions are cheap).
         Queries drawn by no session are left out, as in the session log.
+    temperature : float >= 0 or None
+        ``None``: the deterministic production ranker. A number: every page is sampled from the
+        Plackett–Luce policy with logits score/temperature (module docstring; 0 is deterministic).
+    n_loggers : int
+        Production rankers (each trained on its own random share of the queries), the sessions split
+        between them uniformly at random (``log.session_data["logger"]``).
+    position_bias : array, optional
+        Examination probability per rank 1..R (R at least the longest page, values in (0, 1]) instead of
+        (1/k)^η, e.g. ``read_bias_curve(path)``.
+    click_matrix : array (G, R) or path, optional
+        P(click | grade, rank) of ``click_model="matrix"``, rows = grades 0..G-1 (every label of ``train``
+        must be one of them), R at least the longest page; a path is read by :func:`read_click_matrix`.
 
     Returns
     -------
@@ -113,8 +190,8 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
 
     if not isinstance(train, RankingDataset):
         raise InputError(f"train must be a RankingDataset; got {type(train).__name__}")
-    if click_model not in ("pbm", "cascade"):
-        raise InputError(f"click_model must be 'pbm' or 'cascade'; got {click_model!r}")
+    if click_model not in ("pbm", "cascade", "matrix"):
+        raise InputError(f"click_model must be 'pbm', 'cascade' or 'matrix'; got {click_model!r}")
     if not 0 < production_fraction <= 1:
         raise InputError(f"production_fraction must be in (0, 1]; got {production_fraction}")
     if not (0 <= eps_minus <= eps_plus <= 1):
@@ -125,9 +202,25 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
         raise InputError("n_sessions and top_k must be positive")
     if eta < 0:
         raise InputError(f"eta must be >= 0; got {eta}")
+    if isinstance(n_loggers, (bool, np.bool_)) or not isinstance(n_loggers, (int, np.integer)) or n_loggers < 1:
+        raise InputError(f"n_loggers must be a positive integer; got {n_loggers!r}")
+    if temperature is not None and (isinstance(temperature, (bool, np.bool_))
+                                    or not isinstance(temperature, (int, float, np.integer, np.floating))
+                                    or not np.isfinite(temperature) or temperature < 0):
+        raise InputError(f"temperature must be None (deterministic) or a finite number >= 0; got {temperature!r}")
     if aggregate and click_model != "pbm":
         raise InputError("aggregate=True needs click_model='pbm' (cascade clicks of a session depend on each other, "
                          "so per-document counts do not determine the log)")
+    stochastic = temperature is not None and temperature > 0
+    if aggregate and (stochastic or n_loggers > 1):
+        raise InputError("aggregate=True needs one deterministic logger (temperature=None or 0, n_loggers=1): "
+                         "with a stochastic or several loggers the pages of a query differ between sessions")
+    if click_model == "matrix":
+        if click_matrix is None:
+            raise InputError("click_model='matrix' needs click_matrix= (an array (grades, ranks) or a path)")
+        click_matrix = _check_click_matrix(click_matrix, train.labels)
+    elif click_matrix is not None:
+        raise InputError(f"click_matrix is the table of click_model='matrix'; got click_model={click_model!r}")
     rng = np.random.default_rng(random_state)
     nq = train.n_queries
     n_prod = min(nq, max(2, int(round(production_fraction * nq))))
@@ -136,8 +229,19 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
         from rankwise.models import LinearRanker
 
         production = LinearRanker(loss="listnet", random_state=int(random_state))
+    loggers, logger_q = [production], [prod_q]
+    if n_loggers > 1:
+        from sklearn.base import clone
+
+        for _ in range(1, n_loggers):
+            logger_q.append(np.sort(rng.choice(nq, n_prod, replace=False)))
+            loggers.append(clone(production))
     production.fit(train.take(prod_q))
     scores = np.asarray(production.predict(train.X), dtype=np.float64)
+    all_scores = [scores]
+    for model, q_l in zip(loggers[1:], logger_q[1:]):
+        model.fit(train.take(q_l))
+        all_scores.append(np.asarray(model.predict(train.X), dtype=np.float64))
     off = train.query_offsets
     # pages: top_k rows of each query by production score (ties by row order)
     pages = []
@@ -154,7 +258,18 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
     qids = np.asarray(train.query_ids)
     features = RankingDataset(train.X, train.labels, train.query_offsets, train.query_ids,
                               doc_ids=np.arange(len(train.labels)).astype(str), feature_names=train.feature_names)
-    theta = (1.0 / np.arange(1, int(sizes.max()) + 1)) ** float(eta)
+    if position_bias is None:
+        theta = (1.0 / np.arange(1, int(sizes.max()) + 1)) ** float(eta)
+    else:
+        theta = _check_position_bias(position_bias, int(sizes.max()))
+    theta_out = theta if click_model == "pbm" else None
+    from rankwise.clicks.policy import PlackettLucePolicy, PolicyMixture
+
+    policies = [PlackettLucePolicy(sc, off, temperature=float(temperature or 0.0), top_k=top_k) for sc in all_scores]
+    policy = policies[0] if n_loggers == 1 else PolicyMixture(policies)
+    result = dict(features=features, propensity=theta_out, relevance=rho, production=production,
+                  production_queries=qids[prod_q], top_k=None if top_k is None else int(top_k), policy=policy,
+                  loggers=loggers, click_matrix=click_matrix)
     if aggregate:
         n_q = rng.multinomial(int(n_sessions), np.full(nq, 1.0 / nq))
         kept = np.flatnonzero(n_q > 0)
@@ -167,17 +282,35 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
         clicks = rng.binomial(imp, theta[rank_page - 1] * rho[page_rows[sel]])
         counts = ClickCounts(qids[kept], n_q[kept], code[q_page[sel]], page_rows[sel], np.arange(int(sel.sum())),
                              rank_page, clicks, imp)
-        return ClickSimulation(counts, features, theta, rho, production, qids[prod_q],
-                               None if top_k is None else int(top_k))
+        return ClickSimulation(None, aggregate_counts=counts, **result)
     sess_q = rng.integers(0, nq, int(n_sessions))
-    s_sizes = sizes[sess_q]
-    s_off = np.concatenate([[0], np.cumsum(s_sizes)]).astype(np.int64)
-    within = np.arange(s_off[-1]) - np.repeat(s_off[:-1], s_sizes)
-    rows = page_rows[np.repeat(page_off[sess_q], s_sizes) + within]
+    session_data = {}
+    if stochastic or n_loggers > 1:
+        logger = rng.integers(0, n_loggers, int(n_sessions)) if n_loggers > 1 else np.zeros(int(n_sessions), np.int64)
+        if n_loggers > 1:
+            session_data["logger"] = logger
+        s_sizes = sizes[sess_q]
+        s_off = np.concatenate([[0], np.cumsum(s_sizes)]).astype(np.int64)
+        rows = np.empty(s_off[-1], dtype=np.int64)
+        seeds = rng.integers(0, 2 ** 63 - 1, n_loggers)
+        within = np.arange(s_off[-1]) - np.repeat(s_off[:-1], s_sizes)
+        for j, pol in enumerate(policies):
+            sess = np.flatnonzero(logger == j)
+            o, r = pol.sample(sess_q[sess], random_state=int(seeds[j]))
+            rows[np.repeat(s_off[sess], np.diff(o)) + (np.arange(len(r)) - np.repeat(o[:-1], np.diff(o)))] = r
+        row_logger = np.repeat(logger, s_sizes)
+    else:
+        s_sizes = sizes[sess_q]
+        s_off = np.concatenate([[0], np.cumsum(s_sizes)]).astype(np.int64)
+        within = np.arange(s_off[-1]) - np.repeat(s_off[:-1], s_sizes)
+        rows = page_rows[np.repeat(page_off[sess_q], s_sizes) + within]
+        row_logger = np.zeros(len(rows), dtype=np.int64)
     rank = within + 1
     u = rng.random(len(rows))
     if click_model == "pbm":
         clicked = (u < theta[rank - 1] * rho[rows]).astype(np.uint8)
+    elif click_model == "matrix":
+        clicked = (u < click_matrix[train.labels[rows].astype(np.int64), rank - 1]).astype(np.uint8)
     else:
         from rankwise.clicks import _kernels as K
 
@@ -186,8 +319,123 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
         K.simulate_cascade(s_off, a, np.ones_like(a), 1.0 - sat[rows], u, rng.random(len(rows)), clicked)
     from rankwise.data.clicklog import _codes
 
+    row_data = {}
+    marg = [p.rank_marginals() for p in policies]
+    row_data["inclusion"] = np.empty(len(rows))
+    if theta_out is not None:
+        row_data["exposure"] = np.empty(len(rows))
+    for j, P in enumerate(marg):
+        here = row_logger == j
+        row_data["inclusion"][here] = P[rows[here]].sum(axis=1)
+        if theta_out is not None:
+            row_data["exposure"][here] = P[rows[here]] @ theta[: P.shape[1]]
     qc, qv = _codes(qids[sess_q])
     dc, dv = _codes(rows)
-    log = ClickLog(s_off, qc, qv, dc, dv, clicked)
-    return ClickSimulation(log, features, theta if click_model == "pbm" else None, rho, production, qids[prod_q],
-                            None if top_k is None else int(top_k))
+    log = ClickLog(s_off, qc, qv, dc, dv, clicked, session_data=session_data, row_data=row_data)
+    return ClickSimulation(log, **result)
+
+
+def _check_position_bias(curve, n_ranks):
+    t = np.asarray(curve, dtype=np.float64) if not isinstance(curve, (str, Path)) else read_bias_curve(curve)
+    if t.ndim != 1 or len(t) < n_ranks:
+        raise InputError(f"position_bias must give the examination probability at every rank 1..{n_ranks} (the "
+                         f"longest page); got shape {t.shape}")
+    t = t[:n_ranks]
+    if not np.all(np.isfinite(t)) or np.any(t <= 0) or np.any(t > 1):
+        i = int(np.flatnonzero(~(np.isfinite(t) & (t > 0) & (t <= 1)))[0])
+        raise InputError(f"position_bias must be in (0, 1] at every displayed rank; rank {i + 1} has {t[i]!r}")
+    return t
+
+
+def _check_click_matrix(matrix, labels):
+    m = read_click_matrix(matrix) if isinstance(matrix, (str, Path)) else np.asarray(matrix, dtype=np.float64)
+    if m.ndim != 2 or not np.all(np.isfinite(m)) or np.any(m < 0) or np.any(m > 1):
+        raise InputError("click_matrix must be a 2-d array (grades, ranks) of probabilities in [0, 1]")
+    y = np.asarray(labels, dtype=np.float64)
+    if np.any(y != np.round(y)) or y.min(initial=0) < 0 or y.max(initial=0) >= m.shape[0]:
+        raise InputError(f"click_matrix has rows for grades 0..{m.shape[0] - 1}; the labels must be integers in that "
+                         f"range, got {np.unique(y)[:10].tolist()}")
+    return m
+
+
+def read_bias_curve(path, *, max_rank: int | None = None) -> np.ndarray:
+    """Read a position-bias curve: a CSV ``position,<name>`` with one row per 1-based position (1, 2, ...)
+    and the relative examination probability there (e.g. the Baidu-ULTR curves of ``click_fixtures``).
+
+    Returns the float64 array over positions 1..R (R = ``max_rank``, or every row of the file). An empty
+    cell, a 0 (the Baidu files' mark for "no estimate"), a negative or non-numeric value within the
+    positions read is a :class:`~rankwise.errors.ParseError` naming the file and line (pass ``max_rank``
+    to read only the positions before it); positions must run 1, 2, 3, ... without gaps.
+    """
+    path = Path(path)
+    if max_rank is not None and (isinstance(max_rank, bool) or not isinstance(max_rank, (int, np.integer))
+                                 or max_rank < 1):
+        raise InputError(f"max_rank must be a positive integer or None; got {max_rank!r}")
+    if not path.is_file():
+        raise InputError(f"position-bias curve {path} does not exist")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines or [c.strip().lower() for c in lines[0].split(",")][:1] != ["position"] or \
+            len(lines[0].split(",")) != 2:
+        raise ParseError(path, 1, f"expected the header 'position,<name>'; got {lines[0][:60] if lines else ''!r}")
+    values = []
+    for no, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        if max_rank is not None and len(values) == max_rank:
+            break
+        cells = line.split(",")
+        if len(cells) != 2:
+            raise ParseError(path, no, f"expected 2 cells 'position,value'; got {line[:60]!r}")
+        try:
+            pos = int(cells[0])
+        except ValueError:
+            raise ParseError(path, no, f"position must be an integer; got {cells[0]!r}") from None
+        if pos != len(values) + 1:
+            raise ParseError(path, no, f"expected position {len(values) + 1}; got {pos}")
+        hint = " (pass max_rank= to read only the positions before it)"
+        if not cells[1].strip():
+            raise ParseError(path, no, f"position {pos} has no value (no estimate){hint}")
+        try:
+            v = float(cells[1])
+        except ValueError:
+            raise ParseError(path, no, f"position {pos}: value must be a number; got {cells[1]!r}") from None
+        if not np.isfinite(v) or v <= 0:
+            raise ParseError(path, no, f"position {pos}: the examination probability must be > 0 and finite; "
+                                       f"got {v!r} (0 marks a missing estimate in the Baidu files){hint}")
+        values.append(v)
+    if not values:
+        raise ParseError(path, None, "no positions")
+    if max_rank is not None and len(values) < max_rank:
+        raise ParseError(path, None, f"has {len(values)} positions; max_rank={max_rank} asked for more")
+    return np.asarray(values, dtype=np.float64)
+
+
+def read_click_matrix(path) -> np.ndarray:
+    """P(click | grade, rank) as an array (grades, ranks) from an ULTRA click-model JSON file
+    (``model_name`` ``click_matrix_model``: its ``click_prob`` matrix, e.g. the TianGong-ST one;
+    ``position_biased_model``: ``click_prob[grade] * exam_prob[rank]``). Ranks are 1-based columns."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"click model {path} does not exist")
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ParseError(path, exc.lineno, f"not valid JSON: {exc.msg}") from None
+    if not isinstance(cfg, dict) or "model_name" not in cfg or "click_prob" not in cfg:
+        raise ParseError(path, None, "expected an object with 'model_name' and 'click_prob' (an ULTRA click model)")
+    name = cfg["model_name"]
+    try:
+        if name == "click_matrix_model":
+            m = np.asarray(cfg["click_prob"], dtype=np.float64)
+        elif name == "position_biased_model":
+            m = np.outer(np.asarray(cfg["click_prob"], dtype=np.float64),
+                         np.asarray(cfg["exam_prob"], dtype=np.float64))
+        else:
+            raise ParseError(path, None, f"model_name {name!r} is not a click matrix; read_click_matrix takes "
+                                         "'click_matrix_model' and 'position_biased_model'")
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ParseError(path, None, f"click_prob/exam_prob must be numbers in a rectangular table: {exc}") from None
+    if m.ndim != 2 or m.size == 0 or not np.all(np.isfinite(m)) or np.any(m < 0) or np.any(m > 1):
+        raise ParseError(path, None, f"the click matrix must be a non-empty (grades, ranks) table of probabilities "
+                                     f"in [0, 1]; got shape {m.shape}")
+    return m

@@ -12,7 +12,9 @@ kernels run over them without Python objects:
   (query, doc) pair into ``pair_query`` / ``pair_doc``;
 - ``clicked`` (uint8 per row); ``click_time`` (float64 per row, NaN where unknown or not
   clicked), optional;
-- ``session_data``: optional per-session arrays (e.g. the intervention a session received).
+- ``session_data``: optional per-session arrays (e.g. the intervention a session received);
+- ``row_data``: optional per-row arrays (e.g. the policy-aware propensity of every displayed document
+  of a stochastically logged session, ``row_data["exposure"]``).
 
 Ranks are positions in the session, 1-based (``ranks``).
 """
@@ -72,6 +74,7 @@ class ClickLog(_PairCodes):
     clicked: np.ndarray
     click_time: np.ndarray | None = None
     session_data: dict = field(default_factory=dict)
+    row_data: dict = field(default_factory=dict)
 
     def __post_init__(self):
         off = np.asarray(self.session_offsets, dtype=np.int64)
@@ -96,6 +99,12 @@ class ClickLog(_PairCodes):
         for k, v in self.session_data.items():
             if len(v) != len(off) - 1:
                 raise InputError(f"session_data[{k!r}] has {len(v)} entries but there are {len(off) - 1} sessions")
+        if not isinstance(self.row_data, dict):
+            raise InputError(f"row_data must be a dict of per-row arrays; got {type(self.row_data).__name__}")
+        for k, v in self.row_data.items():
+            if np.ndim(v) != 1 or len(v) != n_items:
+                raise InputError(f"row_data[{k!r}] must have one entry per row ({n_items}); got shape {np.shape(v)}")
+        self.row_data = {k: np.asarray(v) for k, v in self.row_data.items()}
         # (query, doc) pair codes
         qrow = np.repeat(self.query, np.diff(off))
         key = qrow * (int(self.doc.max(initial=0)) + 1) + self.doc
@@ -108,8 +117,9 @@ class ClickLog(_PairCodes):
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
-    def from_arrays(cls, query, docs, clicked, *, click_time=None, session_data=None) -> "ClickLog":
-        """From per-session lists: ``query[s]``, ``docs[s]`` (ranked ids), ``clicked[s]`` (0/1 per doc)."""
+    def from_arrays(cls, query, docs, clicked, *, click_time=None, session_data=None, row_data=None) -> "ClickLog":
+        """From per-session lists: ``query[s]``, ``docs[s]`` (ranked ids), ``clicked[s]`` (0/1 per doc);
+        ``row_data``: name -> per-session lists like ``clicked`` (one value per shown document)."""
         if not (len(query) == len(docs) == len(clicked)):
             raise InputError(f"query, docs and clicked must have one entry per session; got lengths "
                              f"{len(query)}, {len(docs)}, {len(clicked)}")
@@ -125,21 +135,34 @@ class ClickLog(_PairCodes):
         if np.any((flat_c != 0) & (flat_c != 1)):
             raise InputError("clicked must hold 0/1 flags")
         ct = None if click_time is None else np.concatenate([np.asarray(t, float) for t in click_time])
-        return cls(off, qc, qv, dc, dv, flat_c.astype(np.uint8), ct, dict(session_data or {}))
+        rd = {}
+        for k, v in (row_data or {}).items():
+            if len(v) != len(docs) or any(len(a) != n for a, n in zip(v, sizes)):
+                raise InputError(f"row_data[{k!r}] must hold one list per session, as long as its documents")
+            rd[k] = np.concatenate([np.asarray(a) for a in v]) if len(docs) else np.zeros(0)
+        return cls(off, qc, qv, dc, dv, flat_c.astype(np.uint8), ct, dict(session_data or {}), rd)
 
     @classmethod
     def from_frame(cls, frame, *, session="session", query="query", rank="rank", doc="doc",
-                   clicked="clicked", time=None, source="frame") -> "ClickLog":
+                   clicked="clicked", time=None, row_data=(), source="frame") -> "ClickLog":
         """From a long table, one row per shown document: ``(session, query, rank, doc, clicked[, time])``.
 
         Rows may come in any order; within a session ranks must be exactly 1..n and the query
-        the same on every row. Sessions keep the order of their first row.
+        the same on every row. Sessions keep the order of their first row. ``row_data``: names of
+        further columns kept as per-row arrays (:attr:`row_data`, e.g. ``("exposure",)``; what
+        :meth:`to_frame` writes).
         """
         import pandas as pd
 
         if not isinstance(frame, pd.DataFrame):
             raise InputError(f"frame must be a pandas DataFrame; got {type(frame).__name__}")
-        cols = [session, query, rank, doc, clicked] + ([time] if time else [])
+        if isinstance(row_data, str):
+            row_data = (row_data,)
+        row_data = tuple(row_data)
+        clash = [c for c in row_data if c in (session, query, rank, doc, clicked, time)]
+        if clash:
+            raise InputError(f"{source}: row_data columns {clash} are already the log's own columns")
+        cols = [session, query, rank, doc, clicked] + ([time] if time else []) + list(row_data)
         missing = [c for c in cols if c not in frame.columns]
         if missing:
             raise InputError(f"{source}: columns {missing} are missing; it has {list(frame.columns)}. "
@@ -186,7 +209,8 @@ class ClickLog(_PairCodes):
         qc, qv = _codes(q_first)
         dc, dv = _codes(frame[doc].to_numpy()[order])
         ct = None if time is None else frame[time].to_numpy().astype(np.float64)[order]
-        return cls(off, qc, qv, dc, dv, c[order].astype(np.uint8), ct)
+        rd = {k: frame[k].to_numpy()[order] for k in row_data}
+        return cls(off, qc, qv, dc, dv, c[order].astype(np.uint8), ct, row_data=rd)
 
     # -- views ----------------------------------------------------------------------------------
     @property
@@ -231,7 +255,8 @@ class ClickLog(_PairCodes):
         dc, dv = _codes(self.docs[self.doc[rows]])
         ct = None if self.click_time is None else self.click_time[rows]
         sd = {k: np.asarray(v)[sessions] for k, v in self.session_data.items()}
-        return ClickLog(off, qc, qv, dc, dv, self.clicked[rows], ct, sd)
+        rd = {k: v[rows] for k, v in self.row_data.items()}
+        return ClickLog(off, qc, qv, dc, dv, self.clicked[rows], ct, sd, rd)
 
     def split(self, train_fraction: float = 0.75, *, shuffle: bool = False, random_state=None):
         """``(train, test)``: the first ``train_fraction`` of the sessions (the book's protocol keeps
@@ -278,7 +303,8 @@ class ClickLog(_PairCodes):
                              "ctr": clk / np.maximum(imp, 1), "mean_rank": rk / np.maximum(imp, 1)})
 
     def to_frame(self):
-        """The long table ``session, query, rank, doc, clicked[, time]``."""
+        """The long table ``session, query, rank, doc, clicked[, time]``, then one column per :attr:`row_data`
+        array (read back with ``from_frame(..., row_data=names)``)."""
         import pandas as pd
 
         cols = {"session": np.repeat(np.arange(self.n_sessions), self.sizes),
@@ -286,6 +312,10 @@ class ClickLog(_PairCodes):
                 "doc": self.docs[self.doc], "clicked": self.clicked.astype(np.int64)}
         if self.click_time is not None:
             cols["time"] = self.click_time
+        for k, v in self.row_data.items():
+            if k in cols:
+                raise InputError(f"row_data[{k!r}] has the name of one of the log's own columns")
+            cols[k] = v
         return pd.DataFrame(cols)
 
     def __repr__(self) -> str:
