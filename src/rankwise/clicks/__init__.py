@@ -29,6 +29,7 @@ _LAZY = {
     "select_clip": "ips", "ClipSelection": "ips", "split_log_by_query": "ips", "ips_dcg": "ips",
     "direct_relevance": "ips",
     "UnbiasedLambdaMART": "joint", "DLA": "joint", "pages": "joint",
+    "session_dataset": "sessions",
     "simulate_clicks_protocol": "simulation", "ClickSimulation": "simulation", "click_noise": "simulation",
 }
 

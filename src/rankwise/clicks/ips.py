@@ -87,7 +87,7 @@ def _feature_rows(log: ClickLog, features):
     rows = index.get_indexer(pd.MultiIndex.from_arrays([np.asarray(q).astype(str), np.asarray(d).astype(str)]))
     if np.any(rows < 0):
         i = int(np.flatnonzero(rows < 0)[0])
-        raise InputError(f"(query {q[i]!r}, doc {d[i]!r}) of the log has no row in the feature data set")
+        raise InputError(f"(query {str(q[i])!r}, doc {str(d[i])!r}) of the log has no row in the feature data set")
     return rows
 
 
