@@ -106,6 +106,24 @@ def test_fit_equals_a_naive_reference_of_hu_et_al(pair_weights, p):
                                atol=1e-12)
 
 
+def test_identical_sessions_merged_equal_the_naive_reference_on_every_session():
+    """A log whose sessions repeat (each 1 to 4 times, interleaved) trains on its distinct sessions weighted by
+    their counts: the same biases and scores as the naive reference on every session (LightGBM's counts only
+    differ, which min_child_samples=1 takes out of play). To 1e-7: a weighted sum and a sum of repeated terms
+    round differently, and six rounds carry that on."""
+    log, feats = _small_log(seed=4, n_sessions=120)
+    rng = np.random.default_rng(0)
+    log = log.subset(rng.permutation(np.repeat(np.arange(120), rng.integers(1, 5, 120))))
+    data = session_dataset(log, feats)
+    tree = {"learning_rate": 0.1, "num_leaves": 7, "min_child_samples": 1}
+    m = UnbiasedLambdaMART(n_estimators=6, n_jobs=1, **tree).fit(data)
+    bst, tp, tm = _naive_fit(data, n_estimators=6, **tree)
+    np.testing.assert_allclose(m.t_plus_, tp, rtol=1e-7)
+    np.testing.assert_allclose(m.t_minus_, tm, rtol=1e-7)
+    np.testing.assert_allclose(m.predict(data.X), bst.predict(np.asarray(data.X), raw_score=True), rtol=1e-7,
+                               atol=1e-8)
+
+
 def test_round_terms_against_the_naive_loop_with_ties_and_long_sessions():
     """One round with random per-rank biases: sessions of 2 to 31 rows, tied scores (all tied at the start)."""
     from rankwise.clicks.joint import _ulm_terms

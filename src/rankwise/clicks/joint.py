@@ -96,6 +96,39 @@ def _ulm_terms(scores, y, off, pos, t_plus, t_minus, scale, sigma, *, group_weig
     return out, num_p, num_m
 
 
+def _merge_identical_sessions(train):
+    """``train`` with every set of identical sessions (the same rows -- features and clicks -- in the same
+    order) boosted as its first one, weighted by their number (times their sample weights): the gradient and
+    the bias sums are sums over sessions, so they are unchanged, on fewer rows (a simulated or production log
+    repeats its result pages). ``train`` itself when no two sessions are identical, or X is sparse."""
+    import hashlib
+
+    import pandas as pd
+    import scipy.sparse as sp
+
+    from rankwise.data.ranking_input import RankingInput
+
+    if sp.issparse(train.X) or train.n_queries < 2:
+        return train
+    off = train.offsets
+    X = np.ascontiguousarray(train.X)
+    rows = X.view(np.uint8).reshape(len(X), -1)
+    y = np.ascontiguousarray(train.y)
+    keys = [hashlib.blake2b(rows[a:b].tobytes() + y[a:b].tobytes(), digest_size=16).digest()
+            for a, b in zip(off[:-1], off[1:])]
+    code, uniq = pd.factorize(pd.Series(keys), sort=False)
+    if len(uniq) == len(keys):
+        return train
+    gw = np.ones(len(keys)) if train.sample_weight is None else train.sample_weight[off[:-1]]
+    weight = np.bincount(code, weights=gw, minlength=len(uniq))
+    first = np.full(len(uniq), -1, dtype=np.int64)
+    first[code[::-1]] = np.arange(len(keys) - 1, -1, -1)
+    sizes = np.diff(off)[first]
+    new_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    take = np.repeat(off[first], sizes) + np.arange(new_off[-1]) - np.repeat(new_off[:-1], sizes)
+    return RankingInput(X[take], y[take], new_off, np.asarray(train.qids)[first], np.repeat(weight, sizes), None)
+
+
 class UnbiasedLambdaMART(GBDTRanker):
     r"""Unbiased LambdaMART (Hu et al., WWW 2019): a :class:`~rankwise.models.GBDTRanker` trained on clicks.
 
@@ -129,6 +162,11 @@ class UnbiasedLambdaMART(GBDTRanker):
         the best round and ``t_plus_``/``t_minus_`` are that round's.
     sample_weight (fit) : one weight per session (the same on each of its rows): multiplies its pairs in
         the gradient and in the bias estimates.
+
+    Identical sessions (the same documents with the same features and the same clicks, in the same order)
+    are boosted as one group weighted by their number: the gradient and the bias sums are sums over
+    sessions, so this changes neither, and a log that repeats its result pages trains on far fewer rows
+    (``min_child_samples`` then counts the distinct rows).
 
     Attributes
     ----------
@@ -212,7 +250,7 @@ class UnbiasedLambdaMART(GBDTRanker):
             if np.any(np.repeat(w[off[:-1]], np.diff(off)) != w):
                 raise InputError("UnbiasedLambdaMART: sample_weight is one weight per session; give every row of a "
                                  "session (query) the same weight")
-        return train, val
+        return _merge_identical_sessions(train), val
 
     def _objective(self, on_value=None, start=0):
         sigma, expo = float(self.sigma), 1.0 / (1.0 + float(self.p))
