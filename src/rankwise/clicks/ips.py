@@ -190,20 +190,28 @@ def fit_debiased(estimator, log: ClickLog | ClickCounts, features, propensity, *
     (``candidates=True``: with the unshown candidates of each logged query as label-0 rows; ``direct``:
     the doubly robust labels; see there).
 
-    With ``check=True`` the estimator's loss must enter the labels linearly (checked numerically by
-    :func:`rankwise.theory.ips.labels_enter_linearly`), the condition under which the IPS risk is
-    unbiased; otherwise an :class:`InputError` says which losses qualify. Returns the estimator.
+    With ``check=True`` the estimator's loss must enter the labels linearly -- its
+    :class:`~rankwise.losses.LossSpec` declares it (``labels_affine``; where the spec cannot tell, e.g. a
+    callable utility, it is checked numerically by :func:`rankwise.theory.ips.labels_enter_linearly`) --,
+    the condition under which the IPS risk is unbiased; otherwise an :class:`InputError` says which losses
+    qualify. Returns the estimator.
     """
     if check:
-        from rankwise.theory.ips import labels_enter_linearly
+        from rankwise.losses.registry import REGISTRY, check_hyper, spec
 
         loss = getattr(estimator, "loss", None)
-        if not isinstance(loss, str) or loss.startswith("native:"):
+        if not isinstance(loss, str) or loss not in REGISTRY:
             raise InputError(f"fit_debiased needs a rankwise loss whose gradient is affine in the labels; the "
                              f"estimator's loss is {loss!r}. Use e.g. loss='op_pairwise' or 'pointwise_squared' "
                              "(or UnbiasedLambdaMART for LambdaMART), or pass check=False")
-        params = getattr(estimator, "loss_params", None) or {}
-        if not labels_enter_linearly(loss, **params):
+        sp = spec(loss)
+        params = check_hyper(sp.fn, getattr(estimator, "loss_params", None), loss=loss, param="loss_params")
+        affine = sp.affine_in_labels(params)
+        if affine is None:
+            from rankwise.theory.ips import labels_enter_linearly
+
+            affine = labels_enter_linearly(loss, **params)
+        if not affine:
             raise InputError(f"loss {loss!r} is not affine in the labels, so its IPS-weighted risk is biased "
                              "(Joachims et al. 2017 need a linearly decomposable loss); use op_pairwise, "
                              "pairwise_squared, pointwise_squared, pointwise_logistic or bregman, or check=False")
