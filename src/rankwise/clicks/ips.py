@@ -375,19 +375,23 @@ def _direct_values(direct, log, features, propensity):
     return np.maximum(m, 0.0)  # a relevance estimate below 0 (a regression's overshoot) is 0
 
 
-def direct_relevance(log: ClickLog | ClickCounts, features, propensity, *, n_folds: int = 5,
-                     n_estimators: int = 100, learning_rate: float = 0.05, num_leaves: int = 31,
+def direct_relevance(log: ClickLog | ClickCounts, features, propensity, *, estimator=None, n_folds: int = 5,
+                     n_estimators: int = 100, learning_rate: float = 0.05, num_leaves: int = 31, n_jobs=None,
                      random_state=0) -> np.ndarray:
     r"""A regression m(x) of the relevance from the clicks alone, for doubly robust labels (``direct=``).
 
-    A GBDT (LightGBM, squared error) fitted to the *unclipped* IPS labels of the shown documents
-    (:func:`click_dataset`), cross-fitted by query: the queries are split in ``n_folds`` folds and
-    the documents of a fold's queries get the prediction of the model fitted on the other folds, so
-    a document's own clicks never enter its m; a row of ``features`` whose query the log does not
-    have gets the mean of the fold models. Returns one value per row of ``features``, on the IPS
-    labels' scale (θ relative to rank 1).
+    A rankwise model (``estimator``; default a :class:`~rankwise.models.GBDTRanker` with the pointwise squared
+    loss -- a least-squares regression tree ensemble -- of ``n_estimators`` trees, ``learning_rate``,
+    ``num_leaves``, ``n_jobs`` threads) fitted to the *unclipped* IPS labels of the shown documents
+    (:func:`click_dataset`), cross-fitted by query: the queries are split in ``n_folds`` folds and the
+    documents of a fold's queries get the prediction of a clone of the model fitted on the other folds, so a
+    document's own clicks never enter its m; a row of ``features`` whose query the log does not have gets the
+    mean of the fold models. Returns one value per row of ``features``, on the IPS labels' scale (θ relative
+    to rank 1). ``estimator`` should regress (a pointwise loss on the labels' scale: its scores are m);
+    ``n_estimators``, ``learning_rate``, ``num_leaves`` and ``n_jobs`` configure the default only.
     """
-    import lightgbm as lgb
+    from sklearn.base import clone
+
     import pandas as pd
 
     data = click_dataset(log, features, propensity=propensity, clip=None)
@@ -397,25 +401,23 @@ def direct_relevance(log: ClickLog | ClickCounts, features, propensity, *, n_fol
     if isinstance(n_folds, bool) or not 2 <= int(n_folds) <= n_q:
         raise InputError(f"n_folds must be an integer in [2, {n_q}] (the number of logged queries); got {n_folds!r}")
     n_folds = int(n_folds)
+    if estimator is None:
+        from rankwise.models import GBDTRanker
+
+        estimator = GBDTRanker("pointwise_squared", n_estimators=n_estimators, learning_rate=learning_rate,
+                               num_leaves=num_leaves, random_state=int(random_state or 0), n_jobs=n_jobs,
+                               verbose=False, loss_every=None)
+    elif not (hasattr(estimator, "fit") and hasattr(estimator, "predict")):
+        raise InputError(f"estimator must be a rankwise model (fit/predict); got {type(estimator).__name__}")
     fold_q = np.random.default_rng(random_state).permutation(n_q) % n_folds
-    fold = fold_q[codes]
-    X = data.X.toarray() if hasattr(data.X, "toarray") else np.asarray(data.X)
-    Xf = features.X.toarray() if hasattr(features.X, "toarray") else np.asarray(features.X)
-    params = {"objective": "regression", "learning_rate": float(learning_rate), "num_leaves": int(num_leaves),
-              "verbosity": -1, "seed": int(random_state or 0), "deterministic": True, "force_row_wise": True,
-              "num_threads": 1}
+    fold_of_query = fold_q[pd.factorize(np.asarray(data.query_ids).astype(str))[0]]
     fq = np.repeat(np.asarray(features.query_ids), np.diff(features.query_offsets)).astype(str)
     q_fold = dict(zip(uq, fold_q))
     f_of_row = np.array([q_fold.get(q, -1) for q in fq], dtype=np.int64)
     out = np.zeros(len(fq))
     for j in range(n_folds):
-        fit = fold != j
-        bst = lgb.train(params, lgb.Dataset(X[fit], label=np.asarray(data.labels)[fit]),
-                        num_boost_round=int(n_estimators))
-        here = f_of_row == j
-        if here.any():
-            out[here] = bst.predict(Xf[here])
-        away = f_of_row < 0
-        if away.any():
-            out[away] += bst.predict(Xf[away]) / n_folds
+        model = clone(estimator).fit(data.take(np.flatnonzero(fold_of_query != j)))
+        for rows, share in ((f_of_row == j, 1.0), (f_of_row < 0, 1.0 / n_folds)):
+            if rows.any():
+                out[rows] += share * np.asarray(model.predict(features.X[rows], qid=fq[rows]), dtype=np.float64)
     return out
