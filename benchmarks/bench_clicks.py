@@ -440,7 +440,7 @@ JOINT_MARK = "### Joint estimation: Unbiased LambdaMART and DLA"
 def joint(ddir, folds, quick, lines):
     """Part 3: Unbiased LambdaMART (trees) and DLA (network) on the same simulated clicks (same seeds as
     part 2), against the same full-information rankers and the raw-click rankers of part 2's settings."""
-    from rankwise.clicks import DLA, UnbiasedLambdaMART, click_dataset, simulate_clicks_protocol
+    from rankwise.clicks import DLA, UnbiasedLambdaMART, click_dataset, session_dataset, simulate_clicks_protocol
     from rankwise.data import make_synthetic, read_svmlight
 
     n_sessions = 100_000 if quick else 1_000_000
@@ -457,7 +457,8 @@ def joint(ddir, folds, quick, lines):
         full = {k: make_rankers(k, 0, quick).fit(tr) for k in ("GBDT", "neural")}
         for eta in (1.0, 2.0):
             sim = simulate_clicks_protocol(tr, n_sessions=n_sessions, eta=eta, random_state=0)
-            ulm = UnbiasedLambdaMART(n_estimators=60 if quick else 100, learning_rate=0.05).fit(sim.log, sim.features)
+            ulm = UnbiasedLambdaMART(n_estimators=60 if quick else 100, learning_rate=0.05).fit(
+                session_dataset(sim.log, sim.features))
             dla = DLA(max_iter=10 if quick else 30).fit(sim.log, sim.features)
             for kind, model in (("GBDT", ulm), ("neural", dla)):
                 raw = make_rankers(kind, 0, quick).fit(click_dataset(sim.log, sim.features))
