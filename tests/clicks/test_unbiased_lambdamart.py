@@ -266,3 +266,36 @@ def test_the_former_fit_log_features_warns_and_delegates(sim, sessions):
         old = UnbiasedLambdaMART(n_estimators=3, num_leaves=5, n_jobs=1).fit(sim.log, sim.features)
     new = UnbiasedLambdaMART(n_estimators=3, num_leaves=5, n_jobs=1).fit(sessions)
     np.testing.assert_array_equal(old.predict(sessions.X), new.predict(sessions.X))
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_group_codes_against_brute_force(collide, monkeypatch):
+    """Sessions grouped by their rows bit for bit: repeated sessions, NaN, -0.0 against 0.0, a row moved; with
+    ``collide`` every projection weight is 1, so sessions of one length collide and the exact path decides."""
+    from rankwise.clicks import joint
+    from rankwise.clicks.joint import _codes_of_groups
+
+    if collide:
+        class Ones:
+            def uniform(self, lo, hi, size):
+                return np.ones(size)
+        monkeypatch.setattr(joint.np.random, "default_rng", lambda seed: Ones())
+
+    rng = np.random.Generator(np.random.PCG64(7))
+    pool = rng.normal(size=(5, 3)).astype(np.float32)
+    pool[1, 2] = np.nan
+    pool[3] = -0.0
+    pool[4] = 0.0
+    sessions = [rng.integers(0, 5, rng.integers(1, 5)) for _ in range(60)]
+    sessions += [sessions[3], sessions[3][::-1], sessions[10]]
+    X = np.vstack([pool[s] for s in sessions])
+    y = (rng.random(len(X)) < 0.5).astype(float)
+    off = np.concatenate([[0], np.cumsum([len(s) for s in sessions])])
+    for extra in ((), (y,)):
+        code, first = _codes_of_groups(X, off, *extra)
+        keys = [X[a:b].tobytes() + b"".join(e[a:b].tobytes() for e in extra) for a, b in zip(off[:-1], off[1:])]
+        want = {}
+        for i, k in enumerate(keys):
+            want.setdefault(k, len(want))
+        np.testing.assert_array_equal(code, [want[k] for k in keys])
+        np.testing.assert_array_equal(first, [keys.index(k) for k in want])

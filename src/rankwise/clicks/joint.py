@@ -96,37 +96,91 @@ def _ulm_terms(scores, y, off, pos, t_plus, t_minus, scale, sigma, *, group_weig
     return out, num_p, num_m
 
 
-def _merge_identical_sessions(train):
-    """``train`` with every set of identical sessions (the same rows -- features and clicks -- in the same
-    order) boosted as its first one, weighted by their number (times their sample weights): the gradient and
-    the bias sums are sums over sessions, so they are unchanged, on fewer rows (a simulated or production log
-    repeats its result pages). ``train`` itself when no two sessions are identical, or X is sparse."""
+def _codes_of_groups(X, off, *extra):
+    """One code per group of ``off`` (first appearance order) and the first group of each code: groups whose
+    rows -- of ``X`` and of the per-row ``extra`` arrays -- are equal, bit for bit and in the same order, get
+    the same code. Fast path: a random projection of each row's bit pattern, summed over the group with
+    random position weights, then every grouped row checked against its code's first group; where the check
+    finds a difference (a collision), the exact path hashes each group's bytes (BLAKE2, 128 bits)."""
+    X = np.ascontiguousarray(X)
+    extra = [np.ascontiguousarray(e, dtype=X.dtype).reshape(-1, 1) for e in extra]
+    n, step = len(X), 1 << 15  # row blocks: no temporary of the whole matrix
+    utype = np.uint32 if X.dtype.itemsize == 4 else np.uint64
+
+    def bits(a, b):
+        block = np.hstack([X[a:b]] + [e[a:b] for e in extra]) if extra else X[a:b]
+        return block.view(utype).reshape(b - a, -1)
+
+    sizes = np.diff(off)
+    rng = np.random.default_rng(0x636C69636B73)
+    r = rng.uniform(0.5, 1.5, X.shape[1] + len(extra))
+    # (an elementwise product and a row sum, not BLAS: the same row gives the same key wherever it lies)
+    row_key = np.concatenate([(bits(a, min(a + step, n)).astype(np.float64) * r).sum(axis=1)
+                              for a in range(0, n, step)] or [np.zeros(0)])
+    pos = np.arange(n) - np.repeat(off[:-1], sizes)
+    terms = row_key * rng.uniform(0.5, 1.5, int(sizes.max(initial=1)))[pos]
+    keys = np.column_stack([sizes.astype(np.float64), np.add.reduceat(terms, off[:-1]) if len(terms) else
+                            np.zeros(len(sizes))])
+    _, first, code = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # codes in order of first appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    code, first = rank[code.ravel()].astype(np.int64), first[order].astype(np.int64)
+    rep = np.repeat(off[first[code]], sizes) + pos  # each row's counterpart in its code's first group
+    if all(np.array_equal(m[a:a + step].view(utype), m[rep[a:a + step]].view(utype))
+           for m in [X, *extra] for a in range(0, n, step)):
+        return code, first
     import hashlib
 
     import pandas as pd
-    import scipy.sparse as sp
 
-    from rankwise.data.ranking_input import RankingInput
-
-    if sp.issparse(train.X) or train.n_queries < 2:
-        return train
-    off = train.offsets
-    X = np.ascontiguousarray(train.X)
-    rows = X.view(np.uint8).reshape(len(X), -1)
-    y = np.ascontiguousarray(train.y)
-    keys = [hashlib.blake2b(rows[a:b].tobytes() + y[a:b].tobytes(), digest_size=16).digest()
-            for a, b in zip(off[:-1], off[1:])]
-    code, uniq = pd.factorize(pd.Series(keys), sort=False)
-    if len(uniq) == len(keys):
-        return train
-    gw = np.ones(len(keys)) if train.sample_weight is None else train.sample_weight[off[:-1]]
-    weight = np.bincount(code, weights=gw, minlength=len(uniq))
+    keys = [hashlib.blake2b(bits(a, b).tobytes(), digest_size=16).digest() for a, b in zip(off[:-1], off[1:])]
+    code, uniq = pd.factorize(pd.Series(keys, dtype=object), sort=False)
     first = np.full(len(uniq), -1, dtype=np.int64)
     first[code[::-1]] = np.arange(len(keys) - 1, -1, -1)
-    sizes = np.diff(off)[first]
+    return code.astype(np.int64), first
+
+
+def _rows_of(off, groups):
+    """The rows of ``groups`` (in that order) and the offsets of the groups in them."""
+    sizes = np.diff(off)[groups]
     new_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    take = np.repeat(off[first], sizes) + np.arange(new_off[-1]) - np.repeat(new_off[:-1], sizes)
-    return RankingInput(X[take], y[take], new_off, np.asarray(train.qids)[first], np.repeat(weight, sizes), None)
+    return np.repeat(off[groups], sizes) + np.arange(new_off[-1]) - np.repeat(new_off[:-1], sizes), new_off
+
+
+class _ClickPages:
+    """A click data set as Unbiased LambdaMART boosts it (the former class's layout, found from the rows):
+
+    - *pages*: the distinct result lists (sessions whose rows have the same features in the same order: they
+      score alike in every round). The trees are grown on the pages' rows, each row's gradient the sum over
+      the sessions that show the page.
+    - *sessions*: the distinct (page, clicks) sessions, weighted by their number (times their sample
+      weights), on which the engine computes the pairs' gradients and the bias sums (sums over sessions).
+
+    ``page_data``: the pages as the RankingInput the trees see (labels: clicks per page row).
+    """
+
+    def __init__(self, train):
+        from rankwise.data.ranking_input import RankingInput
+
+        X = train.X.toarray() if hasattr(train.X, "toarray") else np.asarray(train.X)
+        off, y = train.offsets, np.asarray(train.y, dtype=np.float64)
+        gw = np.ones(train.n_queries) if train.sample_weight is None else train.sample_weight[off[:-1]]
+        page, first_page = _codes_of_groups(X, off)
+        # sessions: same page and same clicks
+        sess, first_sess = _codes_of_groups(np.repeat(page, np.diff(off)).astype(np.float64).reshape(-1, 1), off, y)
+        rows, s_off = _rows_of(off, first_sess)
+        self.y, self.off = y[rows], s_off
+        self.weight = np.bincount(sess, weights=gw, minlength=len(first_sess))
+        p_rows, p_off = _rows_of(off, first_page)
+        pos = np.arange(len(rows)) - np.repeat(s_off[:-1], np.diff(s_off))
+        self.pos = pos
+        self.page_row = p_off[page[first_sess]].repeat(np.diff(s_off)) + pos  # session row -> page row
+        self.n_page_rows = int(p_off[-1])
+        clicks = np.bincount(self.page_row, weights=self.y * np.repeat(self.weight, np.diff(s_off)),
+                             minlength=self.n_page_rows)
+        self.page_data = RankingInput(train.X[p_rows], clicks, p_off, np.asarray(train.qids)[first_page], None,
+                                      None)
 
 
 class UnbiasedLambdaMART(GBDTRanker):
@@ -163,10 +217,11 @@ class UnbiasedLambdaMART(GBDTRanker):
     sample_weight (fit) : one weight per session (the same on each of its rows): multiplies its pairs in
         the gradient and in the bias estimates.
 
-    Identical sessions (the same documents with the same features and the same clicks, in the same order)
-    are boosted as one group weighted by their number: the gradient and the bias sums are sums over
-    sessions, so this changes neither, and a log that repeats its result pages trains on far fewer rows
-    (``min_child_samples`` then counts the distinct rows).
+    As the former class did, the trees are grown on the log's distinct result pages (sessions whose rows have
+    the same features in the same order, found from the rows), each page row's gradient the sum over the
+    sessions that show it; the engine computes the pairs of the distinct (page, clicks) sessions, weighted
+    by their number. Neither changes the gradient or the bias sums (sums over sessions), and a log that
+    repeats its pages trains on far fewer rows (``min_child_samples`` counts page rows).
 
     Attributes
     ----------
@@ -229,7 +284,10 @@ class UnbiasedLambdaMART(GBDTRanker):
                           stacklevel=2)
             X, y = session_dataset(X, y), None
         self.__dict__.pop("_bias_rounds", None)
-        super().fit(X, y, qid=qid, sample_weight=sample_weight, eval_set=eval_set, group=group)
+        try:
+            super().fit(X, y, qid=qid, sample_weight=sample_weight, eval_set=eval_set, group=group)
+        finally:
+            self.__dict__.pop("_pages", None)
         rounds = self.__dict__.pop("_bias_rounds")
         best = getattr(self, "best_iteration_", None)
         # the biases after round r were estimated from the scores before round r + 1's tree: after the best
@@ -250,7 +308,8 @@ class UnbiasedLambdaMART(GBDTRanker):
             if np.any(np.repeat(w[off[:-1]], np.diff(off)) != w):
                 raise InputError("UnbiasedLambdaMART: sample_weight is one weight per session; give every row of a "
                                  "session (query) the same weight")
-        return _merge_identical_sessions(train), val
+        self._pages = _ClickPages(train)
+        return self._pages.page_data, val
 
     def _objective(self, on_value=None, start=0):
         sigma, expo = float(self.sigma), 1.0 / (1.0 + float(self.p))
@@ -260,36 +319,37 @@ class UnbiasedLambdaMART(GBDTRanker):
 
         def unbiased_lambdamart_objective(preds, train_data):
             if not cache:
-                off = np.concatenate(([0], np.cumsum(np.asarray(train_data.get_group(), dtype=np.int64))))
+                pg = self.__dict__.pop("_pages")
+                off, w = pg.off, pg.weight
                 sizes = np.diff(off)
-                y = np.asarray(train_data.get_label(), dtype=np.float64)
-                w = train_data.get_weight()
-                gw = None if w is None else np.asarray(w, dtype=np.float64)[off[:-1]]
-                row_gw = np.ones(len(y)) if gw is None else np.repeat(gw, sizes)
-                pos = np.arange(len(y)) - np.repeat(off[:-1], sizes)
+                row_w = np.repeat(w, sizes)
                 R = int(sizes.max())
-                cache.update(off=off, y=y, gw=gw, row_gw=row_gw, pos=pos, R=R,
-                             shown=np.maximum(np.bincount(pos, weights=row_gw, minlength=R), 1.0),
-                             idcg=self._session_scale(y, off), tp=np.ones(R), tm=np.ones(R))
+                cache.update(pg=pg, R=R, row_w=row_w, scale=self._session_scale(pg.y, off),
+                             shown=np.maximum(np.bincount(pg.pos, weights=row_w, minlength=R), 1.0),
+                             tp=np.ones(R), tm=np.ones(R))
                 rounds.append((cache["tp"], cache["tm"]))
-            c = cache
+            c, pg = cache, cache["pg"]
             k = calls[0]
             calls[0] += 1
             want = on_value is not None and self.loss_every is not None and k % int(self.loss_every) == 0
-            out, num_p, num_m = _ulm_terms(preds, c["y"], c["off"], c["pos"], c["tp"], c["tm"], c["idcg"], sigma,
-                                           group_weights=c["gw"], n_jobs=self.n_jobs, want_value=want)
+            s = np.asarray(preds, dtype=np.float64)[pg.page_row]
+            out, num_p, num_m = _ulm_terms(s, pg.y, pg.off, pg.pos, c["tp"], c["tm"], c["scale"], sigma,
+                                           group_weights=pg.weight, n_jobs=self.n_jobs, want_value=want,
+                                           hess_floor=1e-300)
             if want:
                 on_value(out[2])
             # per session showing the rank (sessions of different lengths); ranks never seen clicked (unclicked)
             # keep their bias
-            sp = np.bincount(c["pos"], weights=num_p * c["row_gw"], minlength=c["R"]) / c["shown"]
-            sm = np.bincount(c["pos"], weights=num_m * c["row_gw"], minlength=c["R"]) / c["shown"]
+            sp = np.bincount(pg.pos, weights=num_p * c["row_w"], minlength=c["R"]) / c["shown"]
+            sm = np.bincount(pg.pos, weights=num_m * c["row_w"], minlength=c["R"]) / c["shown"]
             if sp[0] > 0:
                 c["tp"] = np.where(sp > 0, (sp / sp[0]) ** expo, c["tp"])
             if sm[0] > 0:
                 c["tm"] = np.where(sm > 0, (sm / sm[0]) ** expo, c["tm"])
             rounds.append((c["tp"], c["tm"]))
-            return out[0], out[1]
+            grad = np.bincount(pg.page_row, weights=out[0], minlength=pg.n_page_rows)
+            hess = np.bincount(pg.page_row, weights=out[1], minlength=pg.n_page_rows)
+            return grad, np.maximum(hess, self._hess_floor)
 
         return None, unbiased_lambdamart_objective
 
