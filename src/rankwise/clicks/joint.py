@@ -119,9 +119,9 @@ def _codes_of_groups(X, off, *extra):
                               for a in range(0, n, step)] or [np.zeros(0)])
     pos = np.arange(n) - np.repeat(off[:-1], sizes)
     terms = row_key * rng.uniform(0.5, 1.5, int(sizes.max(initial=1)))[pos]
-    keys = np.column_stack([sizes.astype(np.float64), np.add.reduceat(terms, off[:-1]) if len(terms) else
-                            np.zeros(len(sizes))])
-    _, first, code = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    # the group's length and sum as one complex key (a 1-d sort, not a row-wise one)
+    keys = sizes + 1j * (np.add.reduceat(terms, off[:-1]) if len(terms) else np.zeros(len(sizes)))
+    _, first, code = np.unique(keys, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")  # codes in order of first appearance
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
