@@ -275,7 +275,8 @@ class UnbiasedLambdaMART(GBDTRanker):
 
     def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, group=None):
         """Boost on a click data set (class docstring): ``X`` a RankingDataset of sessions (e.g.
-        :func:`~rankwise.clicks.session_dataset`), or rows with ``y`` = clicks and ``qid`` = session."""
+        :func:`~rankwise.clicks.session_dataset`), or rows with ``y`` = clicks and ``qid`` = session.
+        (No ``checkpoint``/``resume``: the position biases would have to be in the checkpoint.)"""
         if isinstance(X, ClickLog):
             from rankwise.clicks.sessions import session_dataset
 
