@@ -15,8 +15,9 @@ from rankwise.errors import InputError
 
 def _naive_round(s, y, off, tp, tm, sigma, normalise):
     """Hu et al.'s gradient, Hessian and bias sums by a loop over every (clicked a, unclicked b) pair of every
-    session (ranks a, b: positions in the session; ``tp``, ``tm``: the biases per rank); the current ranking sorts the session's scores
-    descending, ties in rank order; |ΔDCG| weights, or |ΔNDCG| (``normalise``)."""
+    session (ranks a, b: positions in the session; ``tp``, ``tm``: the biases per rank); the current
+    ranking sorts the session's scores descending, ties in rank order; |ΔDCG| weights, or |ΔNDCG|
+    (``normalise``)."""
     n = len(s)
     grad, hess, num_p, num_m = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     for u in range(len(off) - 1):
@@ -248,7 +249,8 @@ def test_session_weights_multiply_the_sessions(sessions):
     k = 200
     X = np.asarray(sessions.X)
     rows = np.arange(off[k])
-    twice = RankingDataset.from_arrays(np.vstack([X, X[rows]]), np.concatenate([sessions.labels, sessions.labels[rows]]),
+    twice = RankingDataset.from_arrays(np.vstack([X, X[rows]]),
+                                       np.concatenate([sessions.labels, sessions.labels[rows]]),
                                        np.concatenate([sessions.qid, sessions.qid[rows] + 10 ** 6]))
     w = np.ones(sessions.n_queries)
     w[:k] = 2

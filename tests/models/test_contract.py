@@ -17,7 +17,8 @@ from rankwise.models import GBDTRanker, LinearRanker, NeuralRanker
 
 class _UnbiasedLambdaMARTOnGrades(UnbiasedLambdaMART):
     """The click learner on the suite's graded data: a document is "clicked" where its grade is 2 or more (the
-    learner takes clicks, 0/1; its own refusal of other labels: tests/clicks). Only ``fit``'s labels change: everything else is the learner's own code."""
+    learner takes clicks, 0/1; its own refusal of other labels: tests/clicks). Only ``fit``'s labels change:
+    everything else is the learner's own code."""
 
     def fit(self, X, y=None, **kw):
         from rankwise.data import RankingDataset
