@@ -301,3 +301,25 @@ def test_group_codes_against_brute_force(collide, monkeypatch):
             want.setdefault(k, len(want))
         np.testing.assert_array_equal(code, [want[k] for k in keys])
         np.testing.assert_array_equal(first, [keys.index(k) for k in want])
+
+
+def test_session_codes_against_brute_force():
+    """Sessions are the same when their page and their clicks are: short sessions by a click bit pattern, a
+    session longer than 52 rows by its rows."""
+    from rankwise.clicks.joint import _session_codes
+
+    rng = np.random.default_rng(3)
+    page = np.concatenate([rng.integers(0, 4, 80), [9, 9]])
+    sizes = np.array([1, 3, 5, 4, 0, 0, 0, 0, 0, 60])[page]  # a page's sessions have its length
+    off = np.concatenate([[0], np.cumsum(sizes)])
+    y = (rng.random(off[-1]) < 0.3).astype(float)
+    y[off[-2]:] = y[off[-3]:off[-2]]  # the two long sessions alike
+    for cut in (80, 82):  # without and with the long sessions
+        o = off[:cut + 1]
+        code, first = _session_codes(page[:cut], y[:o[-1]], o)
+        keys = [(int(page[i]), y[o[i]:o[i + 1]].tobytes()) for i in range(cut)]
+        want = {}
+        for k in keys:
+            want.setdefault(k, len(want))
+        np.testing.assert_array_equal(code, [want[k] for k in keys])
+        np.testing.assert_array_equal(first, [keys.index(k) for k in want])

@@ -86,7 +86,7 @@ def _ulm_terms(scores, y, off, pos, t_plus, t_minus, scale, sigma, *, group_weig
     from rankwise import losses
 
     s = np.ascontiguousarray(scores, dtype=np.float64)
-    inv_tp, inv_tm = 1.0 / t_plus[pos], 1.0 / t_minus[pos]
+    inv_tp, inv_tm = (1.0 / t_plus)[pos], (1.0 / t_minus)[pos]
     w_row = np.where(y == 1, inv_tp, inv_tm) * scale
     out = losses.grad_hess("ranknet", s, y, off, weights=w_row, group_weights=group_weights, hess_floor=hess_floor,
                            return_value=want_value, n_jobs=n_jobs, sigma=float(sigma), pair_weights="delta_ndcg",
@@ -94,6 +94,15 @@ def _ulm_terms(scores, y, off, pos, t_plus, t_minus, scale, sigma, *, group_weig
     num_p, num_m = np.zeros(len(s)), np.zeros(len(s))
     _bias_sums(s, off, np.ascontiguousarray(y, dtype=np.float64), inv_tp, inv_tm, float(sigma), num_p, num_m)
     return out, num_p, num_m
+
+
+def _first_appearance_codes(keys):
+    """``(code, first)``: a code per key, numbered in order of first appearance, and each code's first index."""
+    _, first, code = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[code.ravel()].astype(np.int64), first[order].astype(np.int64)
 
 
 def _codes_of_groups(X, off, *extra):
@@ -120,12 +129,8 @@ def _codes_of_groups(X, off, *extra):
     pos = np.arange(n) - np.repeat(off[:-1], sizes)
     terms = row_key * rng.uniform(0.5, 1.5, int(sizes.max(initial=1)))[pos]
     # the group's length and sum as one complex key (a 1-d sort, not a row-wise one)
-    keys = sizes + 1j * (np.add.reduceat(terms, off[:-1]) if len(terms) else np.zeros(len(sizes)))
-    _, first, code = np.unique(keys, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")  # codes in order of first appearance
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    code, first = rank[code.ravel()].astype(np.int64), first[order].astype(np.int64)
+    code, first = _first_appearance_codes(sizes + 1j * (np.add.reduceat(terms, off[:-1]) if len(terms)
+                                                        else np.zeros(len(sizes))))
     rep = np.repeat(off[first[code]], sizes) + pos  # each row's counterpart in its code's first group
     if all(np.array_equal(m[a:a + step].view(utype), m[rep[a:a + step]].view(utype))
            for m in [X, *extra] for a in range(0, n, step)):
@@ -139,6 +144,18 @@ def _codes_of_groups(X, off, *extra):
     first = np.full(len(uniq), -1, dtype=np.int64)
     first[code[::-1]] = np.arange(len(keys) - 1, -1, -1)
     return code.astype(np.int64), first
+
+
+def _session_codes(page, y, off):
+    """Codes of the sessions (same page, same clicks; first appearance order) and the first session of each
+    (``page``: a code per session that fixes its length): the clicks of a session of at most 52 rows as one
+    integer (exact in float64), else by the rows."""
+    sizes = np.diff(off)
+    if len(sizes) and sizes.max() <= 52:
+        pos = np.arange(len(y)) - np.repeat(off[:-1], sizes)
+        pattern = np.add.reduceat(y * np.exp2(pos), off[:-1])
+        return _first_appearance_codes(page + 1j * pattern)
+    return _codes_of_groups(np.repeat(page, sizes).astype(np.float64).reshape(-1, 1), off, y)
 
 
 def _rows_of(off, groups):
@@ -167,8 +184,7 @@ class _ClickPages:
         off, y = train.offsets, np.asarray(train.y, dtype=np.float64)
         gw = np.ones(train.n_queries) if train.sample_weight is None else train.sample_weight[off[:-1]]
         page, first_page = _codes_of_groups(X, off)
-        # sessions: same page and same clicks
-        sess, first_sess = _codes_of_groups(np.repeat(page, np.diff(off)).astype(np.float64).reshape(-1, 1), off, y)
+        sess, first_sess = _session_codes(page, y, off)
         rows, s_off = _rows_of(off, first_sess)
         self.y, self.off = y[rows], s_off
         self.weight = np.bincount(sess, weights=gw, minlength=len(first_sess))
