@@ -5,8 +5,8 @@ Setting (a short run of ``bench_clicks.py``'s joint part): MQ2008 folds ``--fold
 ``simulate_clicks_protocol(train, n_sessions=--sessions, eta=--eta, random_state=0)`` (its defaults: production
 LinearRanker on 1 % of the training queries, top-10 page, PBM θ_k = (1/k)^η, click noise), Unbiased
 LambdaMART with 100 trees, learning rate 0.05 (bench_clicks' joint setting), one thread. *new*: this
-checkout's ``UnbiasedLambdaMART().fit(session_dataset(log, features))`` (the engine's pair kernel, identical
-sessions boosted once with their count as weight); *previous*: the former class, ``fit(log, features)`` on
+checkout's ``UnbiasedLambdaMART().fit(session_dataset(log, features))`` (trees on the distinct pages found
+from the rows, gradients from the engine's pair kernel on the distinct (page, clicks) sessions); *previous*: the former class, ``fit(log, features)`` on
 the log's distinct pages with its own pair kernel, imported from ``--previous-src`` (default
 ``/work/main/src``, the main checkout before this change). Each runs in a fresh process that draws the
 same simulated log (the clicked-row count is printed for both, to show it is the same log). Fit time is the
@@ -15,7 +15,9 @@ conventions: exp2 gain, ties averaged), mean over the test queries of the folds 
 randomisation test new vs previous per query. For reference, ``benchmarks/results/bench_clicks.md`` reports
 0.4924 for the previous Unbiased LambdaMART on MQ2008, η = 1, pooled over 5 folds with 1,000,000 sessions each.
 
-Usage: python benchmarks/bench_clicks_rankers.py [--folds 1 2] [--sessions 200000] [--eta 1]
+The last row: the first fold again with ``--large`` sessions (default 1,000,000), for the fit times.
+
+Usage: python benchmarks/bench_clicks_rankers.py [--folds 1 2] [--sessions 200000] [--large 1000000] [--eta 1]
        [--data DIR] [--previous-src /work/main/src]
 Writes benchmarks/results/bench_clicks_rankers.md.
 """
@@ -97,6 +99,8 @@ def main(argv=None):
     ap.add_argument("--folds", nargs="*", type=int, default=[1, 2])
     ap.add_argument("--sessions", type=int, default=200_000)
     ap.add_argument("--eta", type=float, default=1.0)
+    ap.add_argument("--large", type=int, default=1_000_000,
+                    help="also fold 1 with this many sessions, for the fit times (0: not run)")
     ap.add_argument("--data", default=None)
     ap.add_argument("--previous-src", default="/work/main/src")
     ap.add_argument("--worker", choices=("new", "previous"), default=None)
@@ -121,26 +125,34 @@ def main(argv=None):
         if has_prev:
             res["previous"].append(run("previous", prev, args, f))
         print(f"  fold {f} done", flush=True)
+    large = {}
+    if args.large:
+        big = argparse.Namespace(**{**vars(args), "sessions": args.large})
+        large["new"] = run("new", SRC, big, args.folds[0])
+        if has_prev:
+            large["previous"] = run("previous", prev, big, args.folds[0])
     lines.append(f"MQ2008 folds {', '.join(map(str, args.folds))}; `simulate_clicks_protocol(train, "
                  f"n_sessions={args.sessions:,}, eta={args.eta:g}, random_state=0)` (top-10 page, production "
                  "LinearRanker on 1 % of the training queries); Unbiased LambdaMART with 100 trees, learning rate "
                  "0.05, one thread. *new*: `UnbiasedLambdaMART(n_jobs=1).fit(session_dataset(log, features))` "
-                 "(a GBDTRanker: the engine's pair kernel, identical sessions boosted once with their count as "
-                 "weight); *previous*: the former class, `fit(log, features)` on the log's distinct pages with "
+                 "(a GBDTRanker: trees on the distinct pages found from the rows, gradients from the engine's "
+                 "pair kernel on the distinct (page, clicks) sessions weighted by their count); *previous*: the former class, `fit(log, features)` on the log's distinct pages with "
                  f"its own pair kernel (from `{prev}`), each in a fresh process on the same simulated log. "
                  f"Machine: {platform.machine()}, Python {platform.python_version()}, shared 2-core host "
                  "(times are noisy; read the ratio). Script: `benchmarks/bench_clicks_rankers.py`.\n")
     lines += ["| fold | sessions | clicked rows (new / previous) | NDCG@10 new | NDCG@10 previous | fit s new "
               "(+ session_dataset s) | fit s previous |", "|---|---|---|---|---|---|---|"]
-    for i, f in enumerate(args.folds):
-        n = res["new"][i]
-        p = res["previous"][i] if has_prev else None
+    rows = [(f, res["new"][i], res["previous"][i] if has_prev else None) for i, f in enumerate(args.folds)]
+    if large:
+        rows.append((args.folds[0], large["new"], large.get("previous")))
+    for f, n, p in rows:
         pc = f"{p['clicked']:,}" if p else "-"
         lines.append(f"| {f} | {n['sessions']:,} | {n['clicked']:,} / {pc} | "
                      f"{np.mean(n['ndcg']):.4f} | {np.mean(p['ndcg']) if p else float('nan'):.4f} | "
                      f"{n['fit_s']:.1f} (+ {n['build_s']:.1f}) | {p['fit_s'] if p else float('nan'):.1f} |")
     new_q = np.concatenate([np.asarray(r["ndcg"]) for r in res["new"]])
-    summary = f"\nNew, pooled over the folds' test queries: NDCG@10 {new_q.mean():.4f}"
+    summary = (f"\nNew, pooled over the test queries of the {args.sessions:,}-session runs: NDCG@10 "
+               f"{new_q.mean():.4f}")
     if has_prev:
         from rankwise.report.significance import paired_randomization_test
 
@@ -149,7 +161,11 @@ def main(argv=None):
         fit_prev = sum(r["fit_s"] for r in res["previous"])
         summary += (f"; previous {prev_q.mean():.4f} (paired randomisation test p = "
                     f"{paired_randomization_test(new_q, prev_q):.4f}); fit time new / previous "
-                    f"{fit_new / fit_prev:.2f}x ({fit_new:.1f} s / {fit_prev:.1f} s). ")
+                    f"{fit_new / fit_prev:.2f}x ({fit_new:.1f} s / {fit_prev:.1f} s)")
+        if large:
+            summary += (f", at {args.large:,} sessions {large['new']['fit_s'] / large['previous']['fit_s']:.2f}x "
+                        f"(and session_dataset {large['new']['build_s']:.1f} s)")
+        summary += ". "
         tp = ["| t⁺ | " + " | ".join(f"r{k}" for k in range(2, 11)) + " |", "|---" * 10 + "|"]
         for kind in ("new", "previous"):
             t = np.mean([r["t_plus"] for r in res[kind]], axis=0)
