@@ -6,8 +6,9 @@ Setting (a short run of ``bench_clicks.py``'s joint part): MQ2008 folds ``--fold
 LinearRanker on 1 % of the training queries, top-10 page, PBM θ_k = (1/k)^η, click noise), Unbiased
 LambdaMART with 100 trees, learning rate 0.05 (bench_clicks' joint setting), one thread. *new*: this
 checkout's ``UnbiasedLambdaMART().fit(session_dataset(log, features))`` (trees on the distinct pages found
-from the rows, gradients from the engine's pair kernel on the distinct (page, clicks) sessions); *previous*: the former class, ``fit(log, features)`` on
-the log's distinct pages with its own pair kernel, imported from ``--previous-src`` (default
+from the rows, gradients from the engine's pair kernel on the distinct (page, clicks) sessions); *previous*:
+the former class, ``fit(log, features)`` on the log's distinct pages with its own pair kernel, imported from
+``--previous-src`` (default
 ``/work/main/src``, the main checkout before this change). Each runs in a fresh process that draws the
 same simulated log (the clicked-row count is printed for both, to show it is the same log). Fit time is the
 wall time of ``fit`` alone (``session_dataset`` timed apart). Test NDCG@10 on the true labels (rankwise
@@ -136,7 +137,8 @@ def main(argv=None):
                  "LinearRanker on 1 % of the training queries); Unbiased LambdaMART with 100 trees, learning rate "
                  "0.05, one thread. *new*: `UnbiasedLambdaMART(n_jobs=1).fit(session_dataset(log, features))` "
                  "(a GBDTRanker: trees on the distinct pages found from the rows, gradients from the engine's "
-                 "pair kernel on the distinct (page, clicks) sessions weighted by their count); *previous*: the former class, `fit(log, features)` on the log's distinct pages with "
+                 "pair kernel on the distinct (page, clicks) sessions weighted by their count); *previous*: the "
+                 "former class, `fit(log, features)` on the log's distinct pages with "
                  f"its own pair kernel (from `{prev}`), each in a fresh process on the same simulated log. "
                  f"Machine: {platform.machine()}, Python {platform.python_version()}, shared 2-core host "
                  "(times are noisy; read the ratio). Script: `benchmarks/bench_clicks_rankers.py`.\n")
