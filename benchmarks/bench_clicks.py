@@ -457,9 +457,9 @@ def joint(ddir, folds, quick, lines):
         full = {k: make_rankers(k, 0, quick).fit(tr) for k in ("GBDT", "neural")}
         for eta in (1.0, 2.0):
             sim = simulate_clicks_protocol(tr, n_sessions=n_sessions, eta=eta, random_state=0)
-            ulm = UnbiasedLambdaMART(n_estimators=60 if quick else 100, learning_rate=0.05).fit(sim.log, sim.features)
-            dla = DLA(max_iter=10 if quick else 30, random_state=0, verbose=False).fit(session_dataset(sim.log,
-                                                                                                    sim.features))
+            sessions = session_dataset(sim.log, sim.features)
+            ulm = UnbiasedLambdaMART(n_estimators=60 if quick else 100, learning_rate=0.05).fit(sessions)
+            dla = DLA(max_iter=10 if quick else 30, random_state=0, verbose=False).fit(sessions)
             for kind, model in (("GBDT", ulm), ("neural", dla)):
                 raw = make_rankers(kind, 0, quick).fit(click_dataset(sim.log, sim.features))
                 a = acc.setdefault((name, eta, kind), {"full": [], "joint": [], "raw": []})

@@ -10,9 +10,25 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV, GroupKFold
 
 from _model_data import make_data
-from rankwise.clicks import DLA
+from rankwise.clicks import DLA, UnbiasedLambdaMART
 from rankwise.errors import InputError, NotFittedError
 from rankwise.models import GBDTRanker, LinearRanker, NeuralRanker
+
+
+class _UnbiasedLambdaMARTOnGrades(UnbiasedLambdaMART):
+    """The click learner on the suite's graded data: a document is "clicked" where its grade is 2 or more (the
+    learner takes clicks, 0/1; its own refusal of other labels: tests/clicks). Only ``fit``'s labels change:
+    everything else is the learner's own code."""
+
+    def fit(self, X, y=None, **kw):
+        from rankwise.data import RankingDataset
+
+        if isinstance(X, RankingDataset):
+            X = RankingDataset(X.X, (X.labels >= 2).astype(float), X.query_offsets, X.query_ids)
+        elif y is not None:
+            y = np.asarray(y, dtype=float)
+            y = np.where(np.isfinite(y), y >= 2, y)  # NaN and inf stay, for the checks of y
+        return super().fit(X, y, **kw)
 
 FACTORIES = {
     "linear": lambda: LinearRanker("listnet", max_iter=10),
@@ -24,6 +40,7 @@ FACTORIES = {
     "gbdt-xgb": lambda: GBDTRanker("listnet", backend="xgboost", n_estimators=3, random_state=0),
     # the click learner: a query is a session, y its clicks (any non-negative labels), a row's rank its position
     "dla": lambda: DLA(hidden=(8,), max_iter=1, random_state=0),
+    "unbiased-lambdamart": lambda: _UnbiasedLambdaMARTOnGrades(n_estimators=3, min_child_samples=2),
 }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from rankwise.clicks import DLA
+from rankwise.clicks import DLA, UnbiasedLambdaMART
 from rankwise.models import GBDTRanker, LinearRanker, NeuralRanker, PairwiseReductionRanker, StructuredHingeRanker
 
 
@@ -65,6 +65,18 @@ class _CheckedDLA(_QidSupplied, DLA):
     pass
 
 
+class _CheckedUnbiasedLambdaMART(_QidSupplied, UnbiasedLambdaMART):
+    """The click learner takes clicks (0/1): the checks' targets (classes, real values) become "clicked" above
+    their median (NaN and inf stay, for the checks that refuse them)."""
+
+    def fit(self, X, y=None, **kw):
+        if y is not None and not hasattr(X, "query_offsets"):
+            y = np.asarray(y, dtype=float)
+            finite = np.isfinite(y)
+            y = np.where(finite, y > np.median(y[finite]) if finite.any() else y, y)
+        return super().fit(X, y, **kw)
+
+
 ESTIMATORS = [
     _CheckedLinearRanker(max_iter=3, verbose=False),
     _CheckedNeuralRanker(hidden=(4,), max_iter=1, random_state=0, verbose=False),
@@ -72,6 +84,7 @@ ESTIMATORS = [
     _CheckedPairwiseReductionRanker(random_state=0),
     _CheckedStructuredHingeRanker(max_iter=2, random_state=0),
     _CheckedDLA(hidden=(4,), max_iter=1, random_state=0, verbose=False),
+    _CheckedUnbiasedLambdaMART(n_estimators=2, verbose=False),
 ]
 
 _KWARGS = ("the constructor's **deprecated catch-all takes the former parameter names (lr, epochs, C, ...) for one "

@@ -1,12 +1,10 @@
 # cython: language_level=3
-"""Compiled kernels of :mod:`rankwise.clicks.joint`: the click counts of the result pages and the
-debiased pairwise gradients of Unbiased LambdaMART."""
+"""Compiled kernels of :mod:`rankwise.clicks.joint`: the click counts of the result pages (DLA) and the
+pairwise-loss sums of Unbiased LambdaMART's position-bias update."""
 import numpy as np
 
-from libc.math cimport exp, fabs, log1p, log2
+from libc.math cimport exp, log1p
 from libc.stdint cimport int64_t, uint8_t
-
-from rankwise._native.sort cimport argsort_f64
 
 
 def page_counts(const int64_t[::1] off, const uint8_t[::1] clicked, const int64_t[::1] page_of,
@@ -27,49 +25,25 @@ def page_counts(const int64_t[::1] off, const uint8_t[::1] clicked, const int64_
                             counts[m_off[u] + a * n + b] += 1.0
 
 
-def ulm_grad(const double[::1] scores, const int64_t[::1] p_off, const int64_t[::1] m_off, const double[::1] counts,
-             const double[::1] t_plus, const double[::1] t_minus, double sigma, double[::1] grad, double[::1] hess,
-             double[::1] num_p, double[::1] num_m):
-    """Gradients of the debiased pairwise loss and the sums that re-estimate t⁺, t⁻.
-
-    Each page's current ranking (for |ΔDCG|) sorts its scores descending, ties in page order."""
-    cdef Py_ssize_t u, nu = p_off.shape[0] - 1
-    cdef int64_t nmax = 0
-    for u in range(nu):
-        nmax = max(nmax, p_off[u + 1] - p_off[u])
-    neg_a = np.empty(max(nmax, 1))
-    order_a = np.empty(max(nmax, 1), dtype=np.int64)
-    cur_a = np.empty(max(nmax, 1), dtype=np.int64)
-    cdef double[::1] neg = neg_a
-    cdef int64_t[::1] order = order_a
-    cdef int64_t[::1] cur = cur_a
-    cdef int64_t a0, n, r, a, b
-    cdef double m, d, rho, loss, delta, w, g, h
+def bias_sums(const double[::1] scores, const int64_t[::1] off, const double[::1] clicked,
+              const double[::1] inv_t_plus, const double[::1] inv_t_minus, double sigma, double[::1] num_p,
+              double[::1] num_m):
+    """The sums that re-estimate Unbiased LambdaMART's position biases, one group (session) after another:
+    for every pair (a clicked, b not) of a group, with L = log(1 + exp(-σ (s_a - s_b))),
+    ``num_p[a] += L / t⁻_b`` and ``num_m[b] += L / t⁺_a`` (``inv_t_plus``, ``inv_t_minus``: 1/t of each row's
+    rank). The pairs' gradients are the training engine's (:mod:`rankwise.losses._engine`)."""
+    cdef Py_ssize_t u, nu = off.shape[0] - 1
+    cdef int64_t a, b
+    cdef double d, loss
     with nogil:
         for u in range(nu):
-            a0 = p_off[u]
-            n = p_off[u + 1] - a0
-            # current rank of each item of the page by score (for |ΔDCG|)
-            for r in range(n):
-                neg[r] = -scores[a0 + r]
-            argsort_f64(&neg[0], n, &order[0])
-            for r in range(n):
-                cur[order[r]] = r
-            for a in range(n):
-                for b in range(n):
-                    m = counts[m_off[u] + a * n + b]
-                    if m == 0.0:
+            for a in range(off[u], off[u + 1]):
+                if clicked[a] == 0.0:
+                    continue
+                for b in range(off[u], off[u + 1]):
+                    if clicked[b] != 0.0:
                         continue
-                    d = sigma * (scores[a0 + a] - scores[a0 + b])
-                    rho = 1.0 / (1.0 + exp(d))  # = σ(-d)
+                    d = sigma * (scores[a] - scores[b])
                     loss = log1p(exp(-d)) if d > -30 else -d
-                    delta = fabs(1.0 / log2(2.0 + cur[a]) - 1.0 / log2(2.0 + cur[b]))
-                    w = m / (t_plus[a0 + a] * t_minus[a0 + b])
-                    g = w * sigma * rho * delta
-                    h = w * sigma * sigma * rho * (1.0 - rho) * delta
-                    grad[a0 + a] -= g
-                    grad[a0 + b] += g
-                    hess[a0 + a] += h
-                    hess[a0 + b] += h
-                    num_p[a0 + a] += m * loss / t_minus[a0 + b]
-                    num_m[a0 + b] += m * loss / t_plus[a0 + a]
+                    num_p[a] += loss * inv_t_minus[b]
+                    num_m[b] += loss * inv_t_plus[a]

@@ -359,20 +359,28 @@ def fit_debiased(estimator, log: ClickLog | ClickCounts, features, propensity, *
     (``candidates=True``: with the unshown candidates of each logged query as label-0 rows; ``direct``:
     the doubly robust labels; see there).
 
-    With ``check=True`` the estimator's loss must enter the labels linearly (checked numerically by
-    :func:`rankwise.theory.ips.labels_enter_linearly`), the condition under which the IPS risk is
-    unbiased; otherwise an :class:`InputError` says which losses qualify. Returns the estimator.
+    With ``check=True`` the estimator's loss must enter the labels linearly -- its
+    :class:`~rankwise.losses.LossSpec` declares it (``labels_affine``; where the spec cannot tell, e.g. a
+    callable utility, it is checked numerically by :func:`rankwise.theory.ips.labels_enter_linearly`) --,
+    the condition under which the IPS risk is unbiased; otherwise an :class:`InputError` says which losses
+    qualify. Returns the estimator.
     """
     if check:
-        from rankwise.theory.ips import labels_enter_linearly
+        from rankwise.losses.registry import REGISTRY, check_hyper, spec
 
         loss = getattr(estimator, "loss", None)
-        if not isinstance(loss, str) or loss.startswith("native:"):
+        if not isinstance(loss, str) or loss not in REGISTRY:
             raise InputError(f"fit_debiased needs a rankwise loss whose gradient is affine in the labels; the "
                              f"estimator's loss is {loss!r}. Use e.g. loss='op_pairwise' or 'pointwise_squared' "
                              "(or UnbiasedLambdaMART for LambdaMART), or pass check=False")
-        params = getattr(estimator, "loss_params", None) or {}
-        if not labels_enter_linearly(loss, **params):
+        sp = spec(loss)
+        params = check_hyper(sp.fn, getattr(estimator, "loss_params", None), loss=loss, param="loss_params")
+        affine = sp.affine_in_labels(params)
+        if affine is None:
+            from rankwise.theory.ips import labels_enter_linearly
+
+            affine = labels_enter_linearly(loss, **params)
+        if not affine:
             raise InputError(f"loss {loss!r} is not affine in the labels, so its IPS-weighted risk is biased "
                              "(Joachims et al. 2017 need a linearly decomposable loss); use op_pairwise, "
                              "pairwise_squared, pointwise_squared, pointwise_logistic or bregman, or check=False")
@@ -536,19 +544,23 @@ def _direct_values(direct, log, features, propensity):
     return np.maximum(m, 0.0)  # a relevance estimate below 0 (a regression's overshoot) is 0
 
 
-def direct_relevance(log: ClickLog | ClickCounts, features, propensity, *, n_folds: int = 5,
-                     n_estimators: int = 100, learning_rate: float = 0.05, num_leaves: int = 31,
+def direct_relevance(log: ClickLog | ClickCounts, features, propensity, *, estimator=None, n_folds: int = 5,
+                     n_estimators: int = 100, learning_rate: float = 0.05, num_leaves: int = 31, n_jobs=None,
                      random_state=0) -> np.ndarray:
     r"""A regression m(x) of the relevance from the clicks alone, for doubly robust labels (``direct=``).
 
-    A GBDT (LightGBM, squared error) fitted to the *unclipped* IPS labels of the shown documents
-    (:func:`click_dataset`), cross-fitted by query: the queries are split in ``n_folds`` folds and
-    the documents of a fold's queries get the prediction of the model fitted on the other folds, so
-    a document's own clicks never enter its m; a row of ``features`` whose query the log does not
-    have gets the mean of the fold models. Returns one value per row of ``features``, on the IPS
-    labels' scale (θ relative to rank 1).
+    A rankwise model (``estimator``; default a :class:`~rankwise.models.GBDTRanker` with the pointwise squared
+    loss -- a least-squares regression tree ensemble -- of ``n_estimators`` trees, ``learning_rate``,
+    ``num_leaves``, ``n_jobs`` threads) fitted to the *unclipped* IPS labels of the shown documents
+    (:func:`click_dataset`), cross-fitted by query: the queries are split in ``n_folds`` folds and the
+    documents of a fold's queries get the prediction of a clone of the model fitted on the other folds, so a
+    document's own clicks never enter its m; a row of ``features`` whose query the log does not have gets the
+    mean of the fold models. Returns one value per row of ``features``, on the IPS labels' scale (θ relative
+    to rank 1). ``estimator`` should regress (a pointwise loss on the labels' scale: its scores are m);
+    ``n_estimators``, ``learning_rate``, ``num_leaves`` and ``n_jobs`` configure the default only.
     """
-    import lightgbm as lgb
+    from sklearn.base import clone
+
     import pandas as pd
 
     data = click_dataset(log, features, propensity=propensity, clip=None)
@@ -558,25 +570,23 @@ def direct_relevance(log: ClickLog | ClickCounts, features, propensity, *, n_fol
     if isinstance(n_folds, bool) or not 2 <= int(n_folds) <= n_q:
         raise InputError(f"n_folds must be an integer in [2, {n_q}] (the number of logged queries); got {n_folds!r}")
     n_folds = int(n_folds)
+    if estimator is None:
+        from rankwise.models import GBDTRanker
+
+        estimator = GBDTRanker("pointwise_squared", n_estimators=n_estimators, learning_rate=learning_rate,
+                               num_leaves=num_leaves, random_state=int(random_state or 0), n_jobs=n_jobs,
+                               verbose=False, loss_every=None)
+    elif not (hasattr(estimator, "fit") and hasattr(estimator, "predict")):
+        raise InputError(f"estimator must be a rankwise model (fit/predict); got {type(estimator).__name__}")
     fold_q = np.random.default_rng(random_state).permutation(n_q) % n_folds
-    fold = fold_q[codes]
-    X = data.X.toarray() if hasattr(data.X, "toarray") else np.asarray(data.X)
-    Xf = features.X.toarray() if hasattr(features.X, "toarray") else np.asarray(features.X)
-    params = {"objective": "regression", "learning_rate": float(learning_rate), "num_leaves": int(num_leaves),
-              "verbosity": -1, "seed": int(random_state or 0), "deterministic": True, "force_row_wise": True,
-              "num_threads": 1}
+    fold_of_query = fold_q[pd.factorize(np.asarray(data.query_ids).astype(str))[0]]
     fq = np.repeat(np.asarray(features.query_ids), np.diff(features.query_offsets)).astype(str)
     q_fold = dict(zip(uq, fold_q))
     f_of_row = np.array([q_fold.get(q, -1) for q in fq], dtype=np.int64)
     out = np.zeros(len(fq))
     for j in range(n_folds):
-        fit = fold != j
-        bst = lgb.train(params, lgb.Dataset(X[fit], label=np.asarray(data.labels)[fit]),
-                        num_boost_round=int(n_estimators))
-        here = f_of_row == j
-        if here.any():
-            out[here] = bst.predict(Xf[here])
-        away = f_of_row < 0
-        if away.any():
-            out[away] += bst.predict(Xf[away]) / n_folds
+        model = clone(estimator).fit(data.take(np.flatnonzero(fold_of_query != j)))
+        for rows, share in ((f_of_row == j, 1.0), (f_of_row < 0, 1.0 / n_folds)):
+            if rows.any():
+                out[rows] += share * np.asarray(model.predict(features.X[rows], qid=fq[rows]), dtype=np.float64)
     return out

@@ -1,35 +1,39 @@
 r"""Rankers that learn the position bias jointly with the ranking: Unbiased LambdaMART and DLA.
 
-Both work on *pages*: the distinct result lists of the log (same query, same documents in the same
-order); a page u shown in n_u sessions has, per position a, the click count C_u[a] and, per pair of
-positions (a, b), the number of sessions M_u[a, b] in which a was clicked and b was not.
-
 - :class:`UnbiasedLambdaMART` (Hu, Wang, Peng & Li, "Unbiased LambdaMART: an unbiased pairwise
-  learning-to-rank algorithm", WWW 2019): LambdaMART's pairwise gradients on (clicked, unclicked)
-  pairs divided by position biases :math:`t^+_{k_a} t^-_{k_b}` (a clicked at rank k_a, b unclicked at
-  k_b), which are re-estimated after every boosting round from the current pairwise losses,
+  learning-to-rank algorithm", WWW 2019), a :class:`~rankwise.models.GBDTRanker` fitted on a click data set
+  (one group per session, rows in rank order, labels the clicks; :func:`rankwise.clicks.session_dataset`):
+  LambdaMART's pairwise gradients on the (clicked a, unclicked b) pairs of every session divided by position
+  biases :math:`t^+_{k_a} t^-_{k_b}` (a clicked at rank k_a, b unclicked at k_b), which are re-estimated after
+  every boosting round from the current pairwise losses,
 
-  .. math:: t^+_k = \Bigl(\frac{\sum_{(a, b): k_a = k} M_u[a, b]\, L_{ab} / t^-_{k_b}}
-            {\sum_{(a, b): k_a = 1} M_u[a, b]\, L_{ab} / t^-_{k_b}}\Bigr)^{1/(p+1)}, \qquad
-            t^-_k = \Bigl(\frac{\sum_{(a, b): k_b = k} M_u[a, b]\, L_{ab} / t^+_{k_a}}
-            {\sum_{(a, b): k_b = 1} M_u[a, b]\, L_{ab} / t^+_{k_a}}\Bigr)^{1/(p+1)},
+  .. math:: t^+_k = \Bigl(\frac{\sum_{(a, b): k_a = k} L_{ab} / t^-_{k_b}}
+            {\sum_{(a, b): k_a = 1} L_{ab} / t^-_{k_b}}\Bigr)^{1/(p+1)}, \qquad
+            t^-_k = \Bigl(\frac{\sum_{(a, b): k_b = k} L_{ab} / t^+_{k_a}}
+            {\sum_{(a, b): k_b = 1} L_{ab} / t^+_{k_a}}\Bigr)^{1/(p+1)},
 
-  :math:`L_{ab} = \log(1 + e^{-\sigma (s_a - s_b)})`; trees by LightGBM with this custom objective.
-  Each rank's sum is divided by the number of sessions that show the rank (the paper's pages all
-  have the same length, where this is a constant factor).
-  The pair weight |ΔDCG| of swapping a and b in the current ranking is used (ΔNDCG divided by the
-  page's ideal DCG in the paper; the per-page constant is dropped here).
+  sums over the pairs of all sessions, :math:`L_{ab} = \log(1 + e^{-\sigma (s_a - s_b)})`. Each rank's sum is
+  divided by the number of sessions that show the rank (the paper's pages all have the same length, where
+  this is a constant factor). The gradient is the training engine's pair kernel (:mod:`rankwise.losses._engine`,
+  the ``ranknet`` loss) with the bias weights as per-row weights. The pair weight is |ΔDCG| of swapping a and
+  b in the session's current ranking (``pair_weights="delta_dcg"``), or ΔNDCG as in the paper
+  (``"delta_ndcg"``: divided by the session's ideal DCG).
+
 - :class:`DLA` (Ai et al., SIGIR 2018) lives in :mod:`rankwise.clicks.dla` (re-exported here).
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
+from rankwise._validation import Interval, Options
+from rankwise.clicks._joint_kernels import bias_sums as _bias_sums
 from rankwise.clicks._joint_kernels import page_counts as _page_counts
-from rankwise.clicks._joint_kernels import ulm_grad as _ulm_grad
 from rankwise.clicks.dla import DLA  # noqa: F401  (moved; re-exported until callers import it from dla)
 from rankwise.data.clicklog import ClickLog
-from rankwise.errors import InputError, NotFittedError
+from rankwise.errors import InputError
+from rankwise.models.gbdt import GBDTRanker
 
 __all__ = ["pages", "UnbiasedLambdaMART", "DLA"]
 
@@ -65,77 +69,326 @@ def pages(log: ClickLog, features):
     return p_off, np.asarray(X, dtype=np.float64), position, clicks, n_sess, counts, m_off
 
 
-class UnbiasedLambdaMART:
-    """Unbiased LambdaMART (Hu et al., WWW 2019) on a click log; see the module docstring.
+def _ulm_terms(scores, y, off, pos, t_plus, t_minus, scale, sigma, *, group_weights=None, n_jobs=None,
+               want_value=False, hess_floor=1e-9):
+    """One round of Unbiased LambdaMART on a click data set (rows of a session in rank order, ``pos`` their
+    0-based ranks, ``y`` the clicks): ``((grad, hess[, value]), num_p, num_m)``. The gradient and Hessian are
+    the engine's ``ranknet`` pair kernel (|ΔNDCG| weights, linear gain) with row weights 1/t⁺ (clicked) or 1/t⁻
+    (not) of the row's rank times ``scale`` (:meth:`UnbiasedLambdaMART._session_scale`); ``num_p``/``num_m``
+    the loss sums of the bias update (:func:`rankwise.clicks._joint_kernels.bias_sums`)."""
+    from rankwise import losses
+
+    s = np.ascontiguousarray(scores, dtype=np.float64)
+    inv_tp, inv_tm = (1.0 / t_plus)[pos], (1.0 / t_minus)[pos]
+    w_row = np.where(y == 1, inv_tp, inv_tm) * scale
+    out = losses.grad_hess("ranknet", s, y, off, weights=w_row, group_weights=group_weights, hess_floor=hess_floor,
+                           return_value=want_value, n_jobs=n_jobs, sigma=float(sigma), pair_weights="delta_ndcg",
+                           gain="linear")
+    num_p, num_m = np.zeros(len(s)), np.zeros(len(s))
+    _bias_sums(s, off, np.ascontiguousarray(y, dtype=np.float64), inv_tp, inv_tm, float(sigma), num_p, num_m)
+    return out, num_p, num_m
+
+
+def _first_appearance_codes(keys):
+    """``(code, first)``: a code per key, numbered in order of first appearance, and each code's first index."""
+    _, first, code = np.unique(keys, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[code.ravel()].astype(np.int64), first[order].astype(np.int64)
+
+
+def _codes_of_groups(X, off, *extra):
+    """One code per group of ``off`` (first appearance order) and the first group of each code: groups whose
+    rows -- of ``X`` and of the per-row ``extra`` arrays -- are equal, bit for bit and in the same order, get
+    the same code. Fast path: a random projection of each row's bit pattern, summed over the group with
+    random position weights, then every grouped row checked against its code's first group; where the check
+    finds a difference (a collision), the exact path hashes each group's bytes (BLAKE2, 128 bits)."""
+    X = np.ascontiguousarray(X)
+    extra = [np.ascontiguousarray(e, dtype=X.dtype).reshape(-1, 1) for e in extra]
+    n, step = len(X), 1 << 15  # row blocks: no temporary of the whole matrix
+    utype = np.uint32 if X.dtype.itemsize == 4 else np.uint64
+
+    def bits(a, b):
+        block = np.hstack([X[a:b]] + [e[a:b] for e in extra]) if extra else X[a:b]
+        return block.view(utype).reshape(b - a, -1)
+
+    sizes = np.diff(off)
+    rng = np.random.default_rng(0x636C69636B73)
+    r = rng.uniform(0.5, 1.5, X.shape[1] + len(extra))
+    # (an elementwise product and a row sum, not BLAS: the same row gives the same key wherever it lies)
+    row_key = np.concatenate([(bits(a, min(a + step, n)).astype(np.float64) * r).sum(axis=1)
+                              for a in range(0, n, step)] or [np.zeros(0)])
+    pos = np.arange(n) - np.repeat(off[:-1], sizes)
+    terms = row_key * rng.uniform(0.5, 1.5, int(sizes.max(initial=1)))[pos]
+    # the group's length and sum as one complex key (a 1-d sort, not a row-wise one)
+    code, first = _first_appearance_codes(sizes + 1j * (np.add.reduceat(terms, off[:-1]) if len(terms)
+                                                        else np.zeros(len(sizes))))
+    rep = np.repeat(off[first[code]], sizes) + pos  # each row's counterpart in its code's first group
+    if all(np.array_equal(m[a:a + step].view(utype), m[rep[a:a + step]].view(utype))
+           for m in [X, *extra] for a in range(0, n, step)):
+        return code, first
+    import hashlib
+
+    import pandas as pd
+
+    keys = [hashlib.blake2b(bits(a, b).tobytes(), digest_size=16).digest() for a, b in zip(off[:-1], off[1:])]
+    code, uniq = pd.factorize(pd.Series(keys, dtype=object), sort=False)
+    first = np.full(len(uniq), -1, dtype=np.int64)
+    first[code[::-1]] = np.arange(len(keys) - 1, -1, -1)
+    return code.astype(np.int64), first
+
+
+def _session_codes(page, y, off):
+    """Codes of the sessions (same page, same clicks; first appearance order) and the first session of each
+    (``page``: a code per session that fixes its length): the clicks of a session of at most 52 rows as one
+    integer (exact in float64), else by the rows."""
+    sizes = np.diff(off)
+    if len(sizes) and sizes.max() <= 52:
+        pos = np.arange(len(y)) - np.repeat(off[:-1], sizes)
+        pattern = np.add.reduceat(y * np.exp2(pos), off[:-1])
+        return _first_appearance_codes(page + 1j * pattern)
+    return _codes_of_groups(np.repeat(page, sizes).astype(np.float64).reshape(-1, 1), off, y)
+
+
+def _rows_of(off, groups):
+    """The rows of ``groups`` (in that order) and the offsets of the groups in them."""
+    sizes = np.diff(off)[groups]
+    new_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    return np.repeat(off[groups], sizes) + np.arange(new_off[-1]) - np.repeat(new_off[:-1], sizes), new_off
+
+
+class _ClickPages:
+    """A click data set as Unbiased LambdaMART boosts it (the former class's layout, found from the rows):
+
+    - *pages*: the distinct result lists (sessions whose rows have the same features in the same order: they
+      score alike in every round). The trees are grown on the pages' rows, each row's gradient the sum over
+      the sessions that show the page.
+    - *sessions*: the distinct (page, clicks) sessions, weighted by their number (times their sample
+      weights), on which the engine computes the pairs' gradients and the bias sums (sums over sessions).
+
+    ``page_data``: the pages as the RankingInput the trees see (labels: clicks per page row).
+    """
+
+    def __init__(self, train):
+        from rankwise.data.ranking_input import RankingInput
+
+        X = train.X.toarray() if hasattr(train.X, "toarray") else np.asarray(train.X)
+        off, y = train.offsets, np.asarray(train.y, dtype=np.float64)
+        gw = np.ones(train.n_queries) if train.sample_weight is None else train.sample_weight[off[:-1]]
+        page, first_page = _codes_of_groups(X, off)
+        sess, first_sess = _session_codes(page, y, off)
+        rows, s_off = _rows_of(off, first_sess)
+        self.y, self.off = y[rows], s_off
+        self.weight = np.bincount(sess, weights=gw, minlength=len(first_sess))
+        p_rows, p_off = _rows_of(off, first_page)
+        pos = np.arange(len(rows)) - np.repeat(s_off[:-1], np.diff(s_off))
+        self.pos = pos
+        self.page_row = p_off[page[first_sess]].repeat(np.diff(s_off)) + pos  # session row -> page row
+        self.n_page_rows = int(p_off[-1])
+        clicks = np.bincount(self.page_row, weights=self.y * np.repeat(self.weight, np.diff(s_off)),
+                             minlength=self.n_page_rows)
+        self.page_data = RankingInput(train.X[p_rows], clicks, p_off, np.asarray(train.qids)[first_page], None,
+                                      None)
+
+
+class UnbiasedLambdaMART(GBDTRanker):
+    r"""Unbiased LambdaMART (Hu et al., WWW 2019): a :class:`~rankwise.models.GBDTRanker` trained on clicks.
+
+    ``fit(X, y, *, qid=...)`` takes a click data set: one group per session (result page), its rows the
+    displayed documents *in rank order* (a row's rank is its 1-based position in its group), ``y`` the clicks
+    (0/1) -- :func:`rankwise.clicks.session_dataset` builds it from a :class:`~rankwise.data.ClickLog` and a
+    feature set, and a RankingDataset passed as ``X`` carries its own labels and groups. ``predict(X)``
+    scores documents like any GBDTRanker.
+
+    Each boosting round's gradient is the training engine's LambdaMART pair kernel (the ``ranknet`` loss
+    with |ΔDCG| pair weights: :mod:`rankwise.losses._engine`) on the pairs (i clicked, j not clicked) of
+    every session, each pair weighted by :math:`1 / (t^+_{k_i} t^-_{k_j})` through per-row weights
+    :math:`1/t^+_{k_i}` (clicked rows) and :math:`1/t^-_{k_j}` (the others); the position biases are then
+    re-estimated from the pairwise losses at the round's scores (module docstring), with the exponent
+    1/(p+1). Sessions without a click, or without an unclicked document, give no pair.
 
     Parameters
     ----------
-    n_estimators, learning_rate, num_leaves, min_child_samples : LightGBM trees.
     sigma : float
         Slope of the pairwise logistic loss.
     p : float
         Regularisation exponent of the bias estimates (1/(p+1) power; 0 in the paper's default).
-    random_state : int
+    pair_weights : {"delta_dcg", "delta_ndcg"}
+        The LambdaMART weight of a pair: |ΔDCG| of swapping it in the current ranking of its session
+        (the default, as before), or |ΔNDCG| (divided by the session's ideal DCG: sessions with many
+        clicks weigh less).
+    n_estimators, learning_rate, num_leaves, max_depth, min_child_samples, subsample, colsample_bytree,
+    reg_lambda, backend_params, eval_metric, early_stopping_rounds, random_state, n_jobs, verbose, loss_every
+        As :class:`~rankwise.models.GBDTRanker` (LightGBM trees). ``eval_set`` (with ``eval_metric``) may
+        be a click data set or one with relevance labels; with ``early_stopping_rounds`` ``predict`` uses
+        the best round and ``t_plus_``/``t_minus_`` are that round's.
+    sample_weight (fit) : one weight per session (the same on each of its rows): multiplies its pairs in
+        the gradient and in the bias estimates.
+
+    As the former class did, the trees are grown on the log's distinct result pages (sessions whose rows have
+    the same features in the same order, found from the rows), each page row's gradient the sum over the
+    sessions that show it; the engine computes the pairs of the distinct (page, clicks) sessions, weighted
+    by their number. Neither changes the gradient or the bias sums (sums over sessions), and a log that
+    repeats its pages trains on far fewer rows (``min_child_samples`` counts page rows).
 
     Attributes
     ----------
-    t_plus_, t_minus_ : position biases of clicked and unclicked documents, relative to rank 1.
-    booster_ : the LightGBM booster; ``predict(X)`` scores documents.
+    t_plus_, t_minus_ : position biases of clicked and unclicked documents over ranks 1..R, relative to rank 1
+        (the biases the last round's gradient used were estimated in the round before).
+    booster_, n_estimators_, history_, best_iteration_ : as GBDTRanker.
+
+    Calling ``fit(log, features)`` with a :class:`~rankwise.data.ClickLog` (the former surface) still works
+    for one release, with a DeprecationWarning: it fits on ``session_dataset(log, features)``.
     """
 
-    def __init__(self, *, n_estimators: int = 100, learning_rate: float = 0.05, num_leaves: int = 31,
-                 min_child_samples: int = 20, sigma: float = 1.0, p: float = 0.0, random_state=0):
+    loss = "ranknet"  # the engine's pair kernel; the click weights come from fit (not parameters)
+    backend = "lightgbm"
+    _hess_floor = 1e-9
+    _parameter_constraints = {
+        **{k: v for k, v in GBDTRanker._parameter_constraints.items() if k not in ("loss", "backend")},
+        "sigma": [Interval("real", 0, closed="neither")],
+        "p": [Interval("real", 0)],
+        "pair_weights": [Options("delta_dcg", "delta_ndcg")],
+    }
+
+    def __init__(self, *, sigma: float = 1.0, p: float = 0.0, pair_weights: str = "delta_dcg",
+                 n_estimators: int = 100, learning_rate: float = 0.05, num_leaves: int = 31, max_depth=None,
+                 min_child_samples: int = 20, subsample: float = 1.0, colsample_bytree: float = 1.0,
+                 reg_lambda: float = 0.0, backend_params=None, eval_metric: str = "ndcg@10",
+                 early_stopping_rounds=None, random_state=0, n_jobs=None, verbose="auto", loss_every=10):
+        self.sigma = sigma
+        self.p = p
+        self.pair_weights = pair_weights
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
+        self.max_depth = max_depth
         self.min_child_samples = min_child_samples
-        self.sigma = sigma
-        self.p = p
+        self.subsample = subsample
+        self.colsample_bytree = colsample_bytree
+        self.reg_lambda = reg_lambda
+        self.backend_params = backend_params
+        self.eval_metric = eval_metric
+        self.early_stopping_rounds = early_stopping_rounds
         self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.loss_every = loss_every
 
-    def fit(self, log: ClickLog, features):
-        import lightgbm as lgb
+    @property
+    def loss_params(self) -> dict:
+        """The engine loss's hyperparameters: logistic pairs of slope ``sigma`` with |ΔNDCG| weights, linear
+        gain (the |ΔDCG| form multiplies each session's row weights by its ideal DCG, see ``_row_weights``)."""
+        return {"sigma": float(self.sigma), "pair_weights": "delta_ndcg", "gain": "linear"}
 
-        if not isinstance(log, ClickLog):
-            raise InputError(f"log must be a ClickLog; got {type(log).__name__}")
-        if not self.sigma > 0 or self.p < 0:
-            raise InputError(f"sigma must be > 0 and p >= 0; got sigma={self.sigma}, p={self.p}")
-        p_off, X, position, clicks, n_sess, counts, m_off = pages(log, features)
-        R = int(position.max())
-        t_plus, t_minus = np.ones(R), np.ones(R)
-        shown = np.maximum(np.bincount(position - 1, weights=np.repeat(n_sess, np.diff(p_off)), minlength=R), 1.0)
-        sigma, expo = float(self.sigma), 1.0 / (1.0 + float(self.p))
-        state = {"tp": t_plus, "tm": t_minus}
+    def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, group=None):
+        """Boost on a click data set (class docstring): ``X`` a RankingDataset of sessions (e.g.
+        :func:`~rankwise.clicks.session_dataset`), or rows with ``y`` = clicks and ``qid`` = session.
+        (No ``checkpoint``/``resume``: the position biases would have to be in the checkpoint.)"""
+        if isinstance(X, ClickLog):
+            from rankwise.clicks.sessions import session_dataset
 
-        def objective(preds, dataset):
-            tp, tm = state["tp"], state["tm"]
-            grad = np.zeros(len(preds))
-            hess = np.zeros(len(preds))
-            num_p, num_m = np.zeros(len(preds)), np.zeros(len(preds))
-            _ulm_grad(np.asarray(preds, dtype=np.float64), p_off, m_off, counts, tp[position - 1],
-                      tm[position - 1], sigma, grad, hess, num_p, num_m)
-            # per session showing the rank: pages of different lengths (lists shorter than the page)
-            # would otherwise make the deep ranks look rarely clicked
-            sp = np.bincount(position - 1, weights=num_p, minlength=R) / shown
-            sm = np.bincount(position - 1, weights=num_m, minlength=R) / shown
-            # ranks never seen clicked (unclicked) keep their bias
-            if sp[0] > 0:
-                state["tp"] = np.where(sp > 0, (sp / sp[0]) ** expo, tp)
-            if sm[0] > 0:
-                state["tm"] = np.where(sm > 0, (sm / sm[0]) ** expo, tm)
-            return grad, np.maximum(hess, 1e-9)
-
-        params = {"objective": objective, "learning_rate": float(self.learning_rate),
-                  "num_leaves": int(self.num_leaves), "min_data_in_leaf": int(self.min_child_samples),
-                  "verbosity": -1, "seed": int(self.random_state or 0), "deterministic": True,
-                  "force_row_wise": True, "num_threads": 1}
-        ds = lgb.Dataset(X, label=np.zeros(len(X)), free_raw_data=False)
-        self.booster_ = lgb.train(params, ds, num_boost_round=int(self.n_estimators))
-        self.t_plus_, self.t_minus_ = state["tp"], state["tm"]
+            warnings.warn("UnbiasedLambdaMART.fit(log, features) is deprecated and will be removed in the next "
+                          "release; use fit(rankwise.clicks.session_dataset(log, features))", DeprecationWarning,
+                          stacklevel=2)
+            X, y = session_dataset(X, y), None
+        self.__dict__.pop("_bias_rounds", None)
+        try:
+            super().fit(X, y, qid=qid, sample_weight=sample_weight, eval_set=eval_set, group=group)
+        finally:
+            self.__dict__.pop("_pages", None)
+        rounds = self.__dict__.pop("_bias_rounds")
+        best = getattr(self, "best_iteration_", None)
+        # the biases after round r were estimated from the scores before round r + 1's tree: after the best
+        # round's tree they are the next round's (the last round's own when it is the best)
+        tp, tm = rounds[-1] if best is None else rounds[min(best + 1, len(rounds) - 1)]
+        self.t_plus_, self.t_minus_ = tp.copy(), tm.copy()
         return self
 
-    def predict(self, X):
-        if not hasattr(self, "booster_"):
-            raise NotFittedError("this UnbiasedLambdaMART is not fitted; call fit(log, features) first")
-        X = X.toarray() if hasattr(X, "toarray") else np.asarray(X)
-        return self.booster_.predict(X, raw_score=True)
+    def _validate_fit(self, X, y, qid, **kw):
+        train, val = super()._validate_fit(X, y, qid, **kw)
+        yv = np.asarray(train.y)
+        bad = (yv != 0) & (yv != 1)
+        if bad.any():
+            raise InputError(f"UnbiasedLambdaMART: y must be clicks (0 or 1 per displayed document); got "
+                             f"{yv[bad][0]:g} in row {int(np.flatnonzero(bad)[0])}")
+        if train.sample_weight is not None:
+            w, off = train.sample_weight, train.offsets
+            if np.any(np.repeat(w[off[:-1]], np.diff(off)) != w):
+                raise InputError("UnbiasedLambdaMART: sample_weight is one weight per session; give every row of a "
+                                 "session (query) the same weight")
+        self._pages = _ClickPages(train)
+        return self._pages.page_data, val
+
+    def _objective(self, on_value=None, start=0):
+        sigma, expo = float(self.sigma), 1.0 / (1.0 + float(self.p))
+        cache = {}
+        rounds = self._bias_rounds = []
+        calls = [int(start)]
+
+        def unbiased_lambdamart_objective(preds, train_data):
+            if not cache:
+                pg = self.__dict__.pop("_pages")
+                off, w = pg.off, pg.weight
+                sizes = np.diff(off)
+                row_w = np.repeat(w, sizes)
+                R = int(sizes.max())
+                cache.update(pg=pg, R=R, row_w=row_w, scale=self._session_scale(pg.y, off),
+                             shown=np.maximum(np.bincount(pg.pos, weights=row_w, minlength=R), 1.0),
+                             tp=np.ones(R), tm=np.ones(R))
+                rounds.append((cache["tp"], cache["tm"]))
+            c, pg = cache, cache["pg"]
+            k = calls[0]
+            calls[0] += 1
+            want = on_value is not None and self.loss_every is not None and k % int(self.loss_every) == 0
+            s = np.asarray(preds, dtype=np.float64)[pg.page_row]
+            out, num_p, num_m = _ulm_terms(s, pg.y, pg.off, pg.pos, c["tp"], c["tm"], c["scale"], sigma,
+                                           group_weights=pg.weight, n_jobs=self.n_jobs, want_value=want,
+                                           hess_floor=1e-300)
+            if want:
+                on_value(out[2])
+            # per session showing the rank (sessions of different lengths); ranks never seen clicked (unclicked)
+            # keep their bias
+            sp = np.bincount(pg.pos, weights=num_p * c["row_w"], minlength=c["R"]) / c["shown"]
+            sm = np.bincount(pg.pos, weights=num_m * c["row_w"], minlength=c["R"]) / c["shown"]
+            if sp[0] > 0:
+                c["tp"] = np.where(sp > 0, (sp / sp[0]) ** expo, c["tp"])
+            if sm[0] > 0:
+                c["tm"] = np.where(sm > 0, (sm / sm[0]) ** expo, c["tm"])
+            rounds.append((c["tp"], c["tm"]))
+            grad = np.bincount(pg.page_row, weights=out[0], minlength=pg.n_page_rows)
+            hess = np.bincount(pg.page_row, weights=out[1], minlength=pg.n_page_rows)
+            return grad, np.maximum(hess, self._hess_floor)
+
+        return None, unbiased_lambdamart_objective
+
+    def _session_scale(self, y, off):
+        """Per row, the factor on its weight that makes the engine's |ΔNDCG| pair weight the |ΔDCG| one:
+        the square root of its session's ideal DCG (each pair's weight is the product of two row weights,
+        divided by the ideal DCG in the engine); 1 for ``pair_weights="delta_ndcg"``."""
+        if self.pair_weights == "delta_ndcg":
+            return np.ones(len(y))
+        sizes = np.diff(off)
+        n_clicks = np.add.reduceat(y, off[:-1]) if len(y) else np.zeros(0)
+        disc = np.cumsum(1.0 / np.log2(2.0 + np.arange(int(sizes.max()) + 1)))
+        ideal = np.where(n_clicks > 0, disc[np.maximum(n_clicks.astype(np.int64) - 1, 0)], 1.0)
+        return np.repeat(np.sqrt(ideal), sizes)
+
+    def _untrained_hint(self) -> str:
+        return ("No tree split the training rows: check that the sessions have both clicked and unclicked "
+                f"documents, lower min_child_samples (now {self.min_child_samples}), or raise learning_rate / "
+                "n_estimators")
+
+    # -- persistence: the booster and the position biases
+    def _get_state(self):
+        state, arrays = super()._get_state()
+        if hasattr(self, "t_plus_"):
+            arrays = {**arrays, "t_plus": np.asarray(self.t_plus_), "t_minus": np.asarray(self.t_minus_)}
+        return state, arrays
+
+    def _set_state(self, state, arrays):
+        super()._set_state(state, arrays)
+        if "t_plus" in arrays:
+            self.t_plus_ = np.asarray(arrays["t_plus"], dtype=np.float64)
+            self.t_minus_ = np.asarray(arrays["t_minus"], dtype=np.float64)

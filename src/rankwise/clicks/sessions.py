@@ -48,6 +48,7 @@ def session_dataset(log: ClickLog, features):
         raise InputError(f"log must be a rankwise.data.ClickLog (sessions; ClickCounts has lost them); "
                          f"got {type(log).__name__}")
     rows = _feature_rows(log, features)[log.pair]
+    doc_ids = np.asarray(log.docs).astype(str)[log.doc]  # the vocabulary converted once, then gathered
     return RankingDataset(features.X[rows], log.clicked.astype(np.float64), log.session_offsets,
-                          np.arange(log.n_sessions, dtype=np.int64), doc_ids=np.asarray(log.docs)[log.doc].astype(str),
+                          np.arange(log.n_sessions, dtype=np.int64), doc_ids=doc_ids,
                           feature_names=features.feature_names)

@@ -19,6 +19,30 @@ def _never(hyper: dict) -> bool:
     return False
 
 
+def never(hyper: dict) -> bool:
+    """A :class:`LossSpec` rule that holds for no hyperparameters."""
+    return False
+
+
+def always(hyper: dict) -> bool:
+    """A :class:`LossSpec` rule that holds for all hyperparameters."""
+    return True
+
+
+def affine_if_linear_utility(hyper: dict) -> bool | None:
+    """``labels_affine`` of a template in the utility u(y): affine in the labels for ``utility="linear"``,
+    not for ``"exp2"`` (2^y - 1), unknown (None) for a callable utility."""
+    u = hyper.get("utility", "linear")
+    return u == "linear" if isinstance(u, str) else None
+
+
+def affine_if_linear_gain(hyper: dict) -> bool | None:
+    """``labels_affine`` of a loss linear in its gains: affine in the labels for ``gain="linear"``, not for
+    ``"exp2"``, unknown (None) otherwise."""
+    g = hyper.get("gain", "exp2")
+    return g == "linear" if isinstance(g, str) else None
+
+
 @dataclass(frozen=True)
 class RegretRule:
     """A surrogate regret bound of Calauzènes, Usunier & Gallinari (2013), Table 2 (p = q = 2).
@@ -83,6 +107,11 @@ class LossSpec:
     step_weights : ``hyper -> bool``: the pair weights depend continuously on the scores and are
         held constant in the step (LightGBM's ``norm``): the gradient is the step's (the weights
         frozen), not the derivative of the value, so finite differences of the value do not match it.
+    labels_affine : ``hyper -> bool or None``: the gradient in the scores is affine in the labels, so an
+        inverse-propensity-weighted risk is unbiased (:mod:`rankwise.clicks.ips`; the numerical check is
+        :func:`rankwise.theory.ips.labels_enter_linearly`, which a registry-wide test holds every spec to);
+        None where it depends on what rankwise cannot see (a callable utility). Called with the loss's
+        defaults under the given hyperparameters (:meth:`affine_in_labels`).
     rank_weights : ``hyper -> bool``: the weights depend on the current ranking (ΔNDCG, rank
         distances, a top-k truncation) and are held constant in the step. The value then jumps
         where two scores cross, and at all-tied scores (every item equally ranked, as at a model's
@@ -114,6 +143,11 @@ class LossSpec:
     regret: RegretRule | None = None
     step_weights: Callable[[dict], bool] = _never
     rank_weights: Callable[[dict], bool] = _never
+    labels_affine: Callable[[dict], bool | None] = _never
+
+    def affine_in_labels(self, hyper: dict | None = None) -> bool | None:
+        """``labels_affine`` under ``hyper`` over the loss's defaults (None: unknown, check numerically)."""
+        return self.labels_affine({**self.defaults, **(hyper or {})})
 
     def line_search_safe(self, hyper: dict) -> bool:
         """Whether the value is an objective whose derivative is the gradient near any point, tied

@@ -16,7 +16,8 @@ from rankwise._validation import check_k
 from rankwise.errors import InputError
 from rankwise.losses import _engine
 from rankwise.losses._deferred import deferred
-from rankwise.losses._spec import CT, LossSpec, RegretRule, positive_param, u_inf
+from rankwise.losses._spec import (CT, LossSpec, RegretRule, affine_if_linear_gain, affine_if_linear_utility, never,
+                                   positive_param, u_inf)
 from rankwise.losses._utils import (
     check_choice,
     check_pair_memory,
@@ -520,32 +521,34 @@ SPECS = [
              "constants independent of m (tight as m grows); NDCG-consistency depends on the target "
              "distribution (Ravikumar et al. 2011)", hessian_diag=_listnet_hessian,
              kernel=lambda h: _engine.listnet_kernel(check_positive(h.get("temperature", 1.0), "temperature",
-                                                                    "listnet"))),
+                                                                    "listnet")), labels_affine=never),
     LossSpec("listmle", listmle_loss, "listwise", True, None,
              lambda m: 2.0 * max(m - 1, 0), lambda m: math.sqrt(2.0) * max(m - 1, 0), {},
              "Xia et al. ICML 2008", "label ties broken by input order; the gradient ℓ1 norm is < 2 per suffix term",
-             hessian_diag=_listmle_hessian, quadratic=lambda h: True, kernel=lambda h: _engine.listmle_kernel()),
+             hessian_diag=_listmle_hessian, quadratic=lambda h: True, kernel=lambda h: _engine.listmle_kernel(),
+             labels_affine=never),
     LossSpec("smooth_dcg", smooth_dcg_loss, "listwise", False, None, None, None,
              {"k": 10, "sigma": 1.0, "gain": "exp2"}, "Chapelle & Wu, Information Retrieval 13, 2010",
              "d(j) from the current ranking: kinks where scores tie", smooth_at_ties=False, hessian="abs_grad",
              valid_when=("positive_gain",), example_hyper={"k": 3}, quadratic=lambda h: True,
-             kernel=_smooth_dcg_kernel),
+             kernel=_smooth_dcg_kernel, labels_affine=never),
     LossSpec("smooth_dcg1", smooth_dcg1_loss, "listwise", False, None,
              lambda m, sigma=1.0, y_max=4: (2.0 ** y_max - 1) / (2 * sigma),
              lambda m, sigma=1.0, y_max=4: (2.0 ** y_max - 1) / (2 * sigma),
              {"sigma": 1.0, "gain": "exp2"}, "Chaudhuri & Tewari ICML 2015, Prop. 2",
              "constants for labels in [0, y_max] (default 4), independent of m", hessian="abs_grad",
-             kernel=_smooth_dcg1_kernel),
+             kernel=_smooth_dcg1_kernel, labels_affine=affine_if_linear_gain),
     LossSpec("lambdaloss", lambdaloss_loss, "listwise", False, None, None, None,
              {"sigma": 1.0}, "Wang et al. CIKM 2018 (NDCG-Loss2++, mu=5)",
              "rank-dependent weights jump where scores cross", smooth_at_ties=False,
              valid_when=("ordered_pair", "positive_gain"), pair_form=_lambdaloss_pairs, quadratic=lambda h: True,
              kernel=_lambdaloss_kernel, step_weights=lambda h: bool(h.get("norm", False)),
              rank_weights=lambda h: (h.get("weighting", "ndcg2pp") not in ("arp1", "arp2")
-                                     or h.get("truncation_level") is not None)),
+                                     or h.get("truncation_level") is not None), labels_affine=never),
     LossSpec("approx_ndcg", approx_ndcg_loss, "listwise", False, None, None, None,
              {"alpha": 10.0, "gain": "exp2"}, "Qin, Liu & Li, Information Retrieval 13, 2010", "",
-             hessian="abs_grad", valid_when=("positive_gain",), quadratic=lambda h: True, kernel=_approx_ndcg_kernel),
+             hessian="abs_grad", valid_when=("positive_gain",), quadratic=lambda h: True, kernel=_approx_ndcg_kernel,
+             labels_affine=never),
     LossSpec("bregman", bregman_loss, "listwise", True, True, None, None,
              {"utility": "linear", "psi": "squared", "link": "identity"},
              "Ravikumar, Tewari & Yang AISTATS 2011; " + CT + ", eq. (5)",
@@ -554,5 +557,5 @@ SPECS = [
                                lambda h: ("2/√μ = 2√‖U(Δ)‖∞ (ψ = KL)" if h.get("psi", "squared") == "kl"
                                           else "2/√μ = 2 (ψ = ½‖·‖²)"),
                                needs_u=lambda h: h.get("psi", "squared") == "kl", bound_params=("mu",),
-                               check=_bregman_check)),
+                               check=_bregman_check), labels_affine=affine_if_linear_utility),
 ]

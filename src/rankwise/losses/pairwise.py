@@ -33,7 +33,7 @@ from rankwise.losses import _engine
 from rankwise.losses._deferred import deferred
 from rankwise.losses._sorted_exp import sorted_exp_function, sorted_exp_terms
 from rankwise.losses._sorted_hinge import sorted_hinge_function
-from rankwise.losses._spec import CT, LossSpec, RegretRule, u_inf
+from rankwise.losses._spec import CT, LossSpec, RegretRule, affine_if_linear_utility, never, u_inf
 from rankwise.losses._utils import (
     EXP_CLIP,
     check_choice,
@@ -706,14 +706,15 @@ SPECS = [
              "O(n log n) Fenwick sweep; Hessian 0 a.e., so the GBDT adapter uses |grad|",
              hessian="abs_grad", valid_when=("ordered_pair",), pair_form=_hinge_pairs,
              kernel=_pair_kernel("pairwise_hinge", _engine.PHI_HINGE),
-             quadratic=_dense_if("pair_weights", "delta_ndcg", "none"), rank_weights=_ranked_weights),
+             quadratic=_dense_if("pair_weights", "delta_ndcg", "none"), rank_weights=_ranked_weights,
+             labels_affine=never),
     LossSpec("ranknet", ranknet_loss, "pairwise", True, False,
              lambda m, sigma=1.0: sigma * _maxcut(m), lambda m, sigma=1.0: sigma * _hinge_l2(m),
              {"sigma": 1.0, "pair_weights": "none"}, "Burges et al. ICML 2005",
              "not order-preserving in general (Duchi, Mackey & Jordan ICML 2010); O(n^2)",
              valid_when=("ordered_pair",), pair_form=_ranknet_pairs, quadratic=lambda h: True,
              kernel=_pair_kernel("ranknet", _engine.PHI_LOGISTIC, logistic=True),
-             step_weights=lambda h: bool(h.get("norm", False)), rank_weights=_ranked_weights),
+             step_weights=lambda h: bool(h.get("norm", False)), rank_weights=_ranked_weights, labels_affine=never),
     LossSpec("lambdarank", lambdarank_loss, "pairwise", False, False, None, None,
              {"sigma": 1.0, "truncation_level": 50, "norm": True, "gain": "exp2"},
              "Burges 2010 (MSR-TR-2010-82); LightGBM's lambdarank (Ke et al. NeurIPS 2017)",
@@ -722,20 +723,21 @@ SPECS = [
              quadratic=lambda h: True,
              kernel=_pair_kernel("lambdarank", _engine.PHI_LOGISTIC, logistic=True,
                                  defaults={"pair_weights": "delta_ndcg", "truncation_level": 50, "norm": True}),
-             step_weights=lambda h: bool(h.get("norm", True)), rank_weights=lambda h: True),
+             step_weights=lambda h: bool(h.get("norm", True)), rank_weights=lambda h: True, labels_affine=never),
     LossSpec("rankboost", rankboost_loss, "pairwise", True, False, None, None,
              {"pair_weights": "none", "method": "auto"}, "Freund et al. JMLR 2003",
              "exp continued linearly above 50; O(n log n) log-domain Fenwick sweeps for any score range "
              "(dense O(n^2) for delta_ndcg weights); exact Hessian diagonal from the same sweeps",
              valid_when=("ordered_pair",), pair_form=_rankboost_pairs, fast_terms=_rankboost_fast,
              kernel=_pair_kernel("rankboost", _engine.PHI_EXP),
-             quadratic=_dense_if("pair_weights", "delta_ndcg", "none"), rank_weights=_ranked_weights),
+             quadratic=_dense_if("pair_weights", "delta_ndcg", "none"), rank_weights=_ranked_weights,
+             labels_affine=never),
     LossSpec("pairwise_squared", pairwise_squared_loss, "pairwise", True, True, None, None,
              {"utility": "linear", "method": "auto"}, CT,
              "all pairs; O(n) closed form; Hessian diagonal 2 w_i (Σ_j w_j - w_i)",
              valid_when=("two_items",), pair_form=_squared_pairs, fast_terms=_squared_fast, kernel=_squared_kernel,
              quadratic=lambda h: h.get("method", "auto") == "dense",
-             regret=RegretRule("pairwise", lambda h, U: 1.0, lambda h: "1")),
+             regret=RegretRule("pairwise", lambda h, U: 1.0, lambda h: "1"), labels_affine=affine_if_linear_utility),
     LossSpec("op_pairwise", op_pairwise_loss, "pairwise", True, True, None, None,
              {"utility": "linear", "phi": "logistic", "method": "auto"}, CT + ", eq. (4)",
              "Lipschitz constant depends on the utility range; O(n log n) for phi exponential and "
@@ -743,11 +745,11 @@ SPECS = [
              valid_when=("two_items",), pair_form=_op_pairs, fast_terms=_op_fast, kernel=_op_kernel,
              quadratic=_dense_if("phi", "logistic", "logistic"),
              regret=RegretRule("pairwise", _op_constant, lambda h: "2√‖U(Δ)‖∞", needs_u=lambda h: True,
-                              check=_op_regret_check)),
+                              check=_op_regret_check), labels_affine=affine_if_linear_utility),
     LossSpec("kendall_hinge", kendall_hinge_loss, "pairwise", True, False,
              lambda m: _kendall_norm(m) * _maxcut(m), lambda m: _kendall_norm(m) * _hinge_l2(m),
              {"method": "auto"}, "Shalev-Shwartz & Ben-David 2014, §17.4",
              "averaged over r(r-1)/2 pairs: ℓ∞ constant <= 1 + 1/(m-1), bounded in m; tight",
              hessian="abs_grad", valid_when=("two_items",), pair_form=_kendall_pairs,
-             quadratic=lambda h: h.get("method", "auto") == "dense"),
+             quadratic=lambda h: h.get("method", "auto") == "dense", labels_affine=never),
 ]

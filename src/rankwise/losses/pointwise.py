@@ -20,7 +20,7 @@ import math
 from rankwise.errors import InputError
 from rankwise.losses import _engine
 from rankwise.losses._deferred import deferred
-from rankwise.losses._spec import CT, LossSpec, pointwise_regret, positive_param
+from rankwise.losses._spec import CT, LossSpec, affine_if_linear_utility, always, pointwise_regret, positive_param
 from rankwise.losses._utils import check_positive, prepare, reduce, safe_exp, utility
 
 torch = deferred("torch", globals())
@@ -240,30 +240,33 @@ SPECS = [
     LossSpec("pointwise_squared", pointwise_squared_loss, "pointwise", True, True, None, None,
              {"utility": "linear"}, CT + "; Cossock & Zhang 2008",
              "unbounded gradient: no Lipschitz constant; Hessian 2 exactly", separable=True, kernel=_kernel(_engine.PT_SQUARED, "pointwise_squared", template=False),
-             regret=pointwise_regret(lambda h: math.sqrt(2.0), "√2")),
+             regret=pointwise_regret(lambda h: math.sqrt(2.0), "√2"), labels_affine=affine_if_linear_utility),
     LossSpec("pointwise_utility_regression", pointwise_utility_regression_loss, "pointwise",
              True, True, None, None, {"utility": "exp2"}, "Cossock & Zhang 2008",
-             "regression on 2^y - 1: order-preserving w.r.t. the DCG utility", separable=True, kernel=_kernel(_engine.PT_SQUARED, "pointwise_utility_regression", "exp2", template=False)),
+             "regression on 2^y - 1: order-preserving w.r.t. the DCG utility", separable=True, kernel=_kernel(_engine.PT_SQUARED, "pointwise_utility_regression", "exp2", template=False),
+             labels_affine=affine_if_linear_utility),
     LossSpec("pointwise_logistic", pointwise_logistic_loss, "pointwise", True, True,
              lambda m, eta=1.0: m * eta, lambda m, eta=1.0: math.sqrt(m) * eta,
              {"utility": "linear", "eta": 1.0}, CT, "|∂ℓ/∂s_i| <= max(v, η - v) <= η: tight (v = 0, s -> ∞)",
-             separable=True, kernel=_kernel(_engine.PT_LOGISTIC, "pointwise_logistic"), example_hyper={"eta": 2.0}, regret=pointwise_regret(_sqrt_eta, "√η")),
+             separable=True, kernel=_kernel(_engine.PT_LOGISTIC, "pointwise_logistic"), example_hyper={"eta": 2.0}, regret=pointwise_regret(_sqrt_eta, "√η"),
+             labels_affine=affine_if_linear_utility),
     LossSpec("pointwise_exponential", pointwise_exponential_loss, "pointwise", True, True,
              None, None, {"utility": "linear", "eta": 1.0}, CT, "exp continued linearly above 50",
-             separable=True, kernel=_kernel(_engine.PT_EXP, "pointwise_exponential"), example_hyper={"eta": 2.0}, regret=pointwise_regret(_sqrt_eta, "√η")),
+             separable=True, kernel=_kernel(_engine.PT_EXP, "pointwise_exponential"), example_hyper={"eta": 2.0}, regret=pointwise_regret(_sqrt_eta, "√η"),
+             labels_affine=affine_if_linear_utility),
     LossSpec("pointwise_squared_hinge", pointwise_squared_hinge_loss, "pointwise", True, True,
              None, None, {"utility": "linear", "eta": 1.0, "t": 1.0}, CT, "unbounded gradient",
              separable=True, kernel=_kernel(_engine.PT_SQHINGE, "pointwise_squared_hinge"), example_hyper={"eta": 2.0},
              regret=pointwise_regret(lambda h: math.sqrt(2.0 * positive_param(h, "eta")) / positive_param(h, "t", 1.0),
-                                     "√(2η)/t")),
+                                     "√(2η)/t"), labels_affine=affine_if_linear_utility),
     LossSpec("pointwise_smooth_hinge", pointwise_smooth_hinge_loss, "pointwise", True, True,
              lambda m, eta=1.0: m * eta, lambda m, eta=1.0: math.sqrt(m) * eta,
              {"utility": "linear", "eta": 1.0, "alpha": 0.25}, CT, "φ_α' ∈ [0, 1]: tight",
              separable=True, kernel=_kernel(_engine.PT_SMOOTHHINGE, "pointwise_smooth_hinge"), example_hyper={"eta": 2.0, "alpha": 0.5},
              regret=pointwise_regret(lambda h: 4.0 * math.sqrt(positive_param(h, "eta") / positive_param(h, "alpha", 0.25)),
-                                     "4√(η/α)")),
+                                     "4√(η/α)"), labels_affine=affine_if_linear_utility),
     LossSpec("sigmoid_ce", sigmoid_ce_loss, "pointwise", True, True,
              lambda m: float(m), lambda m: math.sqrt(m), {},
              "Kotłowski et al. ICML 2011; " + CT + " (η = 1)", "binary labels in [0, 1]; tight",
-             separable=True, kernel=_sigmoid_ce_kernel, binary_labels=True),
+             separable=True, kernel=_sigmoid_ce_kernel, binary_labels=True, labels_affine=always),
 ]

@@ -316,6 +316,7 @@ def _model_meta(model, kind: str) -> tuple[dict, dict]:
         "rankwise_version": __version__,
         "kind": kind,
         "class": type(model).__name__,
+        "module": type(model).__module__,
         "params": _encode(model._get_params_state(), where=f"{type(model).__name__} parameters"),
         "state": _encode(state, where=f"{type(model).__name__} state"),
     }
@@ -355,11 +356,28 @@ def restore_state(model, state, arrays: dict, path) -> None:
         raise corrupt(path, exc) from None
 
 
+def _import_model_class(name: str, module) -> type | None:
+    """A model class defined above this layer (e.g. ``rankwise.clicks.joint``), registered once its module is
+    imported: the file names the module; only rankwise's own modules are imported."""
+    import importlib
+    import re
+
+    if not isinstance(module, str) or not re.fullmatch(r"rankwise(\.[A-Za-z_][A-Za-z0-9_]*)+", module):
+        return None
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return None
+    return MODEL_REGISTRY.get(name)
+
+
 def _build(meta: dict, arrays: dict, path):
     # The registry is full: importing this module ran rankwise/models/__init__.py first, which
     # imports every model module (importing the package here would close an import cycle).
     name = meta.get("class")
     cls = MODEL_REGISTRY.get(name) if isinstance(name, str) else None
+    if cls is None and isinstance(name, str):
+        cls = _import_model_class(name, meta.get("module"))
     if cls is None:
         raise InputError(f"cannot load {path}: unknown model class {name!r}; known: {sorted(MODEL_REGISTRY)}")
     try:
