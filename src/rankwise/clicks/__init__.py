@@ -30,6 +30,9 @@ _LAZY = {
     "direct_relevance": "ips",
     "UnbiasedLambdaMART": "joint", "DLA": "joint", "pages": "joint",
     "simulate_clicks_protocol": "simulation", "ClickSimulation": "simulation", "click_noise": "simulation",
+    "counterfactual_estimates": "evaluation", "CounterfactualEstimate": "evaluation", "expected_metric": "evaluation",
+    "interleave": "interleaving", "Interleaving": "interleaving", "InterleavingResult": "interleaving",
+    "team_draft": "interleaving", "probabilistic_interleave": "interleaving", "simulated_click_model": "interleaving",
 }
 
 __all__ = sorted([*_LAZY, *_DATA])
