@@ -49,13 +49,17 @@ propensity of Oosterhuis & de Rijke, SIGIR 2020; for a deterministic logger
   (exposure under the logger) and ρ and θ are correct, since :math:`E[c_{sd}/\rho_{qd}] = \alpha_{qd}`.
   A deterministic top-k logger has ρ = 0 below rank k: documents never displayed are missed
   (item-selection bias), which only a stochastic logger (or a full-list page) removes.
-- *SNIPS*: the control variate :math:`w_s` has expectation exactly 1 for every query, because
-  :math:`E_\pi[\theta_{\mathrm{rank}_{log}(d)}] = \rho_{qd}` (θ of an undisplayed document is 0);
-  :math:`\Lambda_q = \sum_{d \in S_q} \lambda_d` over the documents :math:`S_q` of q that the log
-  displays at least once (:math:`w_s = 1` where :math:`\Lambda_q = 0`). The ratio is consistent
-  (bias O(1/N)) and cancels the noise of the logging policy's draws (Swaminathan & Joachims, NeurIPS
-  2015, with this per-document weight). A deterministic logger makes every :math:`w_s = 1`: SNIPS is
-  then IPS exactly — there is no logging randomness to normalise.
+- *SNIPS*: the control variate :math:`w_s` has expectation
+  :math:`E[w_s \mid q] = \sum_{d \in D_q:\, \rho_{qd} > 0} \lambda_d / \Lambda_q` with
+  :math:`\Lambda_q = \sum_{d \in D_q} \lambda_d` over *every* candidate of q, because
+  :math:`E_\pi[\theta_{\mathrm{rank}_{log}(d)}] = \rho_{qd}` (θ of an undisplayed document is 0): exactly 1
+  for every query under IPS's own condition (ρ > 0 wherever λ > 0); :math:`w_s = 1` where
+  :math:`\Lambda_q = 0`. The ratio is consistent (bias O(1/N)) and cancels the noise of the logging
+  policy's draws (Swaminathan & Joachims, NeurIPS 2015, with this per-document weight). With a
+  deterministic logger that shows every candidate, every :math:`w_s = 1` and SNIPS is IPS exactly —
+  there is no logging randomness to normalise; where ρ = 0 on part of the new top k (a deterministic
+  top-k page), :math:`w_s < 1` is a constant of the query and SNIPS rescales its IPS term by it, a
+  bias of its own (neither estimator sees those documents).
 - *DR* (Dudík, Langford & Li, ICML 2011; for position bias Oosterhuis, TOIS 2023): a direct model
   :math:`\hat m_{qd}` of α for every candidate plus IPS of the residuals; unbiased when ρ > 0 on the new
   top k (for *any* m̂, provided m̂ is independent of the clicks it corrects: fit it on other data or
@@ -213,6 +217,45 @@ def _normal(method, n, estimate, se, confidence):
                                   float(estimate + z * se), int(n), float(confidence), "normal")
 
 
+def _session_values(log, features, scores, *, propensity, exposure, k, metric, methods, direct) -> dict:
+    """Per-session values of each method: ``ips`` and ``dr`` arrays (N,) whose means are the
+    estimates; ``snips`` the pair (Y, w) of the ratio (module docstring)."""
+    from rankwise.clicks.ips import _direct_values, _feature_rows
+
+    theta = _check_theta(propensity, log.max_rank, f"the log's longest page ({log.max_rank} results)")
+    lam_f = rank_weights(features, scores, k=k, metric=metric, propensity=theta)
+    f_row = _feature_rows(log, features)[log.pair]  # features row of every log row
+    theta_log = theta[log.ranks - 1]
+    if exposure is None:
+        rho = theta_log
+    else:
+        rho = np.asarray(exposure, dtype=np.float64)
+        if rho.shape != (len(log.doc),):
+            raise InputError(f"exposure must hold one value per row of the log ({len(log.doc)},); got shape {rho.shape}")
+        if not np.all(np.isfinite(rho)) or np.any(rho <= 0) or np.any(rho > 1 + 1e-12):
+            i = int(np.flatnonzero(~(np.isfinite(rho) & (rho > 0) & (rho <= 1 + 1e-12)))[0])
+            raise InputError(f"exposure must lie in (0, 1] on every displayed row (a shown document has positive "
+                             f"expected examination); row {i} has {rho[i]!r}")
+    lam = lam_f[f_row]
+    c = log.clicked.astype(np.float64)
+    n_fq = features.n_queries
+    qrow_f = np.repeat(np.arange(n_fq), np.diff(features.query_offsets))
+    sess_q = qrow_f[f_row[log.session_offsets[:-1]]]  # features query of every session
+    Y = _session_sum(log, lam * c / rho)
+    cols = {}
+    if "ips" in methods:
+        cols["ips"] = Y
+    if "snips" in methods:
+        Lam = np.bincount(qrow_f, weights=lam_f, minlength=n_fq)[sess_q]  # Λ_q over every candidate of q
+        raw = _session_sum(log, lam * theta_log / rho)
+        cols["snips"] = (Y, np.where(Lam > 0, raw / np.where(Lam > 0, Lam, 1.0), 1.0))
+    if "dr" in methods:
+        m = _direct_values(direct, log, features, theta)
+        dm_q = np.bincount(qrow_f, weights=lam_f * m, minlength=n_fq)
+        cols["dr"] = dm_q[sess_q] + _session_sum(log, lam * (c - theta_log * m[f_row]) / rho)
+    return cols
+
+
 def counterfactual_estimates(log: ClickLog, features, scores, *, propensity, exposure=None, k: int | None = 10,
                              metric: str = "dcg", methods=COUNTERFACTUAL_METHODS, direct=None,
                              confidence: float = 0.95, interval: str = "normal", n_bootstrap: int = 2000,
@@ -272,44 +315,10 @@ def counterfactual_estimates(log: ClickLog, features, scores, *, propensity, exp
         raise InputError(f"log needs at least 2 sessions for a standard error; got {log.n_sessions}")
     if "dr" in methods and direct is None:
         raise InputError("method 'dr' needs a direct model of the relevance (direct=, an array or a callable)")
-    from rankwise.clicks.ips import _direct_values, _feature_rows
-
-    theta = _check_theta(propensity, log.max_rank, f"the log's longest page ({log.max_rank} results)")
-    lam_f = rank_weights(features, scores, k=k, metric=metric, propensity=theta)
-    f_row = _feature_rows(log, features)[log.pair]  # features row of every log row
-    theta_log = theta[log.ranks - 1]
-    if exposure is None:
-        rho = theta_log
-    else:
-        rho = np.asarray(exposure, dtype=np.float64)
-        if rho.shape != (len(log.doc),):
-            raise InputError(f"exposure must hold one value per row of the log ({len(log.doc)},); got shape {rho.shape}")
-        if not np.all(np.isfinite(rho)) or np.any(rho <= 0) or np.any(rho > 1 + 1e-12):
-            i = int(np.flatnonzero(~(np.isfinite(rho) & (rho > 0) & (rho <= 1 + 1e-12)))[0])
-            raise InputError(f"exposure must lie in (0, 1] on every displayed row (a shown document has positive "
-                             f"expected examination); row {i} has {rho[i]!r}")
-    lam = lam_f[f_row]
-    c = log.clicked.astype(np.float64)
-    Y = _session_sum(log, lam * c / rho)
-    cols, out = {}, {}
+    cols = _session_values(log, features, scores, propensity=propensity, exposure=exposure, k=k, metric=metric,
+                           methods=methods, direct=direct)
+    out = {}
     n = log.n_sessions
-    if "ips" in methods:
-        cols["ips"] = Y
-    if "snips" in methods:
-        # Λ_q over the documents of q displayed at least once: one λ per (query, doc) pair
-        pair_lam = np.zeros(log.n_pairs)
-        pair_lam[log.pair] = lam
-        Lam = np.bincount(log.pair_query, weights=pair_lam, minlength=log.n_queries)[log.query]
-        raw = _session_sum(log, lam * theta_log / rho)
-        w = np.where(Lam > 0, raw / np.where(Lam > 0, Lam, 1.0), 1.0)
-        cols["snips"] = (Y, w)
-    if "dr" in methods:
-        m = _direct_values(direct, log, features, theta)
-        dm_q = np.bincount(np.repeat(np.arange(features.n_queries), np.diff(features.query_offsets)),
-                           weights=lam_f * m, minlength=features.n_queries)
-        qrow_f = np.repeat(np.arange(features.n_queries), np.diff(features.query_offsets))
-        sess_q = qrow_f[f_row[log.session_offsets[:-1]]]  # features query of every session
-        cols["dr"] = dm_q[sess_q] + _session_sum(log, lam * (c - theta_log * m[f_row]) / rho)
     for meth in methods:
         if meth == "snips":
             Yv, w = cols[meth]
