@@ -124,18 +124,23 @@ def probabilistic_interleave(a, b, *, k: int | None = None, tau: float = 3.0, ra
     a, b = _check_pi(a, b, tau)
     rng = np.random.default_rng(random_state)
     k = _check_k(k, len(a))
-    docs = a.copy()
-    wa, wb = _softmax_weights(a, docs, tau), _softmax_weights(b, docs, tau)
-    left = np.ones(len(docs), dtype=bool)
-    shown, assign = [], []
-    for _ in range(k):
+    idx, assign, _ = _pi_draw(_softmax_weights(a, a, tau), _softmax_weights(b, a, tau), k, rng)
+    return a[idx], assign
+
+
+def _pi_draw(wa, wb, k, rng):
+    """One probabilistic interleaving of candidates with softmax weights ``wa``, ``wb``: the drawn
+    candidates' indices, the drawing ranker (0 = A) and the posterior P(a_i = A | L) of each position."""
+    wa_l, wb_l = wa.copy(), wb.copy()
+    idx, assign, p_a = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int8), np.empty(k)
+    for i in range(k):
         x = int(rng.random() < 0.5)  # 1: B
-        w = np.where(left, wb if x else wa, 0.0)
-        j = int(rng.choice(len(docs), p=w / w.sum()))
-        shown.append(docs[j])
-        assign.append(x)
-        left[j] = False
-    return np.asarray(shown), np.asarray(assign, dtype=np.int8)
+        cs = np.cumsum(wb_l if x else wa_l)
+        j = int(np.searchsorted(cs, rng.random() * cs[-1], side="right"))
+        pa, pb = wa_l[j] / wa_l.sum(), wb_l[j] / wb_l.sum()
+        idx[i], assign[i], p_a[i] = j, x, pa / (pa + pb)
+        wa_l[j] = wb_l[j] = 0.0
+    return idx, assign, p_a
 
 
 def probabilistic_assignment(a, b, shown, *, tau: float = 3.0) -> np.ndarray:
@@ -282,17 +287,21 @@ def interleave(data, scores_a, scores_b, *, n_sessions: int, method: str = "team
     rng = np.random.default_rng(random_state)
     sess_q = rng.integers(0, len(off) - 1, int(n_sessions))
     rows, sizes, team, p_a = [], [], [], []
-    rankings = {}
+    if not (isinstance(tau, (int, float, np.floating)) and np.isfinite(tau) and tau >= 0):
+        raise InputError(f"tau must be a finite number >= 0; got {tau!r}")
+    rankings, pi_weights = {}, {}
     for q in sess_q:
         if q not in rankings:
             a0, b0 = off[q], off[q + 1]
             rankings[q] = (a0 + np.argsort(-sa[a0:b0], kind="stable"), a0 + np.argsort(-sb[a0:b0], kind="stable"))
+            pi_weights[q] = tuple(_softmax_weights(r - a0, np.arange(b0 - a0), tau) for r in rankings[q])
         ra, rb = rankings[q]
         if method == "team_draft":
             shown, t = team_draft(ra, rb, k=k, random_state=rng)
-        else:
-            shown, t = probabilistic_interleave(ra, rb, k=k, tau=tau, random_state=rng)
-            p_a.append(probabilistic_assignment(ra, rb, shown, tau=tau))
+        else:  # candidates in row order; softmax weights r_x(d)^-τ
+            j, t, pa = _pi_draw(*pi_weights[q], _check_k(k, len(ra)), rng)
+            shown = off[q] + j
+            p_a.append(pa)
         rows.append(shown)
         team.append(t)
         sizes.append(len(shown))
