@@ -263,7 +263,7 @@ def test_protocol_log_deterministic_full_list_covers():
 def test_bad_input_is_named():
     f, s, _ = features()
     log = ClickLog.from_arrays(["a", "b"], [["x", "y"], ["u"]], [[1, 0], [0]])
-    with pytest.raises(InputError, match="exposure must lie in"):
+    with pytest.raises(InputError, match="exposure must be positive and finite"):
         counterfactual_estimates(log, f, s, propensity=THETA, exposure=np.array([0.5, 0.0, 0.5]), methods=("ips",))
     with pytest.raises(InputError, match="exposure must hold one value per row"):
         counterfactual_estimates(log, f, s, propensity=THETA, exposure=np.ones(2), methods=("ips",))

@@ -232,10 +232,10 @@ def _session_values(log, features, scores, *, propensity, exposure, k, metric, m
         rho = np.asarray(exposure, dtype=np.float64)
         if rho.shape != (len(log.doc),):
             raise InputError(f"exposure must hold one value per row of the log ({len(log.doc)},); got shape {rho.shape}")
-        if not np.all(np.isfinite(rho)) or np.any(rho <= 0) or np.any(rho > 1 + 1e-12):
-            i = int(np.flatnonzero(~(np.isfinite(rho) & (rho > 0) & (rho <= 1 + 1e-12)))[0])
-            raise InputError(f"exposure must lie in (0, 1] on every displayed row (a shown document has positive "
-                             f"expected examination); row {i} has {rho[i]!r}")
+        if not np.all(np.isfinite(rho) & (rho > 0)):
+            i = int(np.flatnonzero(~(np.isfinite(rho) & (rho > 0)))[0])
+            raise InputError(f"exposure must be positive and finite on every displayed row (a shown document has "
+                             f"positive expected examination); row {i} has {rho[i]!r}")
     lam = lam_f[f_row]
     c = log.clicked.astype(np.float64)
     n_fq = features.n_queries
