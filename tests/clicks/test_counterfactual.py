@@ -219,7 +219,8 @@ def random_top_log(data, alpha, n_sessions, rng, top_k=5):
     rank = np.arange(len(rows)) - np.repeat(off[:-1], np.diff(off))
     theta = 1.0 / np.arange(1, top_k + 1)
     clicked = rng.random(len(rows)) < theta[rank] * alpha[rows]
-    log = ClickLog(off, q, np.asarray(data.query_ids), rows, np.asarray(data.doc_ids), clicked.astype(np.uint8))
+    uq, qc = np.unique(q, return_inverse=True)  # the log's queries: those some session drew
+    log = ClickLog(off, qc, np.asarray(data.query_ids)[uq], rows, np.asarray(data.doc_ids), clicked.astype(np.uint8))
     return log, policy.exposure(theta)[rows], theta
 
 
