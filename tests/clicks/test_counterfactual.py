@@ -289,5 +289,8 @@ def test_bad_input_is_named():
         counterfactual_estimates(log.subset(np.array([True, False])), f, s, propensity=THETA, methods=("ips",))
     with pytest.raises(InputError, match="interval must be"):
         counterfactual_estimates(log, f, s, propensity=THETA, methods=("ips",), interval="exact")
+    with pytest.raises(InputError, match="SNIPS is undefined"):  # z, the new top 1 of a at k = 1, is never shown
+        counterfactual_estimates(ClickLog.from_arrays(["a", "a"], [["x"], ["y"]], [[1], [0]]), f,
+                                 np.array([0.0, 0.0, 1.0, 0.0, 0.0]), propensity=THETA, k=1, methods=("snips",))
     with pytest.raises(InputError, match="ctr' needs the propensities"):
         rank_weights(f, s, metric="ctr")

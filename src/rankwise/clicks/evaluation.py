@@ -322,6 +322,9 @@ def counterfactual_estimates(log: ClickLog, features, scores, *, propensity, exp
     for meth in methods:
         if meth == "snips":
             Yv, w = cols[meth]
+            if w.sum() <= 0:
+                raise InputError("SNIPS is undefined on this log: no session displays a document of the new ranker's "
+                                 "top k (every control variate w_s is 0); use IPS or DR")
             est = Yv.sum() / w.sum()
             se = np.sqrt(np.sum((Yv - est * w) ** 2) / (n * (n - 1))) / w.mean()
         else:
