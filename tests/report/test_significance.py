@@ -279,3 +279,15 @@ def test_new_functions_bad_input():
         tukey_hsd_randomized(np.array([[1.0, np.nan], [0.0, 1.0]]))
     with pytest.raises(InputError, match="confidence"):
         bootstrap_ci(np.ones(5), confidence=1.0)
+
+
+def test_bootstrap_means_are_resampled_means_whatever_the_block_size():
+    """Long inputs are resampled in small blocks (memory); every resample is still n rows drawn in order
+    from the stream: the naive loop, one resample at a time, gives the same means."""
+    from rankwise.report.significance import bootstrap_means
+
+    d = np.random.default_rng(3).normal(size=(5000, 2))  # 5000 rows: blocks of 800 resamples, not 1024
+    got = bootstrap_means(d, n_resamples=1700, random_state=11)
+    rng = np.random.default_rng(11)
+    want = np.array([d[rng.integers(0, len(d), size=len(d))].mean(axis=0) for _ in range(1700)])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)

@@ -33,6 +33,9 @@ _LAZY = {
     "simulate_clicks_protocol": "simulation", "ClickSimulation": "simulation", "click_noise": "simulation",
     "read_bias_curve": "simulation", "read_click_matrix": "simulation",
     "PlackettLucePolicy": "policy", "PolicyMixture": "policy", "PolicyPropensity": "policy",
+    "counterfactual_estimates": "evaluation", "CounterfactualEstimate": "evaluation", "expected_metric": "evaluation",
+    "interleave": "interleaving", "Interleaving": "interleaving", "InterleavingResult": "interleaving",
+    "team_draft": "interleaving", "probabilistic_interleave": "interleaving", "simulated_click_model": "interleaving",
 }
 
 __all__ = sorted([*_LAZY, *_DATA])

@@ -192,18 +192,36 @@ def bootstrap_ci(differences, *, n_resamples: int = 10_000, confidence: float = 
         raise InputError(f"n_resamples must be an integer >= 1; got {n_resamples!r}")
     if not 0 < confidence < 1:
         raise InputError(f"confidence must lie in (0, 1); got {confidence!r}")
-    rng = np.random.default_rng(random_state)
-    n = d.shape[0]
-    means = np.empty((n_resamples, d.shape[1]))
-    for start in range(0, n_resamples, 1024):  # a multiplicity matrix per block: one matrix product
-        m = min(1024, n_resamples - start)
-        idx = rng.integers(0, n, size=(m, n))
-        counts = np.zeros((m, n))
-        np.add.at(counts, (np.repeat(np.arange(m), n), idx.ravel()), 1.0)
-        means[start:start + m] = counts @ d / n
+    means = bootstrap_means(d, n_resamples=n_resamples, random_state=random_state)
     tail = (1.0 - confidence) / 2.0
     out = np.quantile(means, [tail, 1.0 - tail], axis=0).T
     return out[0] if one else out
+
+
+def bootstrap_means(values, *, n_resamples: int = 10_000, random_state=0) -> np.ndarray:
+    r"""Column means of ``n_resamples`` bootstrap resamples of the rows of ``values`` ``(n, k)``.
+
+    Each resample draws n rows with replacement (the same rows for every column, reproducible from
+    ``random_state``); returns ``(n_resamples, k)``. The resamples are drawn in blocks whose
+    multiplicity matrix stays below a few million entries, so long inputs (sessions of a click log)
+    fit in memory; the draws do not depend on the block size. :func:`bootstrap_ci` takes quantiles
+    of these means; a ratio of two columns' means gives the bootstrap of a ratio estimator.
+    """
+    d = np.asarray(values, dtype=np.float64)
+    if d.ndim != 2 or d.shape[0] < 1:
+        raise InputError(f"values must be (n >= 1, k); got shape {d.shape}")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise InputError(f"n_resamples must be an integer >= 1; got {n_resamples!r}")
+    rng = np.random.default_rng(random_state)
+    n = d.shape[0]
+    block = int(max(1, min(1024, 4_000_000 // n)))
+    means = np.empty((n_resamples, d.shape[1]))
+    for start in range(0, n_resamples, block):  # a multiplicity matrix per block: one matrix product
+        m = min(block, n_resamples - start)
+        idx = rng.integers(0, n, size=(m, n))
+        counts = np.bincount((np.arange(m)[:, None] * n + idx).ravel(), minlength=m * n).reshape(m, n)
+        means[start:start + m] = counts @ d / n
+    return means
 
 
 def tukey_hsd_randomized(values, *, n_resamples: int = 10_000, random_state=0) -> np.ndarray:
