@@ -45,7 +45,9 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from sklearn.base import BaseEstimator
 
+from rankwise._validation import Interval, check_params
 from rankwise.clicks import _kernels as K
 from rankwise.data.clicklog import ClickLog
 from rankwise.errors import InputError, NotFittedError
@@ -103,31 +105,28 @@ def _check_log(log, name="log"):
         raise InputError(f"{name} has no session")
 
 
-class ClickModel:
-    """Base class: the estimator contract, (query, doc) lookup and evaluation."""
+class ClickModel(BaseEstimator):
+    """Base class: the estimator contract, (query, doc) lookup and evaluation.
+
+    Parameters are declared in ``_parameter_constraints`` and checked at the start of ``fit``;
+    ``get_params``/``set_params``, ``sklearn.clone`` and ``repr`` (the class and its non-default
+    parameters) are scikit-learn's."""
 
     #: "independent", "cascade" or "ubm" (which kernels compute the click probabilities)
     family = "independent"
     uses_em = False
+    _parameter_constraints = {"max_iter": [Interval("int", 1)], "tol": [Interval("real", 0)]}
 
     def __init__(self, *, max_iter: int = 50, tol: float = 1e-6):
         self.max_iter = max_iter
         self.tol = tol
 
-    def get_params(self, deep=True):
-        return {"max_iter": self.max_iter, "tol": self.tol}
-
-    def __repr__(self):
-        return f"{type(self).__name__}()"
-
     # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, log: ClickLog):
-        """Estimate the parameters from a click log; returns the model."""
+    def fit(self, log: ClickLog, *, features=None):
+        """Estimate the parameters from a click log; returns the model. (``features``: unused, the
+        signature of every click learner.)"""
         _check_log(log)
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
-            raise InputError(f"max_iter must be a positive integer; got {self.max_iter!r}")
-        if not (isinstance(self.tol, (int, float)) and self.tol >= 0):
-            raise InputError(f"tol must be a non-negative number; got {self.tol!r}")
+        check_params(type(self).__name__, self.get_params(deep=False), self._parameter_constraints)
         t0 = time.perf_counter()
         import pandas as pd
 
@@ -364,6 +363,13 @@ class PBM(ClickModel):
     def _fit(self, log):
         self.alpha_, self.gamma_ = self._position_em(log, log.ranks - 1, log.max_rank)
 
+    @property
+    def propensity_(self) -> np.ndarray:
+        """θ_r/θ_1: the examination probabilities γ_r relative to rank 1 (the propensity estimators'
+        form, :mod:`rankwise.clicks.propensity`)."""
+        self._check_fitted()
+        return np.asarray(self.gamma_ / self.gamma_[0], dtype=np.float64)
+
     def _row_params(self, log):
         return self._lookup(self.alpha_, self._pairs_of(log)) * self.gamma_[log.ranks - 1]
 
@@ -383,6 +389,15 @@ class UBM(ClickModel):
         K.previous_click_rank(log.session_offsets, ranks, log.clicked, prev)
         a, g = self._position_em(log, (ranks - 1) * R + prev, R * R)
         self.alpha_, self.gamma_ = a, g.reshape(R, R)
+
+    @property
+    def propensity_(self) -> np.ndarray:
+        """γ_{r,0}/γ_{1,0}: the examination probability at rank r of a user who clicked nothing above r
+        (``gamma_[:, 0]``), relative to rank 1 -- the examination of the first result seen after no click, the
+        position bias of the PBM when a page gets at most one click."""
+        self._check_fitted()
+        g = self.gamma_[:, 0]
+        return np.asarray(g / g[0], dtype=np.float64)
 
     def _row_params(self, log):
         return self._lookup(self.alpha_, self._pairs_of(log)), self.gamma_
@@ -492,13 +507,12 @@ class DBN(_Cascade):
     """
 
     uses_em = True
+    _parameter_constraints = {**ClickModel._parameter_constraints,
+                              "gamma": [None, Interval("real", 0, 1, closed="right")]}
 
     def __init__(self, *, max_iter: int = 50, tol: float = 1e-6, gamma=None):
         super().__init__(max_iter=max_iter, tol=tol)
         self.gamma = gamma
-
-    def get_params(self, deep=True):
-        return {**super().get_params(), "gamma": self.gamma}
 
     def _fit(self, log):
         fixed = self.gamma is not None

@@ -84,6 +84,24 @@ _PROBE_MAX_FEATURES = 1 << 22
 MODEL_REGISTRY: dict[str, type] = {}
 
 
+#: Saveable classes defined above the models layer, by class name -> the rankwise module that defines (and
+#: registers) them, imported the first time :func:`load` meets the name (a fixed table: a file never names
+#: the module to import). The propensity estimators of rankwise.clicks.
+REGISTERED_ELSEWHERE: dict[str, str] = {
+    name: "rankwise.clicks.propensity" for name in ("RandTop", "RandPair", "RegressionEM", "InterventionHarvesting")
+}
+
+
+def _registered(name: str):
+    """The class ``name`` of :data:`MODEL_REGISTRY`, importing its module first where
+    :data:`REGISTERED_ELSEWHERE` says it lives; None for an unknown name."""
+    if name not in MODEL_REGISTRY and name in REGISTERED_ELSEWHERE:
+        import importlib
+
+        importlib.import_module(REGISTERED_ELSEWHERE[name])
+    return MODEL_REGISTRY.get(name)
+
+
 def register_model(cls: type) -> type:
     """Register ``cls`` under its class name (done automatically for BaseRanker subclasses)."""
     MODEL_REGISTRY[cls.__name__] = cls
@@ -359,9 +377,10 @@ def _build(meta: dict, arrays: dict, path):
     # The registry is full: importing this module ran rankwise/models/__init__.py first, which
     # imports every model module (importing the package here would close an import cycle).
     name = meta.get("class")
-    cls = MODEL_REGISTRY.get(name) if isinstance(name, str) else None
+    cls = _registered(name) if isinstance(name, str) else None
     if cls is None:
-        raise InputError(f"cannot load {path}: unknown model class {name!r}; known: {sorted(MODEL_REGISTRY)}")
+        known = sorted(set(MODEL_REGISTRY) | set(REGISTERED_ELSEWHERE))
+        raise InputError(f"cannot load {path}: unknown model class {name!r}; known: {known}")
     try:
         params = _decode(meta.get("params", {}))
         state = _decode(meta.get("state", {}))
