@@ -192,6 +192,15 @@ def test_deprecated_harvest_equals_the_former_session_count_on_the_same_log(logs
                                    rtol=1e-12)
 
 
+def test_randtop_on_the_aggregated_log_equals_the_sessions(logs):
+    log = logs["RandTop"]
+    for n in (None, 4):
+        np.testing.assert_allclose(RandTop(n).fit(log.counts()).propensity_, RandTop(n).fit(log).propensity_,
+                                   rtol=1e-12)
+    with pytest.raises(InputError, match="n must be in"):
+        RandTop(7).fit(log.counts())
+
+
 def test_randpair_refuses_unrandomised_ranks_the_old_function_left_nan(rel):
     log = pbm_log(4000, shuffle=None, rel=rel, swap=True)
     log.session_data["pair_rank"] = np.where(log.session_data["pair_rank"] == 6, 0, log.session_data["pair_rank"])
