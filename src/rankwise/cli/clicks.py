@@ -176,6 +176,9 @@ def run_clicks(args) -> int:
     if cmd == "propensities":
         from rankwise.clicks import identifiability
 
+        if args.out and args.method == "pbm":
+            raise InputError("--out: the pbm propensities come from a click model, which is not saved; use --method "
+                             "harvest, randtop, randpair or regression-em")
         log = _read_log(args)
         est = _propensity_estimator(args, log, args.method)
         print("rank  propensity (relative to rank 1)")
@@ -184,9 +187,6 @@ def run_clicks(args) -> int:
         print(f"identifiability: {identifiability(log):.4f} of the (query, doc) pairs are seen at two or more ranks",
               file=sys.stderr)
         if args.out:
-            if not hasattr(est, "save"):
-                raise InputError(f"--out: the {args.method} propensities come from a click model, which is not saved; "
-                                 "use --method harvest, randtop, randpair or regression-em")
             est.save(args.out)
             print(f"estimator written to {args.out}", file=sys.stderr)
         return 0

@@ -559,8 +559,9 @@ class RegressionEM(PropensityEstimator):
         if self.estimator is None:
             from rankwise.models import GBDTRanker
 
-            return GBDTRanker("sigmoid_ce", n_estimators=int(self.n_estimators), learning_rate=float(self.learning_rate),
-                              num_leaves=int(self.num_leaves), min_child_samples=int(self.min_child_samples),
+            return GBDTRanker("sigmoid_ce", n_estimators=int(self.n_estimators),
+                              learning_rate=float(self.learning_rate), num_leaves=int(self.num_leaves),
+                              min_child_samples=int(self.min_child_samples),
                               random_state=self.random_state, n_jobs=self.n_jobs, loss_every=None, verbose=False)
         est = clone(self.estimator)
         if self.n_jobs is not None and "n_jobs" in est.get_params(deep=False):
