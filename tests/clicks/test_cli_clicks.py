@@ -34,8 +34,11 @@ def test_simulate_fit_propensities_train(tmp_path, capsys):
 
     np.testing.assert_allclose(load_model(saved).propensity_, printed, atol=5e-5)
     assert main(["clicks", "propensities", "--log", str(log), "--log-format", "csv", "--method", "pbm",
-                 "--out", str(saved)]) == 2
-    assert "not saved" in capsys.readouterr().err
+                 "--out", str(tmp_path / "pbm.npz")]) == 0
+    printed = [float(x.split()[1]) for x in capsys.readouterr().out.strip().splitlines()[1:]]
+    pbm = load_model(tmp_path / "pbm.npz")
+    assert type(pbm).__name__ == "PBM"
+    np.testing.assert_allclose(pbm.propensity_, printed, atol=5e-5)
     model = tmp_path / "m.json"
     assert main(["clicks", "train", "--log", str(log), "--log-format", "csv", "--features", str(letor),
                  "--model", "linear", "--debias", "pbm", "--clip", "0.1", "--param", "max_iter=20",

@@ -225,6 +225,30 @@ def test_click_models_clone_and_print_their_class(name):
         cls(max_iter=0).fit(pbm_log(50, shuffle=None, rel=np.full((NQ, R), 0.5)))
 
 
+@pytest.mark.parametrize("name", sorted(CLICK_MODELS))
+@pytest.mark.parametrize("ids", ["text", "numbers"])
+def test_click_models_save_and_load(name, ids, rel, tmp_path):
+    """A loaded click model gives the same click probabilities, relevance and parameters; query and document ids
+    keep their type (a numeric id loaded as text would match no pair of a new log)."""
+    log = pbm_log(800, shuffle="all", rel=rel, seed=7)
+    if ids == "numbers":
+        log = ClickLog(log.session_offsets, log.query, np.arange(NQ) * 10, log.doc, np.arange(R) + 100,
+                       log.clicked)
+    m = CLICK_MODELS[name](max_iter=5).fit(log)
+    back = load(m.save(tmp_path / "m.npz"))
+    assert type(back) is type(m) and back.get_params() == m.get_params()
+    for cond in (False, True):
+        np.testing.assert_array_equal(back.click_probabilities(log, conditional=cond),
+                                      m.click_probabilities(log, conditional=cond))
+    if name not in ("GCTR", "RCTR"):
+        assert back.relevance().equals(m.relevance())
+    assert back.n_iter_ == m.n_iter_ and back.max_rank_ == m.max_rank_
+    if name in ("PBM", "UBM"):
+        np.testing.assert_array_equal(back.propensity_, m.propensity_)
+    with pytest.raises(NotFittedError):
+        CLICK_MODELS[name]().save(tmp_path / "unfitted.npz")
+
+
 def test_dbn_gamma_is_a_parameter():
     from rankwise.clicks import DBN
 

@@ -47,7 +47,7 @@ def add_clicks_parser(sub) -> None:
     pr.add_argument("--pair-rank-column", default="pair_rank",
                     help="randpair: the session column with the rank paired with rank 1 (csv/parquet logs)")
     pr.add_argument("--out", default=None,
-                    help="save the fitted estimator (.npz; rankwise.models.load reads it); not with --method pbm")
+                    help="save the fitted estimator or click model (.npz; rankwise.models.load reads it)")
 
     s = csub.add_parser("simulate", help="click log of the simulation protocol from graded LETOR data (long table)")
     s.add_argument("--data", required=True, help="graded training data (LETOR/SVMlight or Parquet)")
@@ -176,9 +176,6 @@ def run_clicks(args) -> int:
     if cmd == "propensities":
         from rankwise.clicks import identifiability
 
-        if args.out and args.method == "pbm":
-            raise InputError("--out: the pbm propensities come from a click model, which is not saved; use --method "
-                             "harvest, randtop, randpair or regression-em")
         log = _read_log(args)
         est = _propensity_estimator(args, log, args.method)
         print("rank  propensity (relative to rank 1)")

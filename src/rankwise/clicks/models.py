@@ -51,6 +51,7 @@ from rankwise._validation import Interval, check_params
 from rankwise.clicks import _kernels as K
 from rankwise.data.clicklog import ClickLog
 from rankwise.errors import InputError, NotFittedError
+from rankwise.models import persistence
 
 __all__ = ["ClickModel", "GCTR", "RCTR", "DCTR", "PBM", "CM", "UBM", "DCM", "CCM", "DBN", "SDBN",
            "CLICK_MODELS", "EvalResult", "PerplexityResult", "simulate_clicks"]
@@ -120,6 +121,63 @@ class ClickModel(BaseEstimator):
     def __init__(self, *, max_iter: int = 50, tol: float = 1e-6):
         self.max_iter = max_iter
         self.tol = tol
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not cls.__name__.startswith("_"):
+            persistence.register_model(cls)
+
+    # -- saving and loading (rankwise.models.persistence: one .npz, no pickle) ---------------------
+    def save(self, path):
+        """Save the fitted model; :func:`rankwise.models.load` reads it back (the models' format, no pickle).
+        Query and document ids are kept with their type: numbers as numeric arrays, anything else as text."""
+        return persistence.save(self, path)
+
+    def _check_is_fitted(self) -> None:
+        self._check_fitted()
+
+    def _get_params_state(self) -> dict:
+        return self.get_params(deep=False)
+
+    @classmethod
+    def _params_from_state(cls, params: dict) -> dict:
+        return params
+
+    def _get_state(self):
+        state, arrays = {}, {}
+        for name, v in vars(self).items():
+            if not name.endswith("_") or name in ("pair_index_", "queries_"):
+                continue
+            if isinstance(v, np.ndarray) and v.dtype.kind in "biuf":
+                arrays[name] = v
+            elif isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
+                state[name] = v.item() if isinstance(v, np.generic) else v
+        ids = {"queries": self.queries_, "pair_query": self.pair_index_.get_level_values(0),
+               "pair_doc": self.pair_index_.get_level_values(1)}
+        for name, values in ids.items():
+            v = np.asarray(values)
+            if v.dtype.kind in "iuf":
+                arrays[f"ids/{name}"] = v
+            else:
+                state[f"ids/{name}"] = [str(x) for x in v]
+        return state, arrays
+
+    def _set_state(self, state, arrays):
+        import pandas as pd
+
+        def ids(name):
+            return arrays[f"ids/{name}"] if f"ids/{name}" in arrays else np.asarray(state[f"ids/{name}"], dtype=object)
+        for name, v in arrays.items():
+            if not name.startswith("ids/"):
+                setattr(self, name, np.asarray(v))
+        for name, v in state.items():
+            if not name.startswith("ids/"):
+                setattr(self, name, v)
+        self.queries_ = pd.Index(ids("queries"))
+        self.pair_index_ = pd.MultiIndex.from_arrays([ids("pair_query"), ids("pair_doc")])
+        for name in ("alpha_", "sigma_"):
+            if hasattr(self, name) and len(getattr(self, name)) != len(self.pair_index_):
+                raise ValueError(f"{name} has {len(getattr(self, name))} entries for {len(self.pair_index_)} pairs")
 
     # -- fitting ---------------------------------------------------------------------------------
     def fit(self, log: ClickLog, *, features=None):

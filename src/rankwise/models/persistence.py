@@ -86,9 +86,10 @@ MODEL_REGISTRY: dict[str, type] = {}
 
 #: Saveable classes defined above the models layer, by class name -> the rankwise module that defines (and
 #: registers) them, imported the first time :func:`load` meets the name (a fixed table: a file never names
-#: the module to import). The propensity estimators of rankwise.clicks.
+#: the module to import). The propensity estimators and click models of rankwise.clicks.
 REGISTERED_ELSEWHERE: dict[str, str] = {
-    name: "rankwise.clicks.propensity" for name in ("RandTop", "RandPair", "RegressionEM", "InterventionHarvesting")
+    **dict.fromkeys(("RandTop", "RandPair", "RegressionEM", "InterventionHarvesting"), "rankwise.clicks.propensity"),
+    **dict.fromkeys(("GCTR", "RCTR", "DCTR", "PBM", "CM", "UBM", "DCM", "CCM", "DBN", "SDBN"), "rankwise.clicks.models"),
 }
 
 
