@@ -176,6 +176,29 @@ def test_deprecated_functions_equal_the_classes(logs, features, rel):
         np.testing.assert_array_equal(got, cls())
 
 
+def test_randtop_and_randpair_by_brute_force(logs):
+    """The paper formulas, session by session: RandTop CTR_k/CTR_1; RandPair clicks at k over clicks at the
+    pivot in the sessions that randomised k."""
+    log = logs["RandTop"]
+    clicks, shown = np.zeros(R), np.zeros(R)
+    for s in range(log.n_sessions):
+        page = log.clicked[log.session_offsets[s]:log.session_offsets[s + 1]]
+        clicks[:len(page)] += page
+        shown[:len(page)] += 1
+    ctr = clicks / shown
+    np.testing.assert_allclose(RandTop().fit(log).propensity_, ctr / ctr[0], rtol=1e-12)
+    log = logs["RandPair"]
+    num, den = np.zeros(R + 1), np.zeros(R + 1)
+    for s, k in enumerate(log.session_data["pair_rank"]):
+        page = log.clicked[log.session_offsets[s]:log.session_offsets[s + 1]]
+        if k:
+            num[k] += page[k - 1]
+            den[k] += page[0]
+    want = num[1:] / np.where(den[1:] > 0, den[1:], 1)
+    want[0] = 1.0
+    np.testing.assert_allclose(RandPair().fit(log).propensity_, want, rtol=1e-12)
+
+
 def test_deprecated_harvest_equals_the_former_session_count_on_the_same_log(logs):
     """The class aggregates the log's (query, doc, rank) counts; the former function counted sessions: the
     harvested sets and click rates are the same numbers."""
