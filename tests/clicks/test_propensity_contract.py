@@ -84,6 +84,17 @@ def test_the_registry_holds_the_four_estimators():
     assert set(PROPENSITY_ESTIMATORS) == {"RandTop", "RandPair", "RegressionEM", "InterventionHarvesting"}
 
 
+def test_load_knows_where_every_saveable_click_class_lives():
+    """rankwise.models.load imports the module of a class the models layer does not define from the root's table:
+    it must name every propensity estimator and click model, at the module that defines it."""
+    import rankwise
+
+    classes = {**PROPENSITY_ESTIMATORS, **CLICK_MODELS}
+    assert set(rankwise.SAVED_ELSEWHERE) == set(classes)
+    for name, cls in classes.items():
+        assert rankwise.SAVED_ELSEWHERE[name] == cls.__module__
+
+
 @pytest.mark.parametrize("name", sorted(PROPENSITY_ESTIMATORS))
 def test_contract(name, logs, features, tmp_path):
     cls = PROPENSITY_ESTIMATORS[name]

@@ -84,22 +84,18 @@ _PROBE_MAX_FEATURES = 1 << 22
 MODEL_REGISTRY: dict[str, type] = {}
 
 
-#: Saveable classes defined above the models layer, by class name -> the rankwise module that defines (and
-#: registers) them, imported the first time :func:`load` meets the name (a fixed table: a file never names
-#: the module to import). The propensity estimators and click models of rankwise.clicks.
-REGISTERED_ELSEWHERE: dict[str, str] = {
-    **dict.fromkeys(("RandTop", "RandPair", "RegressionEM", "InterventionHarvesting"), "rankwise.clicks.propensity"),
-    **dict.fromkeys(("GCTR", "RCTR", "DCTR", "PBM", "CM", "UBM", "DCM", "CCM", "DBN", "SDBN"), "rankwise.clicks.models"),
-}
-
-
 def _registered(name: str):
-    """The class ``name`` of :data:`MODEL_REGISTRY`, importing its module first where
-    :data:`REGISTERED_ELSEWHERE` says it lives; None for an unknown name."""
-    if name not in MODEL_REGISTRY and name in REGISTERED_ELSEWHERE:
+    """The class ``name`` of :data:`MODEL_REGISTRY`; a class defined above the models layer (the click models
+    and propensity estimators) is registered when its module is imported, which happens here the first time a
+    file names it, by the fixed table ``rankwise.SAVED_ELSEWHERE`` of the package root. None for an unknown name."""
+    if name not in MODEL_REGISTRY:
         import importlib
 
-        importlib.import_module(REGISTERED_ELSEWHERE[name])
+        import rankwise
+
+        module = rankwise.SAVED_ELSEWHERE.get(name)
+        if module is not None:
+            importlib.import_module(module)
     return MODEL_REGISTRY.get(name)
 
 
@@ -380,7 +376,9 @@ def _build(meta: dict, arrays: dict, path):
     name = meta.get("class")
     cls = _registered(name) if isinstance(name, str) else None
     if cls is None:
-        known = sorted(set(MODEL_REGISTRY) | set(REGISTERED_ELSEWHERE))
+        import rankwise
+
+        known = sorted(set(MODEL_REGISTRY) | set(rankwise.SAVED_ELSEWHERE))
         raise InputError(f"cannot load {path}: unknown model class {name!r}; known: {known}")
     try:
         params = _decode(meta.get("params", {}))
