@@ -451,8 +451,9 @@ class UBM(ClickModel):
     @property
     def propensity_(self) -> np.ndarray:
         """γ_{r,0}/γ_{1,0}: the examination probability at rank r of a user who clicked nothing above r
-        (``gamma_[:, 0]``), relative to rank 1 -- the examination of the first result seen after no click, the
-        position bias of the PBM when a page gets at most one click."""
+        (``gamma_[:, 0]``), relative to rank 1. (UBM's examination also depends on the rank r' of the last
+        click above, ``gamma_[r - 1, r']``; this is the marginal-free slice r' = 0, which equals PBM's θ_r/θ_1
+        when examination does not depend on earlier clicks.)"""
         self._check_fitted()
         g = self.gamma_[:, 0]
         return np.asarray(g / g[0], dtype=np.float64)

@@ -483,7 +483,8 @@ class RegressionEM(PropensityEstimator):
     relevance_ : ndarray
         γ per (query, doc, rank) row of the log's counts (:meth:`ClickLog.counts` order).
     relevance_model_ : object
-        The fitted relevance regression (with ``cross_fit``, the list of the folds' models).
+        The fitted relevance regression (with ``cross_fit``, the list of the folds' models). ``save`` keeps it
+        when it is one rankwise model (the default); a loaded estimator has None in the other cases.
     n_iter_ : int
     loglik_ : ndarray
         Mean log-likelihood of the clicks per impression after each iteration.
