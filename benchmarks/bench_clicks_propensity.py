@@ -23,9 +23,7 @@ the deepest rank within 2/3.5 %: about 3.5 standard errors of margin for the 108
 production rankers are trained on different 1% query samples), half the sessions each, aggregated
 (``aggregate=True``) and merged into one :class:`~rankwise.data.ClickCounts` (the (query, doc, rank) counts of
 both summed): ``RegressionEM()`` (defaults: 30 iterations, the rankwise GBDT M-step) and
-``InterventionHarvesting()``. Goal: within 10% at ranks 2-10 in at least 11 of 12 runs. Beside them, not the
-default: ECME on the observed likelihood with the trees chosen on held-out queries,
-``RegressionEM(m_step="observed", n_estimators="auto")``.
+``InterventionHarvesting()``. Goal: within 10% at ranks 2-10 in at least 11 of 12 runs.
 
 (c) One deterministic logger: the first of those two logs alone (the same number of sessions); the error with
 the identifiability diagnostic (``identifiability``: share of (query, doc) pairs seen at two or more ranks).
@@ -218,17 +216,14 @@ def main(argv=None):
             em2 = RegressionEM(n_jobs=1).fit(two, features=sim.features)
             t_em = time.perf_counter() - t1
             h2 = InterventionHarvesting().fit(two)
-            ecme2 = RegressionEM(m_step="observed", n_estimators="auto", n_jobs=1).fit(two, features=sim.features)
             two_rows.append((name, eta, identifiability(two), rel_errors(em2.propensity_, true),
-                             rel_errors(h2.propensity_, true), t_em, rel_errors(ecme2.propensity_, true)))
+                             rel_errors(h2.propensity_, true), t_em))
             em1 = RegressionEM(n_jobs=1).fit(one, features=sim.features)
-            ecme1 = RegressionEM(m_step="observed", n_estimators="auto", n_jobs=1).fit(one, features=sim.features)
             try:
                 h1 = rel_errors(InterventionHarvesting().fit(one).propensity_, true)
             except InputError:
                 h1 = None
-            one_rows.append((name, eta, identifiability(one), rel_errors(em1.propensity_, true), h1,
-                             rel_errors(ecme1.propensity_, true)))
+            one_rows.append((name, eta, identifiability(one), rel_errors(em1.propensity_, true), h1))
             print(f"{name} eta={eta:g}: randtop {[f'{e.max():.4f}' for e in errs]} randpair {e_rp.max():.4f} "
                   f"(need {need:,}) | two loggers ident {identifiability(two):.3f} EM {two_rows[-1][3].max():.3f} "
                   f"harvest {two_rows[-1][4].max():.3f} | one logger ident {identifiability(one):.3f} EM "
@@ -276,25 +271,21 @@ def write(args, rt_rows, rp_rows, two_rows, one_rows, rt_sessions, rp_sessions, 
               f"{h_sessions:,} sessions, half from each of two production rankers (`simulate_clicks_protocol` seeds "
               "0 and 1: trained on different 1% query samples), aggregated and merged. `RegressionEM()` (defaults, "
               "n_jobs=1) and `InterventionHarvesting()`:\n",
-              "| run | η | identifiability | regression-EM error | harvesting error | regression-EM fit (s, wall) "
-              "| ECME error |", "|---|---|---|---|---|---|---|"]
-    for name, eta, ident, e_em, e_h, t, e_x in two_rows:
-        lines.append(f"| {name} | {eta:g} | {ident:.3f} | {pct(e_em.max())} | {pct(e_h.max())} | {t:.1f} "
-                     f"| {pct(e_x.max())} |")
+              "| run | η | identifiability | regression-EM error | harvesting error | regression-EM fit (s, wall) |",
+              "|---|---|---|---|---|---|"]
+    for name, eta, ident, e_em, e_h, t in two_rows:
+        lines.append(f"| {name} | {eta:g} | {ident:.3f} | {pct(e_em.max())} | {pct(e_h.max())} | {t:.1f} |")
     ok_em = sum(r[3].max() <= 0.10 for r in two_rows)
     ok_h = sum(r[4].max() <= 0.10 for r in two_rows)
-    ok_x = sum(r[6].max() <= 0.10 for r in two_rows)
     goal = max(n_runs - 1, 1)
     lines.append("")
     lines.append(f"Within 10%: regression-EM {ok_em}/{n_runs} ({'met' if ok_em >= goal else 'not met'}), "
-                 f"intervention harvesting {ok_h}/{n_runs} ({'met' if ok_h >= goal else 'not met'}); ECME "
-                 f"(`RegressionEM(m_step='observed', n_estimators='auto')`, not the default) {ok_x}/{n_runs}.\n")
+                 f"intervention harvesting {ok_h}/{n_runs} ({'met' if ok_h >= goal else 'not met'}).\n")
     lines += ["## (c) One deterministic logger: error and identifiability\n",
               f"{h_sessions:,} sessions of the seed-0 production ranker alone:\n",
-              "| run | η | identifiability | regression-EM error | ECME error | harvesting |",
-              "|---|---|---|---|---|---|"]
-    for name, eta, ident, e_em, e_h, e_x in one_rows:
-        lines.append(f"| {name} | {eta:g} | {ident:.3f} | {pct(e_em.max())} | {pct(e_x.max())} | "
+              "| run | η | identifiability | regression-EM error | harvesting |", "|---|---|---|---|---|"]
+    for name, eta, ident, e_em, e_h in one_rows:
+        lines.append(f"| {name} | {eta:g} | {ident:.3f} | {pct(e_em.max())} | "
                      f"{'nothing to harvest' if e_h is None else pct(e_h.max())} |")
     lines.append("")
     lines.append("With one deterministic logger no (query, document) pair moves (identifiability 0): position bias "
