@@ -16,7 +16,7 @@ Part 2 — the simulation protocol (``simulate_clicks_protocol``) at two display
 list (``top_k=None``: every document has a non-zero propensity, so IPS is unbiased) and a top-10 page
 (``top_k=10``: documents below rank 10 are never shown, item-selection bias). Production LinearRanker on
 1% of the training queries, 1,000,000 PBM sessions with θ_k = (1/k)^η, η ∈ {1, 2}, click noise ε⁺ = 1,
-ε⁻ = 0.1. Propensities by regression-EM (``regression_em_log``, the defaults; no intervention), compared with
+ε⁻ = 0.1. Propensities by regression-EM (``RegressionEM``, the defaults; no intervention), compared with
 the true θ_k/θ_1 at every rank, next to the same M-step with the true relevance (what the clicks alone allow)
 and with a cross-fitted regression of the true relevance on the features (what the features allow,
 ``features_limit``). Rankers with the same loss (``op_pairwise``, affine in the labels so its IPS risk is unbiased)
@@ -70,7 +70,7 @@ def fmt(x, d=4):
 
 # ------------------------------------------------------------------------------------ part 1
 def click_models(ddir, lines):
-    from rankwise.clicks import CLICK_MODELS, harvest_propensities, read_click_log
+    from rankwise.clicks import CLICK_MODELS, InterventionHarvesting, read_click_log
 
     path = ddir / "yandex_clicks" / "sessions.txt"
     if not path.exists():
@@ -103,13 +103,13 @@ def click_models(ddir, lines):
                  "ranks. Best log-likelihood: "
                  f"{max(rows, key=lambda r: r[1])[0]}; best perplexity: {min(rows, key=lambda r: r[2])[0]}.\n")
     try:
-        h = harvest_propensities(log)
+        h = InterventionHarvesting().fit(log)
         g = models["PBM"].gamma_ / models["PBM"].gamma_[0]
         lines += ["Examination propensities θ_k/θ_1 of this log:\n",
                   "| estimator | " + " | ".join(str(r) for r in range(1, 11)) + " |", "|---|" + "---|" * 10,
-                  "| intervention harvesting (AllPairs) | " + " | ".join(fmt(x, 3) for x in h.propensity) + " |",
+                  "| intervention harvesting (AllPairs) | " + " | ".join(fmt(x, 3) for x in h.propensity_) + " |",
                   "| PBM γ_r/γ_1 (EM) | " + " | ".join(fmt(x, 3) for x in g) + " |",
-                  f"\n({len(h.pairs)} rank pairs with an interventional set; no ground truth on real data.)\n"]
+                  f"\n({len(h.pairs_)} rank pairs with an interventional set; no ground truth on real data.)\n"]
     except Exception as exc:  # report, do not hide
         lines.append(f"intervention harvesting failed: {type(exc).__name__}: {exc}\n")
 
@@ -180,16 +180,24 @@ EM_SETTINGS = {"default": {}, "cross-fit 5": {"cross_fit": 5},
                "observed, auto trees": {"m_step": "observed", "n_estimators": "auto"}}
 
 
+def counts_table(log):
+    """``(pair, rank, clicks, impressions)`` of a log's (query, doc, rank) counts (``log.counts()``)."""
+    from rankwise.data import ClickCounts
+
+    c = log if isinstance(log, ClickCounts) else log.counts()
+    return c.pair, c.rank, c.clicks, c.impressions
+
+
 def propensity_errors(sim, **em_kwargs):
     """regression-EM on a simulated log: the result, θ̂_k/θ̂_1 ÷ (θ_k/θ_1) − 1 per rank, the seconds, and the
     same error of the M-step with the true relevance ρ in place of the regression (what the clicks alone allow)."""
-    from rankwise.clicks import rank_table, regression_em_log
+    from rankwise.clicks import RegressionEM
 
     t = time.perf_counter()
-    em = regression_em_log(sim.log, sim.features, n_iter=30, **em_kwargs)
+    em = RegressionEM(max_iter=30, **em_kwargs).fit(sim.log, features=sim.features)
     rem_s = time.perf_counter() - t
-    err = em.propensity / sim.propensity - 1
-    pair, rank, clk, imp = rank_table(sim.log)
+    err = em.propensity_ / sim.propensity - 1
+    pair, rank, clk, imp = counts_table(sim.log)
     rho = sim.relevance[np.asarray(sim.log.pair_keys()[1]).astype(np.int64)[pair]]
     R = len(sim.propensity)
     th = np.bincount(rank - 1, weights=clk, minlength=R) / np.bincount(rank - 1, weights=imp * rho, minlength=R)
@@ -204,11 +212,10 @@ def features_limit(sim, n_folds=5, seed=0):
     import lightgbm as lgb
     import pandas as pd
 
-    from rankwise.clicks import rank_table
     from rankwise.clicks.ips import _feature_rows
     from rankwise.clicks.propensity import _theta_given_gamma
 
-    pair, rank, clk, imp = rank_table(sim.log)
+    pair, rank, clk, imp = counts_table(sim.log)
     rows = _feature_rows(sim.log, sim.features)[pair]
     X = np.asarray(sim.features.X[rows].toarray() if hasattr(sim.features.X, "toarray") else sim.features.X[rows])
     rho = sim.relevance[rows]
@@ -279,7 +286,7 @@ def propensities_only(ddir, folds, quick, lines, displays, settings):
     n_sessions = 100_000 if quick else 1_000_000
     lines.append(PROP_MARK + "\n")
     lines.append(f"The logs of part 2 (same seed, {n_sessions:,} sessions, η ∈ {{1, 2}}), regression-EM only "
-                 "(``regression_em_log(log, features, n_iter=30, **setting)``), every setting on the same logs. "
+                 "(``RegressionEM(max_iter=30, **setting).fit(log, features=features)``), every setting on the same logs. "
                  "Settings: " + "; ".join(f"*{k}* = {v or 'the defaults'}" for k, v in EM_SETTINGS.items())
                  + ". Each table says the run that made it (``--em-settings`` re-runs some settings and keeps the "
                  "others' tables).\n")
@@ -326,7 +333,7 @@ def previous_subsections(mark):
 
 
 def simulate_one(name, train, test, etas, kinds, n_sessions, quick, seed, acc, prop_rows, depth):
-    from rankwise.clicks import click_dataset, fit_debiased, regression_em_log, simulate_clicks_protocol
+    from rankwise.clicks import RegressionEM, click_dataset, fit_debiased, simulate_clicks_protocol
 
     full_models = {kind: make_rankers(kind, seed, quick).fit(train) for kind in kinds}
     for eta in etas:
@@ -336,9 +343,9 @@ def simulate_one(name, train, test, etas, kinds, n_sessions, quick, seed, acc, p
         # the same protocol with AGG_SESSIONS sessions, drawn aggregated (ClickCounts): IPS variance 100x smaller
         agg = simulate_clicks_protocol(train, n_sessions=AGG_SESSIONS // (10 if quick else 1), eta=eta, top_k=depth,
                                        random_state=seed, aggregate=True)
-        em_agg = regression_em_log(agg.counts, agg.features, n_iter=30, **EM)
+        em_agg = RegressionEM(max_iter=30, **EM).fit(agg.counts, features=agg.features)
         for kind in kinds:
-            deb = fit_debiased(make_rankers(kind, seed, quick), sim.log, sim.features, em.propensity, clip=CLIP)
+            deb = fit_debiased(make_rankers(kind, seed, quick), sim.log, sim.features, em.propensity_, clip=CLIP)
             ora = fit_debiased(make_rankers(kind, seed, quick), sim.log, sim.features, sim.propensity)
             raw = make_rankers(kind, seed, quick).fit(click_dataset(sim.log, sim.features))
             key = (name.split(" ")[0], eta, kind)
@@ -349,12 +356,12 @@ def simulate_one(name, train, test, etas, kinds, n_sessions, quick, seed, acc, p
             a["oracle"].append(ndcg10(ora, test))
             a["raw"].append(ndcg10(raw, test))
             a["deb_agg"].append(ndcg10(fit_debiased(make_rankers(kind, seed, quick), agg.counts, agg.features,
-                                                    em_agg.propensity, clip=CLIP), test))
+                                                    em_agg.propensity_, clip=CLIP), test))
             a["ora_agg"].append(ndcg10(fit_debiased(make_rankers(kind, seed, quick), agg.counts, agg.features,
                                                     agg.propensity), test))
             if depth is not None:
                 a["cand"].append(ndcg10(fit_debiased(make_rankers(kind, seed, quick), sim.log, sim.features,
-                                                     em.propensity, clip=CLIP, candidates=True), test))
+                                                     em.propensity_, clip=CLIP, candidates=True), test))
                 a["shown"].append(ndcg10(make_rankers(kind, seed, quick).fit(shown_true_labels(sim, train)), test))
         print(f"  {depth_label(depth)} {name} eta={eta}: regression-EM max rel. error {np.abs(err[:10]).max():.3f}",
               flush=True)
@@ -505,7 +512,7 @@ def clip_selection(ddir, folds, quick, lines, etas, with_dr=False):
     chosen by ``select_clip`` on held-out training queries' clicks among ``SELECT_CLIPS`` instead of ``CLIP``;
     ``with_dr``: the labels too, IPS or doubly robust with m = ``direct_relevance`` (the higher validation score of
     the two ``select_clip`` runs, whose validation gains are the same unclipped IPS labels)."""
-    from rankwise.clicks import (click_dataset, direct_relevance, fit_debiased, regression_em_log, select_clip,
+    from rankwise.clicks import (RegressionEM, click_dataset, direct_relevance, fit_debiased, select_clip,
                                  simulate_clicks_protocol)
     from rankwise.data import make_synthetic, read_svmlight
 
@@ -523,18 +530,18 @@ def clip_selection(ddir, folds, quick, lines, etas, with_dr=False):
         full = {k: make_rankers(k, 0, quick).fit(tr) for k in ("GBDT", "neural")}
         for eta in etas:
             agg = simulate_clicks_protocol(tr, n_sessions=n_agg, eta=eta, top_k=None, random_state=0, aggregate=True)
-            em = regression_em_log(agg.counts, agg.features, n_iter=30, **EM)
+            em = RegressionEM(max_iter=30, **EM).fit(agg.counts, features=agg.features)
             for kind in ("GBDT", "neural"):
-                sel = select_clip(make_rankers(kind, 0, quick), agg.counts, agg.features, em.propensity,
+                sel = select_clip(make_rankers(kind, 0, quick), agg.counts, agg.features, em.propensity_,
                                   clips=SELECT_CLIPS, validation_fraction=0.2, random_state=0, k=10)
                 clip, direct, label = sel.clip, None, "IPS"
                 if with_dr:
-                    sel_dr = select_clip(make_rankers(kind, 0, quick), agg.counts, agg.features, em.propensity,
+                    sel_dr = select_clip(make_rankers(kind, 0, quick), agg.counts, agg.features, em.propensity_,
                                          clips=SELECT_CLIPS, validation_fraction=0.2, random_state=0, k=10,
                                          direct=direct_relevance)
                     if sel_dr.scores.max() > sel.scores.max():
                         clip, direct, label = sel_dr.clip, direct_relevance, "DR"
-                deb = fit_debiased(make_rankers(kind, 0, quick), agg.counts, agg.features, em.propensity, clip=clip,
+                deb = fit_debiased(make_rankers(kind, 0, quick), agg.counts, agg.features, em.propensity_, clip=clip,
                                    direct=direct)
                 raw = make_rankers(kind, 0, quick).fit(click_dataset(agg.counts, agg.features))
                 a = acc.setdefault((name, eta, kind), {"full": [], "deb": [], "raw": [], "ips": []})
@@ -543,7 +550,7 @@ def clip_selection(ddir, folds, quick, lines, etas, with_dr=False):
                 a["raw"].append(ndcg10(raw, te))
                 if with_dr:  # the IPS-only choice of the same run, for comparison
                     a["ips"].append(a["deb"][-1] if label == "IPS" else ndcg10(fit_debiased(
-                        make_rankers(kind, 0, quick), agg.counts, agg.features, em.propensity, clip=sel.clip), te))
+                        make_rankers(kind, 0, quick), agg.counts, agg.features, em.propensity_, clip=sel.clip), te))
                 chosen.setdefault((name, eta, kind), []).append(("" if not with_dr else label + " ")
                                                                + ("None" if clip is None else f"{clip:g}"))
                 print(f"  clip selection {name} eta={eta} {kind}: chose {label} {clip} "

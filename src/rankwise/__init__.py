@@ -22,6 +22,17 @@ _LAZY = {
 }
 
 
+#: Saveable classes defined above the models layer, by class name -> the module that defines (and registers) them:
+#: :func:`rankwise.models.load` imports it the first time a file names the class (a fixed table here, in the
+#: package root that may name every subpackage; the file never names the module to import).
+SAVED_ELSEWHERE = {
+    **dict.fromkeys(("RandTop", "RandPair", "RegressionEM", "InterventionHarvesting"), "rankwise.clicks.propensity"),
+    **dict.fromkeys(("GCTR", "RCTR", "DCTR", "PBM", "CM", "UBM", "DCM", "CCM", "DBN", "SDBN"),
+                    "rankwise.clicks.models"),
+    "UnbiasedLambdaMART": "rankwise.clicks.joint", "DLA": "rankwise.clicks.dla",
+}
+
+
 # Subpackages reachable as attributes (``rankwise.models``) without importing them first; each
 # is imported on first access only, so ``import rankwise`` stays light.
 _SUBPACKAGES = ("cli", "clicks", "data", "distributed", "export", "losses", "metrics", "models", "report",

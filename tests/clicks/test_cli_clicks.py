@@ -22,8 +22,23 @@ def test_simulate_fit_propensities_train(tmp_path, capsys):
         assert f"\n{name}" in out
     assert (tmp_path / "rel.csv").read_text().startswith("query,doc,relevance")
     assert main(["clicks", "propensities", "--log", str(log), "--log-format", "csv", "--method", "pbm"]) == 0
-    lines = capsys.readouterr().out.strip().splitlines()
+    captured = capsys.readouterr()
+    lines = captured.out.strip().splitlines()
     assert lines[1].split() == ["1", "1.0000"] and len(lines) == 7
+    assert "identifiability: 0.0000" in captured.err  # one deterministic production ranker
+    saved = tmp_path / "randtop.npz"
+    assert main(["clicks", "propensities", "--log", str(log), "--log-format", "csv", "--method", "randtop",
+                 "--out", str(saved)]) == 0
+    printed = [float(x.split()[1]) for x in capsys.readouterr().out.strip().splitlines()[1:]]
+    from rankwise.models import load as load_model
+
+    np.testing.assert_allclose(load_model(saved).propensity_, printed, atol=5e-5)
+    assert main(["clicks", "propensities", "--log", str(log), "--log-format", "csv", "--method", "pbm",
+                 "--out", str(tmp_path / "pbm.npz")]) == 0
+    printed = [float(x.split()[1]) for x in capsys.readouterr().out.strip().splitlines()[1:]]
+    pbm = load_model(tmp_path / "pbm.npz")
+    assert type(pbm).__name__ == "PBM"
+    np.testing.assert_allclose(pbm.propensity_, printed, atol=5e-5)
     model = tmp_path / "m.json"
     assert main(["clicks", "train", "--log", str(log), "--log-format", "csv", "--features", str(letor),
                  "--model", "linear", "--debias", "pbm", "--clip", "0.1", "--param", "max_iter=20",

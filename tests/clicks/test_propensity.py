@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rankwise.clicks import (ClickLog, harvest_propensities, propensities_randpair, propensities_randtop,
-                             rank_table, regression_em)
+from rankwise.clicks import ClickLog, InterventionHarvesting, RandPair, RandTop, RegressionEM
+from rankwise.data import ClickCounts, RankingDataset
 from rankwise.errors import InputError
 
 THETA = 1.0 / np.arange(1, 7) ** 0.8  # six ranks
@@ -38,6 +38,31 @@ def pbm_log(n_sessions, *, shuffle, rel, n_queries=30, seed=0, swap=False):
                     np.array([f"d{d}" for d in range(R)]), clicks.reshape(-1), None, {"pair_rank": pair_rank})
 
 
+def as_log(X, rank, clicks, impressions, query=None):
+    """Aggregated rows (one document per row, rows grouped by query) as the ClickCounts and feature data set
+    that RegressionEM.fit takes: document i is row i of the data set."""
+    m = len(rank)
+    query = np.zeros(m, dtype=np.int64) if query is None else np.asarray(query)
+    uq, first, code = np.unique(query, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # queries in their order in the rows
+    rename = np.empty(len(uq), dtype=np.int64)
+    rename[order] = np.arange(len(uq))
+    code = rename[code]
+    assert np.all(np.diff(code) >= 0), "rows must be grouped by query"
+    sizes = np.bincount(code)
+    feats = RankingDataset(np.asarray(X, dtype=np.float64), np.zeros(m), np.r_[0, np.cumsum(sizes)],
+                           query_ids=uq[order])
+    sessions = np.array([np.max(np.asarray(impressions)[code == j]) for j in range(len(uq))])
+    counts = ClickCounts(uq[order], sessions, code, np.arange(m), np.arange(m), rank, clicks, impressions)
+    return counts, feats
+
+
+def regression_em(X, rank, clicks, n, *, query=None, **params):
+    """RegressionEM fitted on aggregated rows (through the public fit)."""
+    counts, feats = as_log(X, rank, clicks, n, query)
+    return RegressionEM(**params).fit(counts, features=feats)
+
+
 @pytest.fixture(scope="module")
 def rel():
     return np.random.default_rng(1).uniform(0.05, 0.95, (30, 6))
@@ -45,28 +70,28 @@ def rel():
 
 def test_randtop_recovers_relative_propensities(rel):
     log = pbm_log(40000, shuffle="all", rel=rel)
-    est = propensities_randtop(log)
+    est = RandTop().fit(log).propensity_
     np.testing.assert_allclose(est, THETA / THETA[0], rtol=0.06)
-    assert propensities_randtop(log, n=3).shape == (3,)
+    assert RandTop(n=3).fit(log).propensity_.shape == (3,)
 
 
 def test_randpair_recovers_relative_propensities(rel):
     log = pbm_log(60000, shuffle=None, rel=rel, swap=True)
-    est = propensities_randpair(log)
+    est = RandPair().fit(log).propensity_
     np.testing.assert_allclose(est, THETA / THETA[0], rtol=0.08)
 
 
 def test_harvesting_recovers_relative_propensities(rel):
     log = pbm_log(60000, shuffle="rankers", rel=rel)
-    res = harvest_propensities(log)
-    np.testing.assert_allclose(res.propensity, THETA / THETA[0], rtol=0.08)
-    assert len(res.pairs) == len(res.set_sizes) > 0
+    res = InterventionHarvesting().fit(log)
+    np.testing.assert_allclose(res.propensity_, THETA / THETA[0], rtol=0.08)
+    assert len(res.pairs_) == len(res.set_sizes_) > 0
 
 
 def test_harvesting_needs_several_rankings(rel):
     log = pbm_log(500, shuffle=None, rel=rel)
     with pytest.raises(InputError, match="nothing to harvest"):
-        harvest_propensities(log)
+        InterventionHarvesting().fit(log)
 
 
 def test_regression_em_well_specified_relevance_is_recovered():
@@ -83,16 +108,19 @@ def test_regression_em_well_specified_relevance_is_recovered():
     rank = np.tile(np.arange(1, R + 1), nq)
     n = np.full(len(rank), 300.0)
     clicks = rng.binomial(300, THETA[rank - 1] * g).astype(float)
-    res = regression_em(Xs, rank, clicks, n, n_iter=40, n_estimators=40)
-    np.testing.assert_allclose(res.propensity, THETA / THETA[0], rtol=0.1)
-    assert res.n_iter >= 1 and len(res.loglik) == res.n_iter
+    res = regression_em(Xs, rank, clicks, n, query=np.repeat(np.arange(nq), R), max_iter=40, n_estimators=40)
+    np.testing.assert_allclose(res.propensity_, THETA / THETA[0], rtol=0.1)
+    assert res.n_iter_ >= 1 and len(res.loglik_) == res.n_iter_
     # the log-likelihood of the fitted model is better than that of the starting point
-    assert res.loglik[-1] >= res.loglik[0] - 1e-9
+    assert res.loglik_[-1] >= res.loglik_[0] - 1e-9
 
 
 def test_rank_table_aggregates(rel):
+    from rankwise.clicks import rank_table
+
     log = pbm_log(300, shuffle="all", rel=rel)
-    pair, rank, clk, imp = rank_table(log)
+    with pytest.warns(DeprecationWarning, match=r"log\.counts\(\)"):
+        pair, rank, clk, imp = rank_table(log)
     assert imp.sum() == len(log.doc) and clk.sum() == log.clicked.sum()
     assert rank.min() == 1 and rank.max() == 6
     # by brute force: every (pair, rank) row counts its sessions' impressions and clicks; the pair codes are the log's
@@ -102,18 +130,22 @@ def test_rank_table_aggregates(rel):
     assert len(set(zip(pair.tolist(), rank.tolist()))) == len(pair)
     # an aggregated log is its own table
     agg = log.counts()
-    for a, b in zip(rank_table(agg), (pair, rank, clk, imp)):
+    with pytest.warns(DeprecationWarning):
+        table = rank_table(agg)
+    for a, b in zip(table, (pair, rank, clk, imp)):
         np.testing.assert_array_equal(a, b)
 
 
 def test_errors(rel):
     log = pbm_log(100, shuffle=None, rel=rel)
+    from rankwise.clicks import propensity as old
+
     with pytest.raises(InputError, match="n must be"):
-        propensities_randtop(log, n=11)
+        RandTop(n=11).fit(log)
     with pytest.raises(InputError, match="session_data has no"):
-        propensities_randpair(log, pair_rank="nope")
-    with pytest.raises(InputError, match="impressions"):
-        regression_em(np.zeros((2, 1)), [1, 2], [3, 0], [1, 1])
+        RandPair(pair_rank="nope").fit(log)
+    with pytest.raises(InputError, match="impressions"), pytest.warns(DeprecationWarning):
+        old.regression_em(np.zeros((2, 1)), [1, 2], [3, 0], [1, 1])
 
 
 def _tiny_confounded(nq=40, per=4, sessions=60, seed=1):
@@ -128,22 +160,25 @@ def _tiny_confounded(nq=40, per=4, sessions=60, seed=1):
     return X, rank, clicks, n, query
 
 
-LGB = {"objective": "cross_entropy", "learning_rate": 0.1, "num_leaves": 15, "min_data_in_leaf": 20,
-       "verbosity": -1, "seed": 0, "deterministic": True, "force_row_wise": True, "num_threads": 1}
+def _m_step_model():
+    """The documented default relevance regression of RegressionEM (5 trees)."""
+    from rankwise.models import GBDTRanker
+
+    return GBDTRanker("sigmoid_ce", n_estimators=5, learning_rate=0.1, num_leaves=15, min_child_samples=20,
+                      random_state=0, loss_every=None, verbose=False)
 
 
 @pytest.mark.parametrize("cross_fit", [0, 4])
 def test_regression_em_first_step_matches_enumeration(cross_fit):
     """θ after one EM iteration = the enumerated posterior expectation, with the starting relevance
     refitted here (out of fold with ``cross_fit``: the model of a row never saw its query)."""
-    import lightgbm as lgb
     from reference.clicks_reference import regression_em_theta_step
     from rankwise.clicks.propensity import _query_folds
 
     X, rank, clicks, n, query = _tiny_confounded()
     th0 = np.array([0.9, 0.6, 0.5, 0.4, 0.3, 0.2])[:rank.max()]
-    res = regression_em(X, rank, clicks, n, n_iter=1, n_estimators=5, theta_init=th0, cross_fit=cross_fit,
-                        query=query if cross_fit else None)
+    res = regression_em(X, rank, clicks, n, max_iter=1, n_estimators=5, theta_init=th0, cross_fit=cross_fit,
+                        query=query)
     target = np.clip(clicks / n / th0[rank - 1], 0, 1)
     folds = _query_folds(query, len(rank), cross_fit, 0) if cross_fit else np.zeros(len(rank), dtype=int)
     gamma0 = np.empty(len(rank))
@@ -151,13 +186,14 @@ def test_regression_em_first_step_matches_enumeration(cross_fit):
         fit = folds != j if cross_fit else np.ones(len(rank), dtype=bool)
         if cross_fit:
             assert not np.intersect1d(query[fit], query[folds == j]).size  # a row's own query is never fitted
-        bst = lgb.train(LGB, lgb.Dataset(X[fit], label=target[fit], weight=n[fit]), num_boost_round=5)
-        gamma0[folds == j] = bst.predict(X[folds == j])
+        model = _m_step_model().fit(X[fit], target[fit], qid=np.zeros(int(fit.sum())), sample_weight=n[fit])
+        gamma0[folds == j] = 1 / (1 + np.exp(-model.predict(X[folds == j])))
     expected = regression_em_theta_step(th0, np.clip(gamma0, 1e-6, 1 - 1e-6), rank, clicks, n)
-    np.testing.assert_allclose(res.theta, expected, rtol=1e-9)
+    np.testing.assert_allclose(res.theta_, expected, rtol=1e-9)
 
 
 def test_query_folds_keep_queries_whole():
+    from rankwise.clicks import propensity as old
     from rankwise.clicks.propensity import _query_folds
 
     query = np.repeat(np.array(["a", "b", "c", "d", "e", "f", "g"]), [3, 1, 4, 2, 5, 1, 2])
@@ -167,8 +203,8 @@ def test_query_folds_keep_queries_whole():
     assert set(folds) == {0, 1, 2}
     with pytest.raises(InputError, match="cross_fit must be"):
         _query_folds(query, len(query), 8, 0)
-    with pytest.raises(InputError, match="cross_fit needs the query"):
-        regression_em(np.zeros((4, 1)), [1, 2, 1, 2], [0, 0, 0, 0], [1, 1, 1, 1], cross_fit=2)
+    with pytest.raises(InputError, match="cross_fit needs the query"), pytest.warns(DeprecationWarning):
+        old.regression_em(np.zeros((4, 1)), [1, 2, 1, 2], [0, 0, 0, 0], [1, 1, 1, 1], cross_fit=2)
 
 
 def test_cross_fit_cannot_learn_a_query_from_itself():
@@ -182,18 +218,18 @@ def test_cross_fit_cannot_learn_a_query_from_itself():
     n = np.full(nq * per, 100.0)
     clicks = np.where(query == 0, 80.0, 5.0) * THETA[rank - 1]
     clicks = np.round(clicks)
-    kw = dict(n_iter=3, n_estimators=20, min_child_samples=2)
-    own = regression_em(X, rank, clicks, n, **kw).relevance[query == 0].mean()
+    kw = dict(max_iter=3, n_estimators=20, min_child_samples=2)
+    own = regression_em(X, rank, clicks, n, query=query, **kw).relevance_[query == 0].mean()
     cf = regression_em(X, rank, clicks, n, cross_fit=5, query=query, **kw)
-    assert own > 0.5 and cf.relevance[query == 0].mean() < 0.25
-    assert isinstance(cf.relevance_model, list) and len(cf.relevance_model) == 5
+    assert own > 0.5 and cf.relevance_[query == 0].mean() < 0.25
+    assert isinstance(cf.relevance_model_, list) and len(cf.relevance_model_) == 5
 
 
 def test_warm_start_keeps_boosting_one_model():
-    X, rank, clicks, n, _ = _tiny_confounded()
-    res = regression_em(X, rank, clicks, n, n_iter=4, n_estimators=3, warm_start=True, tol=0.0)
-    assert res.n_iter == 4 and res.relevance_model.num_trees() == 3 * 5  # the start + 4 M-steps
-    np.testing.assert_allclose(np.clip(res.relevance_model.predict(X), 1e-6, 1 - 1e-6), res.relevance, rtol=1e-12)
+    X, rank, clicks, n, query = _tiny_confounded()
+    res = regression_em(X, rank, clicks, n, query=query, max_iter=4, n_estimators=3, warm_start=True, tol=0.0)
+    assert res.n_iter_ == 4 and res.relevance_model_.num_trees() == 3 * 5  # the start + 4 M-steps
+    np.testing.assert_allclose(np.clip(res.relevance_model_.predict(X), 1e-6, 1 - 1e-6), res.relevance_, rtol=1e-12)
 
 
 # ------------------------------------------------------------------ m_step="observed" (ECME), n_estimators="auto"
@@ -264,16 +300,17 @@ def test_observed_m_step_recovers_theta_where_em_is_slow():
     """Where θ is small EM moves each deep-rank relevance by about θ of the way per iteration; ECME on
     the observed likelihood gets there in a few rounds (same trees, same number of iterations)."""
     X, rank, clicks, n, query, theta = _confounded_small_theta()
-    kw = dict(n_iter=6, n_estimators=60, num_leaves=4)
+    kw = dict(max_iter=6, n_estimators=60, num_leaves=4, query=query)
     ecme = regression_em(X, rank, clicks, n, m_step="observed", **kw)
     em = regression_em(X, rank, clicks, n, **kw)
-    err_ecme = np.abs(ecme.propensity / (theta / theta[0]) - 1).max()
-    err_em = np.abs(em.propensity / (theta / theta[0]) - 1).max()
+    err_ecme = np.abs(ecme.propensity_ / (theta / theta[0]) - 1).max()
+    err_em = np.abs(em.propensity_ / (theta / theta[0]) - 1).max()
     assert err_ecme < 0.1 < err_em
-    assert ecme.n_iter <= 6 and len(ecme.loglik) == ecme.n_iter
-    assert ecme.loglik[-1] >= ecme.loglik[0] - 1e-9
+    assert ecme.n_iter_ <= 6 and len(ecme.loglik_) == ecme.n_iter_
+    assert ecme.loglik_[-1] >= ecme.loglik_[0] - 1e-9
     # the model is the relevance: its prediction is the returned γ
-    np.testing.assert_allclose(np.clip(ecme.relevance_model.predict(X), 1e-6, 1 - 1e-6), ecme.relevance, rtol=1e-12)
+    np.testing.assert_allclose(np.clip(ecme.relevance_model_.predict(X), 1e-6, 1 - 1e-6), ecme.relevance_,
+                               rtol=1e-12)
 
 
 def test_auto_trees_are_chosen_on_held_out_queries():
@@ -285,29 +322,31 @@ def test_auto_trees_are_chosen_on_held_out_queries():
         assert len(set(held[query == q])) == 1
     assert held[::8].sum() == 30
     for m_step in ("observed", "expected"):
-        res = regression_em(X, rank, clicks, n, n_iter=4, n_estimators="auto", num_leaves=4, query=query,
+        res = regression_em(X, rank, clicks, n, max_iter=4, n_estimators="auto", num_leaves=4, query=query,
                             m_step=m_step)
-        assert 0 < res.relevance_model.num_trees() < 5000
+        assert 0 < res.relevance_model_.num_trees() < 5000
         if m_step == "observed":  # (EM is still far after 4 iterations here: the test above)
-            np.testing.assert_allclose(res.propensity, theta / theta[0], rtol=0.05)
+            np.testing.assert_allclose(res.propensity_, theta / theta[0], rtol=0.05)
     # the held-out loss decides: waiting longer for an improvement keeps at least as many trees (the same trees)
-    kw = dict(n_iter=1, n_estimators="auto", query=query, m_step="observed", learning_rate=0.5)
-    short = regression_em(X, rank, clicks, n, early_stopping_rounds=1, **kw).relevance_model
-    long = regression_em(X, rank, clicks, n, early_stopping_rounds=50, **kw).relevance_model
+    kw = dict(max_iter=1, n_estimators="auto", query=query, m_step="observed", learning_rate=0.5)
+    short = regression_em(X, rank, clicks, n, early_stopping_rounds=1, **kw).relevance_model_
+    long = regression_em(X, rank, clicks, n, early_stopping_rounds=50, **kw).relevance_model_
     assert 0 < short.num_trees() <= long.num_trees()
 
 
 def test_observed_and_auto_options_are_checked():
+    from rankwise.clicks import propensity as old
+
     X, rank, clicks, n, query = _tiny_confounded()
     with pytest.raises(InputError, match="m_step must be"):
-        regression_em(X, rank, clicks, n, m_step="exact")
+        regression_em(X, rank, clicks, n, query=query, m_step="exact")
     with pytest.raises(InputError, match="n_estimators must be"):
-        regression_em(X, rank, clicks, n, n_estimators="many")
+        regression_em(X, rank, clicks, n, query=query, n_estimators="many")
     with pytest.raises(InputError, match="takes no group, cross_fit or warm_start"):
         regression_em(X, rank, clicks, n, m_step="observed", cross_fit=2, query=query)
     with pytest.raises(InputError, match="use one or the other"):
         regression_em(X, rank, clicks, n, n_estimators="auto", warm_start=True, query=query)
-    with pytest.raises(InputError, match="needs the query of every row"):
-        regression_em(X, rank, clicks, n, n_estimators="auto")
+    with pytest.raises(InputError, match="needs the query of every row"), pytest.warns(DeprecationWarning):
+        old.regression_em(X, rank, clicks, n, n_estimators="auto")
     with pytest.raises(InputError, match="validation_fraction"):
         regression_em(X, rank, clicks, n, n_estimators="auto", query=query, validation_fraction=1.0)

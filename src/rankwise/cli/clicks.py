@@ -46,6 +46,8 @@ def add_clicks_parser(sub) -> None:
     pr.add_argument("--features", default=None, help="LETOR/Parquet features of the documents (regression-em)")
     pr.add_argument("--pair-rank-column", default="pair_rank",
                     help="randpair: the session column with the rank paired with rank 1 (csv/parquet logs)")
+    pr.add_argument("--out", default=None,
+                    help="save the fitted estimator or click model (.npz; rankwise.models.load reads it)")
 
     s = csub.add_parser("simulate", help="click log of the simulation protocol from graded LETOR data (long table)")
     s.add_argument("--data", required=True, help="graded training data (LETOR/SVMlight or Parquet)")
@@ -85,26 +87,31 @@ def _load_features(path):
     return load_dataset(path, fmt="auto", part="train")
 
 
-def _propensities(args, log, method):
+def _propensity_estimator(args, log, method):
+    """The fitted propensity estimator of ``--method`` (a click model for pbm)."""
     from rankwise import clicks
     from rankwise.errors import InputError
 
     if method == "pbm":
-        return clicks.pbm_propensities(clicks.PBM().fit(log))
+        return clicks.PBM().fit(log)
     if method == "harvest":
-        return clicks.harvest_propensities(log).propensity
+        return clicks.InterventionHarvesting().fit(log)
     if method == "randtop":
-        return clicks.propensities_randtop(log)
+        return clicks.RandTop().fit(log)
     if method == "randpair":
         if args.log_format == "yandex_sample":
             raise InputError("randpair needs the intervention of each session: give a csv/parquet log with a "
                              f"{args.pair_rank_column!r} column")
         _attach_session_column(args, log, args.pair_rank_column)
-        return clicks.propensities_randpair(log, pair_rank=args.pair_rank_column)
+        return clicks.RandPair(args.pair_rank_column).fit(log)
     if getattr(args, "features", None) is None:
         raise InputError("--method regression-em needs --features (the documents' features)")
     feats = _load_features(args.features)
-    return clicks.regression_em_log(log, feats).propensity
+    return clicks.RegressionEM().fit(log, features=feats)
+
+
+def _propensities(args, log, method):
+    return _propensity_estimator(args, log, method).propensity_
 
 
 def _attach_session_column(args, log, column):
@@ -167,11 +174,18 @@ def run_clicks(args) -> int:
             print(f"relevance of {names[-1]} written to {args.relevance_out}")
         return 0
     if cmd == "propensities":
+        from rankwise.clicks import identifiability
+
         log = _read_log(args)
-        p = _propensities(args, log, args.method)
+        est = _propensity_estimator(args, log, args.method)
         print("rank  propensity (relative to rank 1)")
-        for k, v in enumerate(p, start=1):
+        for k, v in enumerate(est.propensity_, start=1):
             print(f"{k:4d}  {v:.4f}")
+        print(f"identifiability: {identifiability(log):.4f} of the (query, doc) pairs are seen at two or more ranks",
+              file=sys.stderr)
+        if args.out:
+            est.save(args.out)
+            print(f"estimator written to {args.out}", file=sys.stderr)
         return 0
     if cmd == "simulate":
         def _top_k(v):

@@ -45,10 +45,13 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from sklearn.base import BaseEstimator
 
+from rankwise._validation import Interval, check_params
 from rankwise.clicks import _kernels as K
 from rankwise.data.clicklog import ClickLog
 from rankwise.errors import InputError, NotFittedError
+from rankwise.models import persistence
 
 __all__ = ["ClickModel", "GCTR", "RCTR", "DCTR", "PBM", "CM", "UBM", "DCM", "CCM", "DBN", "SDBN",
            "CLICK_MODELS", "EvalResult", "PerplexityResult", "simulate_clicks"]
@@ -103,31 +106,85 @@ def _check_log(log, name="log"):
         raise InputError(f"{name} has no session")
 
 
-class ClickModel:
-    """Base class: the estimator contract, (query, doc) lookup and evaluation."""
+class ClickModel(BaseEstimator):
+    """Base class: the estimator contract, (query, doc) lookup and evaluation.
+
+    Parameters are declared in ``_parameter_constraints`` and checked at the start of ``fit``;
+    ``get_params``/``set_params``, ``sklearn.clone`` and ``repr`` (the class and its non-default
+    parameters) are scikit-learn's."""
 
     #: "independent", "cascade" or "ubm" (which kernels compute the click probabilities)
     family = "independent"
     uses_em = False
+    _parameter_constraints = {"max_iter": [Interval("int", 1)], "tol": [Interval("real", 0)]}
 
     def __init__(self, *, max_iter: int = 50, tol: float = 1e-6):
         self.max_iter = max_iter
         self.tol = tol
 
-    def get_params(self, deep=True):
-        return {"max_iter": self.max_iter, "tol": self.tol}
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not cls.__name__.startswith("_"):
+            persistence.register_model(cls)
 
-    def __repr__(self):
-        return f"{type(self).__name__}()"
+    # -- saving and loading (rankwise.models.persistence: one .npz, no pickle) ---------------------
+    def save(self, path):
+        """Save the fitted model; :func:`rankwise.models.load` reads it back (the models' format, no pickle).
+        Query and document ids are kept with their type: numbers as numeric arrays, anything else as text."""
+        return persistence.save(self, path)
+
+    def _check_is_fitted(self) -> None:
+        self._check_fitted()
+
+    def _get_params_state(self) -> dict:
+        return self.get_params(deep=False)
+
+    @classmethod
+    def _params_from_state(cls, params: dict) -> dict:
+        return params
+
+    def _get_state(self):
+        state, arrays = {}, {}
+        for name, v in vars(self).items():
+            if not name.endswith("_") or name in ("pair_index_", "queries_"):
+                continue
+            if isinstance(v, np.ndarray) and v.dtype.kind in "biuf":
+                arrays[name] = v
+            elif isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)):
+                state[name] = v.item() if isinstance(v, np.generic) else v
+        ids = {"queries": self.queries_, "pair_query": self.pair_index_.get_level_values(0),
+               "pair_doc": self.pair_index_.get_level_values(1)}
+        for name, values in ids.items():
+            v = np.asarray(values)
+            if v.dtype.kind in "iuf":
+                arrays[f"ids/{name}"] = v
+            else:
+                state[f"ids/{name}"] = [str(x) for x in v]
+        return state, arrays
+
+    def _set_state(self, state, arrays):
+        import pandas as pd
+
+        def ids(name):
+            return arrays[f"ids/{name}"] if f"ids/{name}" in arrays else np.asarray(state[f"ids/{name}"], dtype=object)
+        for name, v in arrays.items():
+            if not name.startswith("ids/"):
+                setattr(self, name, np.asarray(v))
+        for name, v in state.items():
+            if not name.startswith("ids/"):
+                setattr(self, name, v)
+        self.queries_ = pd.Index(ids("queries"))
+        self.pair_index_ = pd.MultiIndex.from_arrays([ids("pair_query"), ids("pair_doc")])
+        for name in ("alpha_", "sigma_"):
+            if hasattr(self, name) and len(getattr(self, name)) != len(self.pair_index_):
+                raise ValueError(f"{name} has {len(getattr(self, name))} entries for {len(self.pair_index_)} pairs")
 
     # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, log: ClickLog):
-        """Estimate the parameters from a click log; returns the model."""
+    def fit(self, log: ClickLog, *, features=None):
+        """Estimate the parameters from a click log; returns the model. (``features``: unused, the
+        signature of every click learner.)"""
         _check_log(log)
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
-            raise InputError(f"max_iter must be a positive integer; got {self.max_iter!r}")
-        if not (isinstance(self.tol, (int, float)) and self.tol >= 0):
-            raise InputError(f"tol must be a non-negative number; got {self.tol!r}")
+        check_params(type(self).__name__, self.get_params(deep=False), self._parameter_constraints)
         t0 = time.perf_counter()
         import pandas as pd
 
@@ -364,6 +421,13 @@ class PBM(ClickModel):
     def _fit(self, log):
         self.alpha_, self.gamma_ = self._position_em(log, log.ranks - 1, log.max_rank)
 
+    @property
+    def propensity_(self) -> np.ndarray:
+        """θ_r/θ_1: the examination probabilities γ_r relative to rank 1 (the propensity estimators'
+        form, :mod:`rankwise.clicks.propensity`)."""
+        self._check_fitted()
+        return np.asarray(self.gamma_ / self.gamma_[0], dtype=np.float64)
+
     def _row_params(self, log):
         return self._lookup(self.alpha_, self._pairs_of(log)) * self.gamma_[log.ranks - 1]
 
@@ -383,6 +447,16 @@ class UBM(ClickModel):
         K.previous_click_rank(log.session_offsets, ranks, log.clicked, prev)
         a, g = self._position_em(log, (ranks - 1) * R + prev, R * R)
         self.alpha_, self.gamma_ = a, g.reshape(R, R)
+
+    @property
+    def propensity_(self) -> np.ndarray:
+        """γ_{r,0}/γ_{1,0}: the examination probability at rank r of a user who clicked nothing above r
+        (``gamma_[:, 0]``), relative to rank 1. (UBM's examination also depends on the rank r' of the last
+        click above, ``gamma_[r - 1, r']``; this is the marginal-free slice r' = 0, which equals PBM's θ_r/θ_1
+        when examination does not depend on earlier clicks.)"""
+        self._check_fitted()
+        g = self.gamma_[:, 0]
+        return np.asarray(g / g[0], dtype=np.float64)
 
     def _row_params(self, log):
         return self._lookup(self.alpha_, self._pairs_of(log)), self.gamma_
@@ -492,13 +566,12 @@ class DBN(_Cascade):
     """
 
     uses_em = True
+    _parameter_constraints = {**ClickModel._parameter_constraints,
+                              "gamma": [None, Interval("real", 0, 1, closed="right")]}
 
     def __init__(self, *, max_iter: int = 50, tol: float = 1e-6, gamma=None):
         super().__init__(max_iter=max_iter, tol=tol)
         self.gamma = gamma
-
-    def get_params(self, deep=True):
-        return {**super().get_params(), "gamma": self.gamma}
 
     def _fit(self, log):
         fixed = self.gamma is not None

@@ -84,6 +84,21 @@ _PROBE_MAX_FEATURES = 1 << 22
 MODEL_REGISTRY: dict[str, type] = {}
 
 
+def _registered(name: str):
+    """The class ``name`` of :data:`MODEL_REGISTRY`; a class defined above the models layer (the click models
+    and propensity estimators) is registered when its module is imported, which happens here the first time a
+    file names it, by the fixed table ``rankwise.SAVED_ELSEWHERE`` of the package root. None for an unknown name."""
+    if name not in MODEL_REGISTRY:
+        import importlib
+
+        import rankwise
+
+        module = rankwise.SAVED_ELSEWHERE.get(name)
+        if module is not None:
+            importlib.import_module(module)
+    return MODEL_REGISTRY.get(name)
+
+
 def register_model(cls: type) -> type:
     """Register ``cls`` under its class name (done automatically for BaseRanker subclasses)."""
     MODEL_REGISTRY[cls.__name__] = cls
@@ -356,30 +371,16 @@ def restore_state(model, state, arrays: dict, path) -> None:
         raise corrupt(path, exc) from None
 
 
-def _import_model_class(name: str, module) -> type | None:
-    """A model class defined above this layer (e.g. ``rankwise.clicks.joint``), registered once its module is
-    imported: the file names the module; only rankwise's own modules are imported."""
-    import importlib
-    import re
-
-    if not isinstance(module, str) or not re.fullmatch(r"rankwise(\.[A-Za-z_][A-Za-z0-9_]*)+", module):
-        return None
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return None
-    return MODEL_REGISTRY.get(name)
-
-
 def _build(meta: dict, arrays: dict, path):
     # The registry is full: importing this module ran rankwise/models/__init__.py first, which
     # imports every model module (importing the package here would close an import cycle).
     name = meta.get("class")
-    cls = MODEL_REGISTRY.get(name) if isinstance(name, str) else None
-    if cls is None and isinstance(name, str):
-        cls = _import_model_class(name, meta.get("module"))
+    cls = _registered(name) if isinstance(name, str) else None
     if cls is None:
-        raise InputError(f"cannot load {path}: unknown model class {name!r}; known: {sorted(MODEL_REGISTRY)}")
+        import rankwise
+
+        known = sorted(set(MODEL_REGISTRY) | set(rankwise.SAVED_ELSEWHERE))
+        raise InputError(f"cannot load {path}: unknown model class {name!r}; known: {known}")
     try:
         params = _decode(meta.get("params", {}))
         state = _decode(meta.get("state", {}))
