@@ -127,7 +127,8 @@ def test_identical_sessions_merged_equal_the_naive_reference_on_every_session():
 
 def test_round_terms_against_the_naive_loop_with_ties_and_long_sessions():
     """One round with random per-rank biases: sessions of 2 to 31 rows, tied scores (all tied at the start)."""
-    from rankwise.clicks.joint import _ulm_terms
+    from rankwise.clicks.joint import _ideal_dcg_weights, _pair_blocks, _ulm_terms
+    from rankwise.losses._engine import pairs_offsets
 
     rng = np.random.default_rng(1)
     sizes = np.array([20, 3, 31, 2, 9])
@@ -135,11 +136,12 @@ def test_round_terms_against_the_naive_loop_with_ties_and_long_sessions():
     pos = np.arange(off[-1]) - np.repeat(off[:-1], sizes)
     y = (rng.random(off[-1]) < 0.3).astype(float)
     tp, tm = rng.uniform(0.3, 1, 31), rng.uniform(0.3, 1, 31)
+    own_page, m_off = np.arange(len(sizes)), pairs_offsets(off)  # each session its own page
+    counts = _pair_blocks(y, off, own_page, m_off, np.ones(len(sizes)))
     for scores in (rng.normal(size=off[-1]), np.round(rng.normal(size=off[-1]) * 2) / 2, np.zeros(off[-1])):
         for normalise in (False, True):
-            scale = (UnbiasedLambdaMART(pair_weights="delta_ndcg" if normalise else "delta_dcg")
-                     ._session_scale(y, off))
-            (g, h), num_p, num_m = _ulm_terms(scores, y, off, pos, tp, tm, scale, 1.0)
+            grad_counts = _pair_blocks(y, off, own_page, m_off, _ideal_dcg_weights(y, off)) if normalise else counts
+            (g, h), num_p, num_m = _ulm_terms(scores, off, pos, counts, grad_counts, tp, tm, 1.0)
             want = _naive_round(scores, y, off, tp, tm, 1.0, normalise)
             for got, exp in zip((g, h, num_p, num_m), want):
                 np.testing.assert_allclose(got, exp, rtol=1e-10, atol=1e-12)
@@ -298,28 +300,6 @@ def test_group_codes_against_brute_force(collide, monkeypatch):
         keys = [X[a:b].tobytes() + b"".join(e[a:b].tobytes() for e in extra) for a, b in zip(off[:-1], off[1:])]
         want = {}
         for i, k in enumerate(keys):
-            want.setdefault(k, len(want))
-        np.testing.assert_array_equal(code, [want[k] for k in keys])
-        np.testing.assert_array_equal(first, [keys.index(k) for k in want])
-
-
-def test_session_codes_against_brute_force():
-    """Sessions are the same when their page and their clicks are: short sessions by a click bit pattern, a
-    session longer than 52 rows by its rows."""
-    from rankwise.clicks.joint import _session_codes
-
-    rng = np.random.default_rng(3)
-    page = np.concatenate([rng.integers(0, 4, 80), [9, 9]])
-    sizes = np.array([1, 3, 5, 4, 0, 0, 0, 0, 0, 60])[page]  # a page's sessions have its length
-    off = np.concatenate([[0], np.cumsum(sizes)])
-    y = (rng.random(off[-1]) < 0.3).astype(float)
-    y[off[-2]:] = y[off[-3]:off[-2]]  # the two long sessions alike
-    for cut in (80, 82):  # without and with the long sessions
-        o = off[:cut + 1]
-        code, first = _session_codes(page[:cut], y[:o[-1]], o)
-        keys = [(int(page[i]), y[o[i]:o[i + 1]].tobytes()) for i in range(cut)]
-        want = {}
-        for k in keys:
             want.setdefault(k, len(want))
         np.testing.assert_array_equal(code, [want[k] for k in keys])
         np.testing.assert_array_equal(first, [keys.index(k) for k in want])
