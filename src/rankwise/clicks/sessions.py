@@ -48,7 +48,19 @@ def session_dataset(log: ClickLog, features):
         raise InputError(f"log must be a rankwise.data.ClickLog (sessions; ClickCounts has lost them); "
                          f"got {type(log).__name__}")
     rows = _feature_rows(log, features)[log.pair]
-    doc_ids = np.asarray(log.docs).astype(str)[log.doc]  # the vocabulary converted once, then gathered
-    return RankingDataset(features.X[rows], log.clicked.astype(np.float64), log.session_offsets,
-                          np.arange(log.n_sessions, dtype=np.int64), doc_ids=doc_ids,
-                          feature_names=features.feature_names)
+    out = RankingDataset(_gather_rows(features.X, rows), log.clicked.astype(np.float64), log.session_offsets,
+                         np.arange(log.n_sessions, dtype=np.int64), feature_names=features.feature_names)
+    # the vocabulary converted once, then gathered; set after the constructor, which would copy it again
+    out.doc_ids = _gather_rows(np.asarray(log.docs).astype(str), log.doc)
+    return out
+
+
+def _gather_rows(a, rows):
+    """``a[rows]`` for a dense array (a row of X, a string) by a 1-d gather of each row's bytes as one item,
+    several times faster than numpy's row-wise fancy indexing of a 2-d or string array; sparse rows as
+    they are."""
+    if not isinstance(a, np.ndarray) or a.dtype.hasobject or a.size == 0:
+        return a[rows]
+    a = np.ascontiguousarray(a)
+    item = np.dtype((np.void, a.dtype.itemsize * (a.shape[1] if a.ndim == 2 else 1)))
+    return a.view(item).reshape(-1)[rows].view(a.dtype).reshape((len(rows),) + a.shape[1:])
