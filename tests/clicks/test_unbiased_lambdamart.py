@@ -128,7 +128,6 @@ def test_identical_sessions_merged_equal_the_naive_reference_on_every_session():
 def test_round_terms_against_the_naive_loop_with_ties_and_long_sessions():
     """One round with random per-rank biases: sessions of 2 to 31 rows, tied scores (all tied at the start)."""
     from rankwise.clicks.joint import _ideal_dcg_weights, _pair_blocks, _ulm_terms
-    from rankwise.losses._engine import pairs_offsets
 
     rng = np.random.default_rng(1)
     sizes = np.array([20, 3, 31, 2, 9])
@@ -136,11 +135,11 @@ def test_round_terms_against_the_naive_loop_with_ties_and_long_sessions():
     pos = np.arange(off[-1]) - np.repeat(off[:-1], sizes)
     y = (rng.random(off[-1]) < 0.3).astype(float)
     tp, tm = rng.uniform(0.3, 1, 31), rng.uniform(0.3, 1, 31)
-    own_page, m_off = np.arange(len(sizes)), pairs_offsets(off)  # each session its own page
-    counts = _pair_blocks(y, off, own_page, m_off, np.ones(len(sizes)))
+    own_page = np.arange(len(sizes))  # each session its own page
+    counts = _pair_blocks(y, off, own_page, off, np.ones(len(sizes)))
     for scores in (rng.normal(size=off[-1]), np.round(rng.normal(size=off[-1]) * 2) / 2, np.zeros(off[-1])):
         for normalise in (False, True):
-            grad_counts = _pair_blocks(y, off, own_page, m_off, _ideal_dcg_weights(y, off)) if normalise else counts
+            grad_counts = _pair_blocks(y, off, own_page, off, _ideal_dcg_weights(y, off)) if normalise else counts
             (g, h), num_p, num_m = _ulm_terms(scores, off, pos, counts, grad_counts, tp, tm, 1.0)
             want = _naive_round(scores, y, off, tp, tm, 1.0, normalise)
             for got, exp in zip((g, h, num_p, num_m), want):
@@ -273,17 +272,10 @@ def test_the_former_fit_log_features_warns_and_delegates(sim, sessions):
 
 
 @pytest.mark.parametrize("collide", [False, True])
-def test_group_codes_against_brute_force(collide, monkeypatch):
+def test_group_codes_against_brute_force(collide):
     """Sessions grouped by their rows bit for bit: repeated sessions, NaN, -0.0 against 0.0, a row moved; with
-    ``collide`` every projection weight is 1, so sessions of one length collide and the exact path decides."""
-    from rankwise.clicks import joint
+    ``collide`` the fast hash keeps 2 bits, so different sessions collide and the exact path decides."""
     from rankwise.clicks.joint import _codes_of_groups
-
-    if collide:
-        class Ones:
-            def uniform(self, lo, hi, size):
-                return np.ones(size)
-        monkeypatch.setattr(joint.np.random, "default_rng", lambda seed: Ones())
 
     rng = np.random.Generator(np.random.PCG64(7))
     pool = rng.normal(size=(5, 3)).astype(np.float32)
@@ -296,7 +288,7 @@ def test_group_codes_against_brute_force(collide, monkeypatch):
     y = (rng.random(len(X)) < 0.5).astype(float)
     off = np.concatenate([[0], np.cumsum([len(s) for s in sessions])])
     for extra in ((), (y,)):
-        code, first = _codes_of_groups(X, off, *extra)
+        code, first = _codes_of_groups(X, off, *extra, _mask=3 if collide else None)
         keys = [X[a:b].tobytes() + b"".join(e[a:b].tobytes() for e in extra) for a, b in zip(off[:-1], off[1:])]
         want = {}
         for i, k in enumerate(keys):

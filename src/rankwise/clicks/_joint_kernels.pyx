@@ -5,7 +5,8 @@ position-bias update (its gradients are the training engine's, on the blocks as 
 import numpy as np
 
 from libc.math cimport exp, log1p
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.string cimport memcmp, memcpy
 
 
 def page_counts(const int64_t[::1] off, const uint8_t[::1] clicked, const int64_t[::1] page_of,
@@ -27,10 +28,11 @@ def page_counts(const int64_t[::1] off, const uint8_t[::1] clicked, const int64_
 
 
 def session_pair_counts(const int64_t[::1] off, const double[::1] clicked, const int64_t[::1] page_of,
-                        const int64_t[::1] m_off, const double[::1] weight, double[::1] counts):
+                        const int64_t[::1] p_off, const int64_t[::1] m_off, const double[::1] weight,
+                        double[::1] counts, double[::1] clicks):
     """Add, for every session s (rows ``off[s]:off[s + 1]``, in rank order) and every pair of its ranks (a, b)
     with a clicked and b not, ``weight[s]`` to its page's ``counts[m_off[page_of[s]] + a n + b]`` (n: the
-    session's length, its page's)."""
+    session's length, its page's), and for every click a, ``weight[s]`` to ``clicks[p_off[page_of[s]] + a]``."""
     cdef Py_ssize_t s
     cdef int64_t n, a, b, base, r0
     cdef double w
@@ -43,6 +45,7 @@ def session_pair_counts(const int64_t[::1] off, const double[::1] clicked, const
             for a in range(n):
                 if clicked[r0 + a] == 0.0:
                     continue
+                clicks[p_off[page_of[s]] + a] += w
                 for b in range(n):
                     if clicked[r0 + b] == 0.0:
                         counts[base + a * n + b] += w
@@ -73,3 +76,52 @@ def block_bias_sums(const double[::1] scores, const int64_t[::1] p_off, const in
                     loss = log1p(exp(-d)) if d > -30 else -d
                     num_p[a0 + a] += c * loss * inv_t_minus[a0 + b]
                     num_m[a0 + b] += c * loss * inv_t_plus[a0 + a]
+
+
+def group_hashes(const uint8_t[:, ::1] rows, const int64_t[::1] off, uint64_t seed, uint64_t[::1] out):
+    """A 64-bit hash of each group's bytes (group g: rows ``off[g]:off[g + 1]`` of ``rows``, a row's bytes in
+    order, the rows in order), mixed with ``out[g]`` (the caller's start value) and ``seed``: equal groups get
+    equal hashes; different groups collide rarely (the caller checks every group against its code's first)."""
+    cdef Py_ssize_t g, k
+    cdef uint64_t h, x
+    cdef const uint8_t* p
+    cdef int64_t length, tail
+    with nogil:
+        for g in range(off.shape[0] - 1):
+            length = (off[g + 1] - off[g]) * rows.shape[1]
+            h = (out[g] ^ seed) * 0x9E3779B97F4A7C15ULL + <uint64_t>length
+            if length > 0:
+                p = &rows[off[g], 0]
+                k = 0
+                while k + 8 <= length:
+                    memcpy(&x, p + k, 8)
+                    h = (h ^ x) * 0xBF58476D1CE4E5B9ULL
+                    h ^= h >> 31
+                    k += 8
+                if k < length:
+                    x = 0
+                    memcpy(&x, p + k, length - k)
+                    h = (h ^ x) * 0x94D049BB133111EBULL
+                    h ^= h >> 29
+            out[g] = h ^ (h >> 32)
+
+
+def groups_equal_first(const uint8_t[:, ::1] rows, const int64_t[::1] off, const int64_t[::1] code,
+                       const int64_t[::1] first):
+    """Whether every group's bytes (as in :func:`group_hashes`) equal those of its code's first group
+    (``first[code[g]]``), lengths included."""
+    cdef Py_ssize_t g
+    cdef int64_t f, w = rows.shape[1]
+    cdef bint ok = True
+    with nogil:
+        for g in range(off.shape[0] - 1):
+            f = first[code[g]]
+            if f == g:
+                continue
+            if off[g + 1] - off[g] != off[f + 1] - off[f]:
+                ok = False
+                break
+            if w > 0 and off[g + 1] > off[g] and memcmp(&rows[off[g], 0], &rows[off[f], 0], (off[g + 1] - off[g]) * w) != 0:
+                ok = False
+                break
+    return ok

@@ -31,6 +31,8 @@ import numpy as np
 
 from rankwise._validation import Interval, Options
 from rankwise.clicks._joint_kernels import block_bias_sums as _block_bias_sums
+from rankwise.clicks._joint_kernels import group_hashes as _group_hashes
+from rankwise.clicks._joint_kernels import groups_equal_first as _groups_equal_first
 from rankwise.clicks._joint_kernels import page_counts as _page_counts
 from rankwise.clicks._joint_kernels import session_pair_counts as _session_pair_counts
 from rankwise.clicks.dla import DLA  # noqa: F401  (moved; re-exported until callers import it from dla)
@@ -72,14 +74,21 @@ def pages(log: ClickLog, features):
     return p_off, np.asarray(X, dtype=np.float64), position, clicks, n_sess, counts, m_off
 
 
-def _pair_blocks(y, off, page_of, m_off, weight):
+def _pair_blocks(y, off, page_of, p_off, weight, clicks=None):
     """The pages' blocks of (clicked, unclicked) pair weights: per session s (rows ``off[s]:off[s + 1]`` in rank
     order, clicks ``y``) and pair of its ranks (a clicked, b not), ``weight[s]`` added to entry (a, b) of its
-    page's n x n block (``page_of[s]``; the blocks at ``m_off``, :func:`rankwise.losses._engine.pairs_offsets`)."""
+    page's n x n block (page ``page_of[s]``, rows ``p_off[u]:p_off[u + 1]``; the blocks one after another,
+    :func:`rankwise.losses._engine.pairs_offsets`). ``clicks`` (per page row), if given: ``weight[s]`` added
+    for each click."""
+    from rankwise.losses._engine import pairs_offsets
+
+    p_off = np.ascontiguousarray(p_off, dtype=np.int64)
+    m_off = pairs_offsets(p_off)
     counts = np.zeros(int(m_off[-1]))
     _session_pair_counts(np.ascontiguousarray(off, dtype=np.int64), np.ascontiguousarray(y, dtype=np.float64),
-                         np.ascontiguousarray(page_of, dtype=np.int64), np.ascontiguousarray(m_off, dtype=np.int64),
-                         np.ascontiguousarray(weight, dtype=np.float64), counts)
+                         np.ascontiguousarray(page_of, dtype=np.int64), p_off, m_off,
+                         np.ascontiguousarray(weight, dtype=np.float64), counts,
+                         np.zeros(int(p_off[-1])) if clicks is None else clicks)
     return counts
 
 
@@ -132,52 +141,38 @@ def _ulm_terms(scores, p_off, pos, counts, grad_counts, t_plus, t_minus, sigma, 
 
 def _first_appearance_codes(keys):
     """``(code, first)``: a code per key, numbered in order of first appearance, and each code's first index."""
-    _, first, code = np.unique(keys, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return rank[code.ravel()].astype(np.int64), first[order].astype(np.int64)
+    import pandas as pd
+
+    code, uniq = pd.factorize(keys, sort=False)
+    first = np.full(len(uniq), -1, dtype=np.int64)
+    first[code[::-1]] = np.arange(len(code) - 1, -1, -1)
+    return code.astype(np.int64), first
 
 
-def _codes_of_groups(X, off, *extra):
+def _codes_of_groups(X, off, *extra, _mask=None):
     """One code per group of ``off`` (first appearance order) and the first group of each code: groups whose
     rows -- of ``X`` and of the per-row ``extra`` arrays -- are equal, bit for bit and in the same order, get
-    the same code. Fast path: a random projection of each row's bit pattern, summed over the group with
-    random position weights, then every grouped row checked against its code's first group; where the check
-    finds a difference (a collision), the exact path hashes each group's bytes (BLAKE2, 128 bits)."""
+    the same code. Fast path: a 64-bit hash of each group's bytes (:func:`~rankwise.clicks._joint_kernels.
+    group_hashes`), then every group compared byte for byte with its code's first group; where the check
+    finds a difference (a collision), the exact path hashes each group's bytes (BLAKE2, 128 bits).
+    ``_mask`` (tests): keep only these bits of the fast hash, to force collisions."""
     X = np.ascontiguousarray(X)
-    extra = [np.ascontiguousarray(e, dtype=X.dtype).reshape(-1, 1) for e in extra]
-    n, step = len(X), 1 << 15  # row blocks: no temporary of the whole matrix
-    utype = np.uint32 if X.dtype.itemsize == 4 else np.uint64
-
-    def bits(a, b):
-        block = np.hstack([X[a:b]] + [e[a:b] for e in extra]) if extra else X[a:b]
-        return block.view(utype).reshape(b - a, -1)
-
-    sizes = np.diff(off)
-    rng = np.random.default_rng(0x636C69636B73)
-    r = rng.uniform(0.5, 1.5, X.shape[1] + len(extra))
-    # (an elementwise product and a row sum, not BLAS: the same row gives the same key wherever it lies)
-    row_key = np.concatenate([(bits(a, min(a + step, n)).astype(np.float64) * r).sum(axis=1)
-                              for a in range(0, n, step)] or [np.zeros(0)])
-    pos = np.arange(n) - np.repeat(off[:-1], sizes)
-    terms = row_key * rng.uniform(0.5, 1.5, int(sizes.max(initial=1)))[pos]
-    # the group's length and sum as one complex key (a 1-d sort, not a row-wise one)
-    code, first = _first_appearance_codes(sizes + 1j * (np.add.reduceat(terms, off[:-1]) if len(terms)
-                                                        else np.zeros(len(sizes))))
-    rep = np.repeat(off[first[code]], sizes) + pos  # each row's counterpart in its code's first group
-    if all(np.array_equal(m[a:a + step].view(utype), m[rep[a:a + step]].view(utype))
-           for m in [X, *extra] for a in range(0, n, step)):
+    n = len(X)
+    off = np.ascontiguousarray(off, dtype=np.int64)
+    mats = [X.view(np.uint8)] + [np.ascontiguousarray(e, dtype=X.dtype).reshape(-1, 1).view(np.uint8) for e in extra]
+    h = np.zeros(len(off) - 1, dtype=np.uint64)
+    for k, m in enumerate(mats):
+        _group_hashes(m, off, np.uint64(0x636C69636B73 + k), h)
+    if _mask is not None:
+        h &= np.uint64(_mask)
+    code, first = _first_appearance_codes(h)
+    if all(_groups_equal_first(m, off, code, first) for m in mats):
         return code, first
     import hashlib
 
-    import pandas as pd
-
-    keys = [hashlib.blake2b(bits(a, b).tobytes(), digest_size=16).digest() for a, b in zip(off[:-1], off[1:])]
-    code, uniq = pd.factorize(pd.Series(keys, dtype=object), sort=False)
-    first = np.full(len(uniq), -1, dtype=np.int64)
-    first[code[::-1]] = np.arange(len(keys) - 1, -1, -1)
-    return code.astype(np.int64), first
+    keys = [hashlib.blake2b(b"".join(m[a:b].tobytes() for m in mats), digest_size=16).digest()
+            for a, b in zip(off[:-1], off[1:])]
+    return _first_appearance_codes(np.array(keys, dtype=object))
 
 
 def _rows_of(off, groups):
@@ -201,7 +196,6 @@ class _ClickPages:
 
     def __init__(self, train, normalise: bool):
         from rankwise.data.ranking_input import RankingInput
-        from rankwise.losses._engine import pairs_offsets
 
         X = train.X.toarray() if hasattr(train.X, "toarray") else np.asarray(train.X)
         off, y = train.offsets, np.asarray(train.y, dtype=np.float64)
@@ -211,18 +205,15 @@ class _ClickPages:
         sizes = np.diff(p_off)
         self.p_off = p_off
         self.pos = np.arange(int(p_off[-1])) - np.repeat(p_off[:-1], sizes)
-        m_off = pairs_offsets(p_off)
-        self.counts = _pair_blocks(y, off, page, m_off, gw)
-        self.grad_counts = (_pair_blocks(y, off, page, m_off, gw * _ideal_dcg_weights(y, off)) if normalise
+        clicks = np.zeros(int(p_off[-1]))
+        self.counts = _pair_blocks(y, off, page, p_off, gw, clicks)
+        self.grad_counts = (_pair_blocks(y, off, page, p_off, gw * _ideal_dcg_weights(y, off)) if normalise
                             else self.counts)
         self.entries = _block_entries(p_off, self.pos, self.grad_counts)
-        sess_sizes = np.diff(off)
-        row_w = np.repeat(gw, sess_sizes)
-        page_row = np.repeat(p_off[page], sess_sizes) + (np.arange(len(y)) - np.repeat(off[:-1], sess_sizes))
-        R = int(sizes.max(initial=1))
-        self.R = R
-        self.shown = np.maximum(np.bincount(self.pos[page_row], weights=row_w, minlength=R), 1.0)
-        clicks = np.bincount(page_row, weights=y * row_w, minlength=int(p_off[-1]))
+        R = self.R = int(sizes.max(initial=1))
+        # the weight of the sessions showing rank k: of those at least k + 1 long
+        by_length = np.bincount(np.diff(off), weights=gw, minlength=R + 1)
+        self.shown = np.maximum(np.cumsum(by_length[::-1])[::-1][1:R + 1], 1.0)
         self.page_data = RankingInput(train.X[p_rows], clicks, p_off, np.asarray(train.qids)[first_page], None,
                                       None)
 
