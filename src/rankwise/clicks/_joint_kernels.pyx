@@ -121,7 +121,8 @@ def groups_equal_first(const uint8_t[:, ::1] rows, const int64_t[::1] off, const
             if off[g + 1] - off[g] != off[f + 1] - off[f]:
                 ok = False
                 break
-            if w > 0 and off[g + 1] > off[g] and memcmp(&rows[off[g], 0], &rows[off[f], 0], (off[g + 1] - off[g]) * w) != 0:
+            if (w > 0 and off[g + 1] > off[g]
+                    and memcmp(&rows[off[g], 0], &rows[off[f], 0], (off[g + 1] - off[g]) * w) != 0):
                 ok = False
                 break
     return ok
