@@ -50,8 +50,11 @@ def session_dataset(log: ClickLog, features):
     rows = _feature_rows(log, features)[log.pair]
     out = RankingDataset(_gather_rows(features.X, rows), log.clicked.astype(np.float64), log.session_offsets,
                          np.arange(log.n_sessions, dtype=np.int64), feature_names=features.feature_names)
-    # the vocabulary converted once, then gathered; set after the constructor, which would copy it again
-    out.doc_ids = _gather_rows(np.asarray(log.docs).astype(str), log.doc)
+    # the vocabulary converted once (as narrow as its longest id: integer ids would be 21 characters wide), then
+    # gathered; set after the constructor, which would copy it again
+    vocab = np.asarray(log.docs).astype(str)
+    vocab = vocab.astype(f"<U{max(1, int(np.char.str_len(vocab).max(initial=0)))}")
+    out.doc_ids = _gather_rows(vocab, log.doc)
     return out
 
 
