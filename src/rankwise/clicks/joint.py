@@ -31,11 +31,10 @@ import numpy as np
 
 from rankwise._validation import Interval, Options
 from rankwise.clicks._joint_kernels import block_bias_sums as _block_bias_sums
-from rankwise.clicks._joint_kernels import group_hashes as _group_hashes
-from rankwise.clicks._joint_kernels import groups_equal_first as _groups_equal_first
 from rankwise.clicks._joint_kernels import page_counts as _page_counts
 from rankwise.clicks._joint_kernels import session_pair_counts as _session_pair_counts
 from rankwise.clicks.dla import DLA  # noqa: F401  (moved; re-exported until callers import it from dla)
+from rankwise.clicks.sessions import _codes_of_groups, _rows_of
 from rankwise.data.clicklog import ClickLog
 from rankwise.errors import InputError
 from rankwise.models.gbdt import GBDTRanker
@@ -137,49 +136,6 @@ def _ulm_terms(scores, p_off, pos, counts, grad_counts, t_plus, t_minus, sigma, 
                      np.ascontiguousarray(counts, dtype=np.float64), inv_tp[pos], inv_tm[pos], float(sigma), num_p,
                      num_m)
     return out, num_p, num_m
-
-
-def _first_appearance_codes(keys):
-    """``(code, first)``: a code per key, numbered in order of first appearance, and each code's first index."""
-    import pandas as pd
-
-    code, uniq = pd.factorize(keys, sort=False)
-    first = np.full(len(uniq), -1, dtype=np.int64)
-    first[code[::-1]] = np.arange(len(code) - 1, -1, -1)
-    return code.astype(np.int64), first
-
-
-def _codes_of_groups(X, off, *extra, _mask=None):
-    """One code per group of ``off`` (first appearance order) and the first group of each code: groups whose
-    rows -- of ``X`` and of the per-row ``extra`` arrays -- are equal, bit for bit and in the same order, get
-    the same code. Fast path: a 64-bit hash of each group's bytes (:func:`~rankwise.clicks._joint_kernels.
-    group_hashes`), then every group compared byte for byte with its code's first group; where the check
-    finds a difference (a collision), the exact path hashes each group's bytes (BLAKE2, 128 bits).
-    ``_mask`` (tests): keep only these bits of the fast hash, to force collisions."""
-    X = np.ascontiguousarray(X)
-    n = len(X)
-    off = np.ascontiguousarray(off, dtype=np.int64)
-    mats = [X.view(np.uint8)] + [np.ascontiguousarray(e, dtype=X.dtype).reshape(-1, 1).view(np.uint8) for e in extra]
-    h = np.zeros(len(off) - 1, dtype=np.uint64)
-    for k, m in enumerate(mats):
-        _group_hashes(m, off, np.uint64(0x636C69636B73 + k), h)
-    if _mask is not None:
-        h &= np.uint64(_mask)
-    code, first = _first_appearance_codes(h)
-    if all(_groups_equal_first(m, off, code, first) for m in mats):
-        return code, first
-    import hashlib
-
-    keys = [hashlib.blake2b(b"".join(m[a:b].tobytes() for m in mats), digest_size=16).digest()
-            for a, b in zip(off[:-1], off[1:])]
-    return _first_appearance_codes(np.array(keys, dtype=object))
-
-
-def _rows_of(off, groups):
-    """The rows of ``groups`` (in that order) and the offsets of the groups in them."""
-    sizes = np.diff(off)[groups]
-    new_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    return np.repeat(off[groups], sizes) + np.arange(new_off[-1]) - np.repeat(new_off[:-1], sizes), new_off
 
 
 class _ClickPages:
