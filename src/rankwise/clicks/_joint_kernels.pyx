@@ -1,30 +1,13 @@
 # cython: language_level=3
-"""Compiled kernels of :mod:`rankwise.clicks.joint`: the click counts of the result pages (``pages``), the
-pages' blocks of (clicked, unclicked) pair weights and the pairwise-loss sums of Unbiased LambdaMART's
-position-bias update (its gradients are the training engine's, on the blocks as given pair weights)."""
+"""Compiled kernels of the click rankers: the result pages of a click data set (a hash and a byte comparison of
+each session's rows: :mod:`rankwise.clicks.sessions`), the pages' blocks of (clicked, unclicked) pair weights
+and the pairwise-loss sums of Unbiased LambdaMART's position-bias update (its gradients are the training
+engine's, on the blocks as given pair weights: :mod:`rankwise.clicks.joint`)."""
 import numpy as np
 
 from libc.math cimport exp, log1p
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcmp, memcpy
-
-
-def page_counts(const int64_t[::1] off, const uint8_t[::1] clicked, const int64_t[::1] page_of,
-                const int64_t[::1] p_off, const int64_t[::1] m_off, double[::1] clicks, double[::1] counts):
-    """Add each session's clicks to its page's per-position counts ``clicks`` and, per pair of positions
-    (a, b) with a clicked and b not, 1 to the page's ``counts[m_off[u] + a n + b]``."""
-    cdef Py_ssize_t s
-    cdef int64_t u, n, a, b
-    with nogil:
-        for s in range(off.shape[0] - 1):
-            u = page_of[s]
-            n = off[s + 1] - off[s]
-            for a in range(n):
-                if clicked[off[s] + a]:
-                    clicks[p_off[u] + a] += 1.0
-                    for b in range(n):
-                        if not clicked[off[s] + b]:
-                            counts[m_off[u] + a * n + b] += 1.0
 
 
 def session_pair_counts(const int64_t[::1] off, const double[::1] clicked, const int64_t[::1] page_of,

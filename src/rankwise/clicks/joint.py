@@ -31,7 +31,6 @@ import numpy as np
 
 from rankwise._validation import Interval, Options
 from rankwise.clicks._joint_kernels import block_bias_sums as _block_bias_sums
-from rankwise.clicks._joint_kernels import page_counts as _page_counts
 from rankwise.clicks._joint_kernels import session_pair_counts as _session_pair_counts
 from rankwise.clicks.dla import DLA  # noqa: F401  (moved; re-exported until callers import it from dla)
 from rankwise.clicks.sessions import _codes_of_groups, _rows_of
@@ -66,8 +65,7 @@ def pages(log: ClickLog, features):
     if hasattr(X, "toarray"):
         X = X.toarray()
     clicks = np.zeros(p_off[-1])
-    counts = np.zeros(m_off[-1])
-    _page_counts(off, log.clicked, page_of.astype(np.int64), p_off, m_off, clicks, counts)
+    counts = _pair_blocks(log.clicked, off, page_of, p_off, np.ones(log.n_sessions), clicks)
     n_sess = np.bincount(page_of, minlength=n_pages).astype(np.float64)
     position = (np.arange(p_off[-1]) - np.repeat(p_off[:-1], sizes) + 1).astype(np.int64)
     return p_off, np.asarray(X, dtype=np.float64), position, clicks, n_sess, counts, m_off
