@@ -6,12 +6,12 @@ Setting (a short run of ``bench_clicks.py``'s joint part): MQ2008 folds ``--fold
 LinearRanker on 1 % of the training queries, top-10 page, PBM θ_k = (1/k)^η, click noise), Unbiased
 LambdaMART with 100 trees, learning rate 0.05 (bench_clicks' joint setting), one thread. *new*: this
 checkout's ``UnbiasedLambdaMART().fit(session_dataset(log, features))`` (trees on the distinct pages found
-from the rows, gradients from the engine's pair kernel on the distinct (page, clicks) sessions); *previous*:
-the former class, ``fit(log, features)`` on the log's distinct pages with its own pair kernel, imported from
-``--previous-src`` (default
-``/work/main/src``, the main checkout before this change). Each runs in a fresh process that draws the
-same simulated log (the clicked-row count is printed for both, to show it is the same log). Fit time is the
-wall time of ``fit`` alone (``session_dataset`` timed apart). Test NDCG@10 on the true labels (rankwise
+from the rows, gradients from the engine's pair kernel on the pages with their sessions' (clicked, unclicked)
+pair counts as given pair weights); *previous*: the former class, ``fit(log, features)`` on the log's distinct
+pages with its own pair kernel, imported from ``--previous-src`` (default ``/work/main/src``; it must hold the
+former class, e.g. a worktree at commit 64e05ba). Each runs in a fresh process that draws the same simulated
+log (the clicked-row count is printed for both, to show it is the same log). Fit time is the wall time of
+``fit`` alone (``session_dataset`` timed apart). Test NDCG@10 on the true labels (rankwise
 conventions: exp2 gain, ties averaged), mean over the test queries of the folds run; the paired
 randomisation test new vs previous per query. For reference, ``benchmarks/results/bench_clicks.md`` reports
 0.4924 for the previous Unbiased LambdaMART on MQ2008, η = 1, pooled over 5 folds with 1,000,000 sessions each.
@@ -137,7 +137,8 @@ def main(argv=None):
                  "LinearRanker on 1 % of the training queries); Unbiased LambdaMART with 100 trees, learning rate "
                  "0.05, one thread. *new*: `UnbiasedLambdaMART(n_jobs=1).fit(session_dataset(log, features))` "
                  "(a GBDTRanker: trees on the distinct pages found from the rows, gradients from the engine's "
-                 "pair kernel on the distinct (page, clicks) sessions weighted by their count); *previous*: the "
+                 "pair kernel on the pages with their sessions' (clicked, unclicked) pair counts as given pair "
+                 "weights); *previous*: the "
                  "former class, `fit(log, features)` on the log's distinct pages with "
                  f"its own pair kernel (from `{prev}`), each in a fresh process on the same simulated log. "
                  f"Machine: {platform.machine()}, Python {platform.python_version()}, shared 2-core host "

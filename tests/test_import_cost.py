@@ -43,6 +43,17 @@ def test_gbdt_fit_and_predict_do_not_load_torch():
     assert "torch" not in _loaded(code)
 
 
+def test_gbdt_fit_with_n_jobs_does_not_load_torch():
+    """``n_jobs`` limits the thread pools of the fit (limit_threads): torch's only where torch is loaded."""
+    pytest.importorskip("lightgbm")
+    code = ("import numpy as np\nfrom rankwise import GBDTRanker\n"
+            "rng = np.random.default_rng(2)\nX = rng.normal(size=(120, 4))\ny = rng.integers(0, 3, 120)\n"
+            "qid = np.repeat(np.arange(12), 10)\n"
+            "m = GBDTRanker(n_estimators=2, num_leaves=4, min_child_samples=2, n_jobs=1).fit(X, y, qid=qid)\n"
+            "assert np.isfinite(m.predict(X, qid=qid)).all()\n")
+    assert "torch" not in _loaded(code)
+
+
 def test_gbdt_fit_on_a_dataset_does_not_load_torch():
     pytest.importorskip("lightgbm")
     code = ("import numpy as np\nfrom rankwise import GBDTRanker, RankingDataset\n"

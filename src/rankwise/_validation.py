@@ -256,7 +256,7 @@ def equal_work_bounds(cum_work, n_chunks: int) -> np.ndarray:
 @contextlib.contextmanager
 def limit_threads(n_jobs):
     """Run the block on ``n_jobs`` threads (:func:`n_jobs_threads`; None: change nothing) in every pool
-    rankwise drives: torch's intra-op threads, the BLAS/OpenMP pools threadpoolctl controls (OpenBLAS,
+    rankwise drives: torch's intra-op threads (when torch is loaded), the BLAS/OpenMP pools threadpoolctl controls (OpenBLAS,
     MKL, the OpenMP runtime of LightGBM and XGBoost when loaded) and the threads of rankwise's compiled
     kernels (:func:`thread_limit`, read by :func:`kernel_threads`); restored after. LightGBM's ``num_threads`` and
     XGBoost's ``nthread`` are set by GBDTRanker itself."""
@@ -267,9 +267,11 @@ def limit_threads(n_jobs):
     undo = []
     token = _THREAD_LIMIT.set(n)
     undo.append(lambda: _THREAD_LIMIT.reset(token))
-    if "torch" in sys.modules or _importable("torch"):
-        import torch
-
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        # only a torch already loaded: importing it (seconds) for a block that never uses it -- a GBDT fit on the
+        # compiled engine -- would cost more than the block. A block that loads torch itself sets its threads
+        # (the torch rankers, GBDTRanker's torch path: one thread between rounds).
         before = torch.get_num_threads()
         torch.set_num_threads(n)
         undo.append(lambda: torch.set_num_threads(before))
@@ -285,12 +287,6 @@ def limit_threads(n_jobs):
     finally:
         for step in reversed(undo):
             step()
-
-
-def _importable(name: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(name) is not None
 
 
 # ---------------------------------------------------------------------------------------------

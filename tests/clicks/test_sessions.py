@@ -116,3 +116,24 @@ def test_wrong_types_are_named():
         session_dataset(log.counts(), _features({"q": ["x"]}))
     with pytest.raises(InputError, match="features must be a rankwise.data.RankingDataset"):
         session_dataset(log, np.zeros((1, 2)))
+
+
+def test_gather_rows_equals_fancy_indexing_bit_for_bit():
+    """The byte-wise gather of session_dataset: float32 rows with NaN, -0.0 and denormals, strings of several
+    lengths (with trailing spaces), a sparse matrix and an empty one, against numpy's ``a[rows]``."""
+    import scipy.sparse
+
+    from rankwise.clicks.sessions import _gather_rows
+
+    rng = np.random.default_rng(5)
+    X = (rng.normal(size=(7, 3)) * 10.0 ** rng.integers(-40, 30, size=(7, 3))).astype(np.float32)
+    X[1, 2], X[2, 0], X[3, 1] = np.nan, -0.0, 1e-45
+    rows = rng.integers(0, 7, 50)
+    got = _gather_rows(X, rows)
+    assert got.dtype == X.dtype and got.shape == (50, 3)
+    assert got.tobytes() == X[rows].tobytes()
+    words = np.array(["a", "doc 12 ", "ü", "", "GX000-00-0000000"])
+    assert _gather_rows(words, rows % 5).tolist() == words[rows % 5].tolist()
+    S = scipy.sparse.csr_matrix(X)
+    np.testing.assert_array_equal(_gather_rows(S, rows).toarray(), S[rows].toarray())  # NaN equal
+    assert _gather_rows(np.zeros((0, 3), np.float32), np.zeros(0, np.int64)).shape == (0, 3)

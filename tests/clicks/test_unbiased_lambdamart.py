@@ -127,7 +127,7 @@ def test_identical_sessions_merged_equal_the_naive_reference_on_every_session():
 
 def test_round_terms_against_the_naive_loop_with_ties_and_long_sessions():
     """One round with random per-rank biases: sessions of 2 to 31 rows, tied scores (all tied at the start)."""
-    from rankwise.clicks.joint import _ulm_terms
+    from rankwise.clicks.joint import _ideal_dcg_weights, _pair_blocks, _ulm_terms
 
     rng = np.random.default_rng(1)
     sizes = np.array([20, 3, 31, 2, 9])
@@ -135,11 +135,12 @@ def test_round_terms_against_the_naive_loop_with_ties_and_long_sessions():
     pos = np.arange(off[-1]) - np.repeat(off[:-1], sizes)
     y = (rng.random(off[-1]) < 0.3).astype(float)
     tp, tm = rng.uniform(0.3, 1, 31), rng.uniform(0.3, 1, 31)
+    own_page = np.arange(len(sizes))  # each session its own page
+    counts = _pair_blocks(y, off, own_page, off, np.ones(len(sizes)))
     for scores in (rng.normal(size=off[-1]), np.round(rng.normal(size=off[-1]) * 2) / 2, np.zeros(off[-1])):
         for normalise in (False, True):
-            scale = (UnbiasedLambdaMART(pair_weights="delta_ndcg" if normalise else "delta_dcg")
-                     ._session_scale(y, off))
-            (g, h), num_p, num_m = _ulm_terms(scores, y, off, pos, tp, tm, scale, 1.0)
+            grad_counts = _pair_blocks(y, off, own_page, off, _ideal_dcg_weights(y, off)) if normalise else counts
+            (g, h), num_p, num_m = _ulm_terms(scores, off, pos, counts, grad_counts, tp, tm, 1.0)
             want = _naive_round(scores, y, off, tp, tm, 1.0, normalise)
             for got, exp in zip((g, h, num_p, num_m), want):
                 np.testing.assert_allclose(got, exp, rtol=1e-10, atol=1e-12)
@@ -271,17 +272,10 @@ def test_the_former_fit_log_features_warns_and_delegates(sim, sessions):
 
 
 @pytest.mark.parametrize("collide", [False, True])
-def test_group_codes_against_brute_force(collide, monkeypatch):
+def test_group_codes_against_brute_force(collide):
     """Sessions grouped by their rows bit for bit: repeated sessions, NaN, -0.0 against 0.0, a row moved; with
-    ``collide`` every projection weight is 1, so sessions of one length collide and the exact path decides."""
-    from rankwise.clicks import joint
+    ``collide`` the fast hash keeps 2 bits, so different sessions collide and the exact path decides."""
     from rankwise.clicks.joint import _codes_of_groups
-
-    if collide:
-        class Ones:
-            def uniform(self, lo, hi, size):
-                return np.ones(size)
-        monkeypatch.setattr(joint.np.random, "default_rng", lambda seed: Ones())
 
     rng = np.random.Generator(np.random.PCG64(7))
     pool = rng.normal(size=(5, 3)).astype(np.float32)
@@ -294,32 +288,10 @@ def test_group_codes_against_brute_force(collide, monkeypatch):
     y = (rng.random(len(X)) < 0.5).astype(float)
     off = np.concatenate([[0], np.cumsum([len(s) for s in sessions])])
     for extra in ((), (y,)):
-        code, first = _codes_of_groups(X, off, *extra)
+        code, first = _codes_of_groups(X, off, *extra, _mask=3 if collide else None)
         keys = [X[a:b].tobytes() + b"".join(e[a:b].tobytes() for e in extra) for a, b in zip(off[:-1], off[1:])]
         want = {}
         for i, k in enumerate(keys):
-            want.setdefault(k, len(want))
-        np.testing.assert_array_equal(code, [want[k] for k in keys])
-        np.testing.assert_array_equal(first, [keys.index(k) for k in want])
-
-
-def test_session_codes_against_brute_force():
-    """Sessions are the same when their page and their clicks are: short sessions by a click bit pattern, a
-    session longer than 52 rows by its rows."""
-    from rankwise.clicks.joint import _session_codes
-
-    rng = np.random.default_rng(3)
-    page = np.concatenate([rng.integers(0, 4, 80), [9, 9]])
-    sizes = np.array([1, 3, 5, 4, 0, 0, 0, 0, 0, 60])[page]  # a page's sessions have its length
-    off = np.concatenate([[0], np.cumsum(sizes)])
-    y = (rng.random(off[-1]) < 0.3).astype(float)
-    y[off[-2]:] = y[off[-3]:off[-2]]  # the two long sessions alike
-    for cut in (80, 82):  # without and with the long sessions
-        o = off[:cut + 1]
-        code, first = _session_codes(page[:cut], y[:o[-1]], o)
-        keys = [(int(page[i]), y[o[i]:o[i + 1]].tobytes()) for i in range(cut)]
-        want = {}
-        for k in keys:
             want.setdefault(k, len(want))
         np.testing.assert_array_equal(code, [want[k] for k in keys])
         np.testing.assert_array_equal(first, [keys.index(k) for k in want])

@@ -147,22 +147,21 @@ def _merge_repeated_pages(train):
     merged clicks are scaled by n_pages/n_sessions so that the objective, a mean over pages, stays the mean
     over sessions. Without repeats or weights ``train`` is returned as it is.
     """
-    import pandas as pd
-
+    from rankwise.clicks.sessions import _codes_of_groups, _first_appearance_codes, _rows_of
     from rankwise.data.ranking_input import RankingInput
 
     X, off = train.X, train.offsets
     sizes = np.diff(off)
-    page_keys = [c[a:b].tobytes() for c in [_row_codes(X)] for a, b in zip(off[:-1], off[1:])]
-    page_of, uniq = pd.factorize(pd.Series(page_keys, dtype=object))
-    n_pages, n_sessions = len(uniq), len(page_keys)
+    if sp.issparse(X):
+        codes = _row_codes(X)
+        page_of, first = _first_appearance_codes(np.array([codes[a:b].tobytes() for a, b in zip(off[:-1], off[1:])],
+                                                          dtype=object))
+    else:  # the pages' bytes hashed and compared in compiled code
+        page_of, first = _codes_of_groups(X, off)
+    n_pages, n_sessions = len(first), len(sizes)
     if n_pages == n_sessions and train.sample_weight is None:
         return train
-    first = np.full(n_pages, -1, dtype=np.int64)
-    first[page_of[::-1]] = np.arange(n_sessions - 1, -1, -1)
-    new_sizes = sizes[first]
-    new_off = np.concatenate([[0], np.cumsum(new_sizes)]).astype(np.int64)
-    src_rows = np.concatenate([np.arange(off[g], off[g + 1]) for g in first])
+    src_rows, new_off = _rows_of(off, first)
     # every row's target: the same rank on its page's merged copy
     rank0 = np.arange(off[-1]) - np.repeat(off[:-1], sizes)
     target = new_off[np.repeat(page_of, sizes)] + rank0

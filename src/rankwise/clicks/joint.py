@@ -15,9 +15,11 @@ r"""Rankers that learn the position bias jointly with the ranking: Unbiased Lamb
   sums over the pairs of all sessions, :math:`L_{ab} = \log(1 + e^{-\sigma (s_a - s_b)})`. Each rank's sum is
   divided by the number of sessions that show the rank (the paper's pages all have the same length, where
   this is a constant factor). The gradient is the training engine's pair kernel (:mod:`rankwise.losses._engine`,
-  the ``ranknet`` loss) with the bias weights as per-row weights. The pair weight is |ΔDCG| of swapping a and
-  b in the session's current ranking (``pair_weights="delta_dcg"``), or ΔNDCG as in the paper
-  (``"delta_ndcg"``: divided by the session's ideal DCG).
+  the ``ranknet`` loss) on the distinct result pages with *given pair weights*: page u's
+  :math:`M_u[a, b] / (t^+_{k_a} t^-_{k_b})`, :math:`M_u[a, b]` the weight of the sessions of page u in which a
+  was clicked and b not. The pair weight is |ΔDCG| of swapping a and b in the page's current ranking
+  (``pair_weights="delta_dcg"``), or ΔNDCG as in the paper (``"delta_ndcg"``: each session's pairs divided by
+  its ideal DCG, folded into :math:`M_u`).
 
 - :class:`DLA` (Ai et al., SIGIR 2018) lives in :mod:`rankwise.clicks.dla` (re-exported here).
 """
@@ -28,9 +30,10 @@ import warnings
 import numpy as np
 
 from rankwise._validation import Interval, Options
-from rankwise.clicks._joint_kernels import bias_sums as _bias_sums
-from rankwise.clicks._joint_kernels import page_counts as _page_counts
+from rankwise.clicks._joint_kernels import block_bias_sums as _block_bias_sums
+from rankwise.clicks._joint_kernels import session_pair_counts as _session_pair_counts
 from rankwise.clicks.dla import DLA  # noqa: F401  (moved; re-exported until callers import it from dla)
+from rankwise.clicks.sessions import _codes_of_groups, _rows_of
 from rankwise.data.clicklog import ClickLog
 from rankwise.errors import InputError
 from rankwise.models.gbdt import GBDTRanker
@@ -62,132 +65,109 @@ def pages(log: ClickLog, features):
     if hasattr(X, "toarray"):
         X = X.toarray()
     clicks = np.zeros(p_off[-1])
-    counts = np.zeros(m_off[-1])
-    _page_counts(off, log.clicked, page_of.astype(np.int64), p_off, m_off, clicks, counts)
+    counts = _pair_blocks(log.clicked, off, page_of, p_off, np.ones(log.n_sessions), clicks)
     n_sess = np.bincount(page_of, minlength=n_pages).astype(np.float64)
     position = (np.arange(p_off[-1]) - np.repeat(p_off[:-1], sizes) + 1).astype(np.int64)
     return p_off, np.asarray(X, dtype=np.float64), position, clicks, n_sess, counts, m_off
 
 
-def _ulm_terms(scores, y, off, pos, t_plus, t_minus, scale, sigma, *, group_weights=None, n_jobs=None,
+def _pair_blocks(y, off, page_of, p_off, weight, clicks=None):
+    """The pages' blocks of (clicked, unclicked) pair weights: per session s (rows ``off[s]:off[s + 1]`` in rank
+    order, clicks ``y``) and pair of its ranks (a clicked, b not), ``weight[s]`` added to entry (a, b) of its
+    page's n x n block (page ``page_of[s]``, rows ``p_off[u]:p_off[u + 1]``; the blocks one after another,
+    :func:`rankwise.losses._engine.pairs_offsets`). ``clicks`` (per page row), if given: ``weight[s]`` added
+    for each click."""
+    from rankwise.losses._engine import pairs_offsets
+
+    p_off = np.ascontiguousarray(p_off, dtype=np.int64)
+    m_off = pairs_offsets(p_off)
+    counts = np.zeros(int(m_off[-1]))
+    _session_pair_counts(np.ascontiguousarray(off, dtype=np.int64), np.ascontiguousarray(y, dtype=np.float64),
+                         np.ascontiguousarray(page_of, dtype=np.int64), p_off, m_off,
+                         np.ascontiguousarray(weight, dtype=np.float64), counts,
+                         np.zeros(int(p_off[-1])) if clicks is None else clicks)
+    return counts
+
+
+def _ideal_dcg_weights(y, off):
+    """1 / (ideal DCG) of each session of clicks ``y`` (1 for a session without a click): the ΔNDCG factor."""
+    sizes = np.diff(off)
+    n_clicks = np.add.reduceat(y, off[:-1]) if len(y) else np.zeros(0)
+    disc = np.cumsum(1.0 / np.log2(2.0 + np.arange(int(sizes.max(initial=0)) + 1)))
+    return 1.0 / np.where(n_clicks > 0, disc[np.maximum(n_clicks.astype(np.int64) - 1, 0)], 1.0)
+
+
+def _block_entries(p_off, pos, grad_counts):
+    """``(nz, a_rank, b_rank)``: the nonzero entries of the pages' pair blocks and the 0-based ranks of their
+    clicked (a) and unclicked (b) rows."""
+    from rankwise.losses._engine import pairs_offsets
+
+    m_off = pairs_offsets(p_off)
+    nz = np.flatnonzero(grad_counts)
+    page = np.searchsorted(m_off, nz, side="right") - 1
+    n = np.diff(p_off)[page]
+    k = nz - m_off[page]
+    return nz, pos[p_off[page] + k // n], pos[p_off[page] + k % n]
+
+
+def _ulm_terms(scores, p_off, pos, counts, grad_counts, t_plus, t_minus, sigma, *, entries=None, n_jobs=None,
                want_value=False, hess_floor=1e-9):
-    """One round of Unbiased LambdaMART on a click data set (rows of a session in rank order, ``pos`` their
-    0-based ranks, ``y`` the clicks): ``((grad, hess[, value]), num_p, num_m)``. The gradient and Hessian are
-    the engine's ``ranknet`` pair kernel (|ΔNDCG| weights, linear gain) with row weights 1/t⁺ (clicked) or 1/t⁻
-    (not) of the row's rank times ``scale`` (:meth:`UnbiasedLambdaMART._session_scale`); ``num_p``/``num_m``
-    the loss sums of the bias update (:func:`rankwise.clicks._joint_kernels.bias_sums`)."""
+    """One round of Unbiased LambdaMART on result pages (rows of a page in rank order, ``pos`` their 0-based
+    ranks; ``counts``/``grad_counts`` the pages' pair blocks of :func:`_pair_blocks`, the latter with the ΔNDCG
+    factor where it applies; ``entries``: :func:`_block_entries`, computed once per fit):
+    ``((grad, hess[, value]), num_p, num_m)``. The gradient and Hessian are the engine's ``ranknet`` pair kernel
+    (|ΔDCG| weights) on the given pair weights ``grad_counts[a, b] / (t⁺_{k_a} t⁻_{k_b})``; ``num_p``/``num_m``
+    the loss sums of the bias update (:func:`rankwise.clicks._joint_kernels.block_bias_sums`)."""
     from rankwise import losses
+    from rankwise.losses._engine import pairs_offsets
 
     s = np.ascontiguousarray(scores, dtype=np.float64)
-    inv_tp, inv_tm = (1.0 / t_plus)[pos], (1.0 / t_minus)[pos]
-    w_row = np.where(y == 1, inv_tp, inv_tm) * scale
-    out = losses.grad_hess("ranknet", s, y, off, weights=w_row, group_weights=group_weights, hess_floor=hess_floor,
+    inv_tp, inv_tm = 1.0 / np.asarray(t_plus, dtype=np.float64), 1.0 / np.asarray(t_minus, dtype=np.float64)
+    nz, a_rank, b_rank = _block_entries(p_off, pos, grad_counts) if entries is None else entries
+    pairs = np.zeros(len(grad_counts))
+    pairs[nz] = grad_counts[nz] * inv_tp[a_rank] * inv_tm[b_rank]
+    out = losses.grad_hess("ranknet", s, np.zeros(len(s)), p_off, pairs=pairs, hess_floor=hess_floor,
                            return_value=want_value, n_jobs=n_jobs, sigma=float(sigma), pair_weights="delta_ndcg",
                            gain="linear")
     num_p, num_m = np.zeros(len(s)), np.zeros(len(s))
-    _bias_sums(s, off, np.ascontiguousarray(y, dtype=np.float64), inv_tp, inv_tm, float(sigma), num_p, num_m)
+    _block_bias_sums(s, np.ascontiguousarray(p_off, dtype=np.int64), pairs_offsets(p_off),
+                     np.ascontiguousarray(counts, dtype=np.float64), inv_tp[pos], inv_tm[pos], float(sigma), num_p,
+                     num_m)
     return out, num_p, num_m
 
 
-def _first_appearance_codes(keys):
-    """``(code, first)``: a code per key, numbered in order of first appearance, and each code's first index."""
-    _, first, code = np.unique(keys, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return rank[code.ravel()].astype(np.int64), first[order].astype(np.int64)
-
-
-def _codes_of_groups(X, off, *extra):
-    """One code per group of ``off`` (first appearance order) and the first group of each code: groups whose
-    rows -- of ``X`` and of the per-row ``extra`` arrays -- are equal, bit for bit and in the same order, get
-    the same code. Fast path: a random projection of each row's bit pattern, summed over the group with
-    random position weights, then every grouped row checked against its code's first group; where the check
-    finds a difference (a collision), the exact path hashes each group's bytes (BLAKE2, 128 bits)."""
-    X = np.ascontiguousarray(X)
-    extra = [np.ascontiguousarray(e, dtype=X.dtype).reshape(-1, 1) for e in extra]
-    n, step = len(X), 1 << 15  # row blocks: no temporary of the whole matrix
-    utype = np.uint32 if X.dtype.itemsize == 4 else np.uint64
-
-    def bits(a, b):
-        block = np.hstack([X[a:b]] + [e[a:b] for e in extra]) if extra else X[a:b]
-        return block.view(utype).reshape(b - a, -1)
-
-    sizes = np.diff(off)
-    rng = np.random.default_rng(0x636C69636B73)
-    r = rng.uniform(0.5, 1.5, X.shape[1] + len(extra))
-    # (an elementwise product and a row sum, not BLAS: the same row gives the same key wherever it lies)
-    row_key = np.concatenate([(bits(a, min(a + step, n)).astype(np.float64) * r).sum(axis=1)
-                              for a in range(0, n, step)] or [np.zeros(0)])
-    pos = np.arange(n) - np.repeat(off[:-1], sizes)
-    terms = row_key * rng.uniform(0.5, 1.5, int(sizes.max(initial=1)))[pos]
-    # the group's length and sum as one complex key (a 1-d sort, not a row-wise one)
-    code, first = _first_appearance_codes(sizes + 1j * (np.add.reduceat(terms, off[:-1]) if len(terms)
-                                                        else np.zeros(len(sizes))))
-    rep = np.repeat(off[first[code]], sizes) + pos  # each row's counterpart in its code's first group
-    if all(np.array_equal(m[a:a + step].view(utype), m[rep[a:a + step]].view(utype))
-           for m in [X, *extra] for a in range(0, n, step)):
-        return code, first
-    import hashlib
-
-    import pandas as pd
-
-    keys = [hashlib.blake2b(bits(a, b).tobytes(), digest_size=16).digest() for a, b in zip(off[:-1], off[1:])]
-    code, uniq = pd.factorize(pd.Series(keys, dtype=object), sort=False)
-    first = np.full(len(uniq), -1, dtype=np.int64)
-    first[code[::-1]] = np.arange(len(keys) - 1, -1, -1)
-    return code.astype(np.int64), first
-
-
-def _session_codes(page, y, off):
-    """Codes of the sessions (same page, same clicks; first appearance order) and the first session of each
-    (``page``: a code per session that fixes its length): the clicks of a session of at most 52 rows as one
-    integer (exact in float64), else by the rows."""
-    sizes = np.diff(off)
-    if len(sizes) and sizes.max() <= 52:
-        pos = np.arange(len(y)) - np.repeat(off[:-1], sizes)
-        pattern = np.add.reduceat(y * np.exp2(pos), off[:-1])
-        return _first_appearance_codes(page + 1j * pattern)
-    return _codes_of_groups(np.repeat(page, sizes).astype(np.float64).reshape(-1, 1), off, y)
-
-
-def _rows_of(off, groups):
-    """The rows of ``groups`` (in that order) and the offsets of the groups in them."""
-    sizes = np.diff(off)[groups]
-    new_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    return np.repeat(off[groups], sizes) + np.arange(new_off[-1]) - np.repeat(new_off[:-1], sizes), new_off
-
-
 class _ClickPages:
-    """A click data set as Unbiased LambdaMART boosts it (the former class's layout, found from the rows):
+    """A click data set as Unbiased LambdaMART boosts it (the former class's layout, found from the rows): the
+    *pages*, the distinct result lists (sessions whose rows have the same features in the same order: they
+    score alike in every round), on whose rows the trees are grown, and per page the n x n blocks of the
+    weights of its sessions' (clicked a, unclicked b) pairs -- ``counts`` (session weights: the bias sums) and
+    ``grad_counts`` (times 1/ideal DCG of the session with ``normalise``: the gradient's given pair weights).
+    The sessions enter only through these sums, so a round costs O(Σ n_u²) over the pages whatever the number
+    of sessions or of distinct click patterns.
 
-    - *pages*: the distinct result lists (sessions whose rows have the same features in the same order: they
-      score alike in every round). The trees are grown on the pages' rows, each row's gradient the sum over
-      the sessions that show the page.
-    - *sessions*: the distinct (page, clicks) sessions, weighted by their number (times their sample
-      weights), on which the engine computes the pairs' gradients and the bias sums (sums over sessions).
-
-    ``page_data``: the pages as the RankingInput the trees see (labels: clicks per page row).
+    ``page_data``: the pages as the RankingInput the trees see (labels: clicks per page row, weighted).
     """
 
-    def __init__(self, train):
+    def __init__(self, train, normalise: bool):
         from rankwise.data.ranking_input import RankingInput
 
         X = train.X.toarray() if hasattr(train.X, "toarray") else np.asarray(train.X)
         off, y = train.offsets, np.asarray(train.y, dtype=np.float64)
         gw = np.ones(train.n_queries) if train.sample_weight is None else train.sample_weight[off[:-1]]
         page, first_page = _codes_of_groups(X, off)
-        sess, first_sess = _session_codes(page, y, off)
-        rows, s_off = _rows_of(off, first_sess)
-        self.y, self.off = y[rows], s_off
-        self.weight = np.bincount(sess, weights=gw, minlength=len(first_sess))
         p_rows, p_off = _rows_of(off, first_page)
-        pos = np.arange(len(rows)) - np.repeat(s_off[:-1], np.diff(s_off))
-        self.pos = pos
-        self.page_row = p_off[page[first_sess]].repeat(np.diff(s_off)) + pos  # session row -> page row
-        self.n_page_rows = int(p_off[-1])
-        clicks = np.bincount(self.page_row, weights=self.y * np.repeat(self.weight, np.diff(s_off)),
-                             minlength=self.n_page_rows)
+        sizes = np.diff(p_off)
+        self.p_off = p_off
+        self.pos = np.arange(int(p_off[-1])) - np.repeat(p_off[:-1], sizes)
+        clicks = np.zeros(int(p_off[-1]))
+        self.counts = _pair_blocks(y, off, page, p_off, gw, clicks)
+        self.grad_counts = (_pair_blocks(y, off, page, p_off, gw * _ideal_dcg_weights(y, off)) if normalise
+                            else self.counts)
+        self.entries = _block_entries(p_off, self.pos, self.grad_counts)
+        R = self.R = int(sizes.max(initial=1))
+        # the weight of the sessions showing rank k: of those at least k + 1 long
+        by_length = np.bincount(np.diff(off), weights=gw, minlength=R + 1)
+        self.shown = np.maximum(np.cumsum(by_length[::-1])[::-1][1:R + 1], 1.0)
         self.page_data = RankingInput(train.X[p_rows], clicks, p_off, np.asarray(train.qids)[first_page], None,
                                       None)
 
@@ -203,8 +183,8 @@ class UnbiasedLambdaMART(GBDTRanker):
 
     Each boosting round's gradient is the training engine's LambdaMART pair kernel (the ``ranknet`` loss
     with |ΔDCG| pair weights: :mod:`rankwise.losses._engine`) on the pairs (i clicked, j not clicked) of
-    every session, each pair weighted by :math:`1 / (t^+_{k_i} t^-_{k_j})` through per-row weights
-    :math:`1/t^+_{k_i}` (clicked rows) and :math:`1/t^-_{k_j}` (the others); the position biases are then
+    every session, each pair weighted by :math:`1 / (t^+_{k_i} t^-_{k_j})` (given pair weights: per result
+    page the weight of its sessions with i clicked and j not, divided by the biases); the position biases are then
     re-estimated from the pairwise losses at the round's scores (module docstring), with the exponent
     1/(p+1). Sessions without a click, or without an unclicked document, give no pair.
 
@@ -228,9 +208,11 @@ class UnbiasedLambdaMART(GBDTRanker):
 
     As the former class did, the trees are grown on the log's distinct result pages (sessions whose rows have
     the same features in the same order, found from the rows), each page row's gradient the sum over the
-    sessions that show it; the engine computes the pairs of the distinct (page, clicks) sessions, weighted
-    by their number. Neither changes the gradient or the bias sums (sums over sessions), and a log that
-    repeats its pages trains on far fewer rows (``min_child_samples`` counts page rows).
+    sessions that show it: the engine runs once per round on the pages with, per page, the n x n block of
+    its sessions' (clicked, unclicked) pair weights as given pair weights. Neither changes the gradient or
+    the bias sums (sums over sessions); a round costs O(Σ n²) over the pages, whatever the number of sessions
+    or of their click patterns, and a log that repeats its pages trains on far fewer rows
+    (``min_child_samples`` counts page rows).
 
     Attributes
     ----------
@@ -278,8 +260,9 @@ class UnbiasedLambdaMART(GBDTRanker):
 
     @property
     def loss_params(self) -> dict:
-        """The engine loss's hyperparameters: logistic pairs of slope ``sigma`` with |ΔNDCG| weights, linear
-        gain (the |ΔDCG| form multiplies each session's row weights by its ideal DCG, see ``_row_weights``)."""
+        """The engine loss's hyperparameters: logistic pairs of slope ``sigma`` with |ΔNDCG|-type weights, linear
+        gain; on given pair weights (the pages' click pair counts) the engine's pair weight is |ΔDCG| of the swap
+        (gain difference 1, max DCG 1), the ΔNDCG factor of ``pair_weights="delta_ndcg"`` is in the counts."""
         return {"sigma": float(self.sigma), "pair_weights": "delta_ndcg", "gain": "linear"}
 
     def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, group=None):
@@ -318,7 +301,7 @@ class UnbiasedLambdaMART(GBDTRanker):
             if np.any(np.repeat(w[off[:-1]], np.diff(off)) != w):
                 raise InputError("UnbiasedLambdaMART: sample_weight is one weight per session; give every row of a "
                                  "session (query) the same weight")
-        self._pages = _ClickPages(train)
+        self._pages = _ClickPages(train, self.pair_weights == "delta_ndcg")
         return self._pages.page_data, val
 
     def _objective(self, on_value=None, start=0):
@@ -330,50 +313,29 @@ class UnbiasedLambdaMART(GBDTRanker):
         def unbiased_lambdamart_objective(preds, train_data):
             if not cache:
                 pg = self.__dict__.pop("_pages")
-                off, w = pg.off, pg.weight
-                sizes = np.diff(off)
-                row_w = np.repeat(w, sizes)
-                R = int(sizes.max())
-                cache.update(pg=pg, R=R, row_w=row_w, scale=self._session_scale(pg.y, off),
-                             shown=np.maximum(np.bincount(pg.pos, weights=row_w, minlength=R), 1.0),
-                             tp=np.ones(R), tm=np.ones(R))
+                cache.update(pg=pg, tp=np.ones(pg.R), tm=np.ones(pg.R))
                 rounds.append((cache["tp"], cache["tm"]))
             c, pg = cache, cache["pg"]
             k = calls[0]
             calls[0] += 1
             want = on_value is not None and self.loss_every is not None and k % int(self.loss_every) == 0
-            s = np.asarray(preds, dtype=np.float64)[pg.page_row]
-            out, num_p, num_m = _ulm_terms(s, pg.y, pg.off, pg.pos, c["tp"], c["tm"], c["scale"], sigma,
-                                           group_weights=pg.weight, n_jobs=self.n_jobs, want_value=want,
+            out, num_p, num_m = _ulm_terms(preds, pg.p_off, pg.pos, pg.counts, pg.grad_counts, c["tp"], c["tm"],
+                                           sigma, entries=pg.entries, n_jobs=self.n_jobs, want_value=want,
                                            hess_floor=1e-300)
             if want:
                 on_value(out[2])
             # per session showing the rank (sessions of different lengths); ranks never seen clicked (unclicked)
             # keep their bias
-            sp = np.bincount(pg.pos, weights=num_p * c["row_w"], minlength=c["R"]) / c["shown"]
-            sm = np.bincount(pg.pos, weights=num_m * c["row_w"], minlength=c["R"]) / c["shown"]
+            sp = np.bincount(pg.pos, weights=num_p, minlength=pg.R) / pg.shown
+            sm = np.bincount(pg.pos, weights=num_m, minlength=pg.R) / pg.shown
             if sp[0] > 0:
                 c["tp"] = np.where(sp > 0, (sp / sp[0]) ** expo, c["tp"])
             if sm[0] > 0:
                 c["tm"] = np.where(sm > 0, (sm / sm[0]) ** expo, c["tm"])
             rounds.append((c["tp"], c["tm"]))
-            grad = np.bincount(pg.page_row, weights=out[0], minlength=pg.n_page_rows)
-            hess = np.bincount(pg.page_row, weights=out[1], minlength=pg.n_page_rows)
-            return grad, np.maximum(hess, self._hess_floor)
+            return out[0], np.maximum(out[1], self._hess_floor)
 
         return None, unbiased_lambdamart_objective
-
-    def _session_scale(self, y, off):
-        """Per row, the factor on its weight that makes the engine's |ΔNDCG| pair weight the |ΔDCG| one:
-        the square root of its session's ideal DCG (each pair's weight is the product of two row weights,
-        divided by the ideal DCG in the engine); 1 for ``pair_weights="delta_ndcg"``."""
-        if self.pair_weights == "delta_ndcg":
-            return np.ones(len(y))
-        sizes = np.diff(off)
-        n_clicks = np.add.reduceat(y, off[:-1]) if len(y) else np.zeros(0)
-        disc = np.cumsum(1.0 / np.log2(2.0 + np.arange(int(sizes.max()) + 1)))
-        ideal = np.where(n_clicks > 0, disc[np.maximum(n_clicks.astype(np.int64) - 1, 0)], 1.0)
-        return np.repeat(np.sqrt(ideal), sizes)
 
     def _untrained_hint(self) -> str:
         return ("No tree split the training rows: check that the sessions have both clicked and unclicked "

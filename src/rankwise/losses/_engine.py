@@ -24,6 +24,21 @@ sigmoid(-σ (s_i - s_j)) = E_j / (E_i + E_j), one division per pair and no exp, 
 loops that the C++ compiler vectorises (the sums of a row in fixed lanes, so no reassociation and the
 same digits on every machine); the value (log(E_i + E_j) - log E_i, a log per pair) only when asked.
 
+Given pair weights (``run(..., pairs=...)``; :func:`rankwise.losses.grad_hess` ``pairs=``): a pair-form loss
+on pairs and weights the caller chooses instead of the labels -- per query a dense n x n block W (row-major,
+the queries' blocks one after another: :func:`pairs_offsets`), W[i, j] >= 0 the weight of the pair "i above
+j". The loss is
+
+    sum_q sum_{i != j, W[i, j] > 0} W[i, j] w_i w_j omega_ij phi(s_i - s_j),
+
+omega_ij the loss's pair weight at gain difference 1 and max DCG 1 (|1/log2(2 + r_i) - 1/log2(2 + r_j)| for
+ΔNDCG-type weights, r the current 0-based ranks, ties in input order; 1 for unweighted pairs), the
+truncation level and ``norm`` as without given pairs. A pair may carry weight in both directions (W[i, j]
+and W[j, i]: e.g. a result page shown in many sessions, i clicked and j not in some, the reverse in others,
+with the page's counts of such sessions as W). O(n^2) per query (every entry of the block is read), O(n)
+scratch; the pair budget does not apply (the caller has materialised the n^2 block). Losses whose pairs are
+not label-ordered pairs (``op_pairwise``, LambdaLoss ``ndcg1``) take no given pairs.
+
 References
 ----------
 G. Ke et al. "LightGBM: a highly efficient gradient boosting decision tree." NeurIPS 2017
@@ -65,6 +80,7 @@ from rankwise.losses._engine_kernels import (  # noqa: F401  (the constants are 
     W_OP,
     _FAST_SPREAD,
     _approx_ndcg_batch,
+    _given_pair_batch,
     _listmle_batch,
     _listnet_batch,
     _pair_batch,
@@ -104,6 +120,9 @@ class EngineKernel:
     pairs: str | None = None
     top: int = 0
     group_sigma: float = 0.0
+    # the batch function on given pair weights (``batch(s, y, w, v, off, q0, q1, pairs, pairs_offsets, *params,
+    # out_v, out_ok, out_g, out_h)``), None where the loss takes none
+    given: object = None
 
 
 def _chunks(off, cost, n_chunks):
@@ -160,16 +179,34 @@ def check_pairs(kernel: EngineKernel, s, y, off, loss: str = "the loss") -> None
                                     budget, what)
 
 
-def run(kernel: EngineKernel, s, y, off, w=None, n_jobs=None, value=True, loss: str = "the loss"):
+def pairs_offsets(off) -> np.ndarray:
+    """Where each query's block of given pair weights starts in the flat ``pairs`` array (n_q² entries per
+    query, the queries in order): ``Q + 1`` offsets, the last the length ``pairs`` must have."""
+    n = np.diff(np.asarray(off, dtype=np.int64))
+    return np.concatenate([[0], np.cumsum(n * n)]).astype(np.int64)
+
+
+def run(kernel: EngineKernel, s, y, off, w=None, n_jobs=None, value=True, loss: str = "the loss", pairs=None):
     """Per-query values, whether each query counts (has what the loss needs: an item, a pair, a
     positive ideal DCG), gradient and Hessian diagonal (float64) of one kernel on flat arrays.
     ``value=False``: the caller does not need the values; kernels that can skip them (the
     LambdaMART pair loop) leave them at 0. A query with more pairs than the pair budget is refused
-    first (:func:`check_pairs`; ``loss`` names the loss in the message)."""
+    first (:func:`check_pairs`; ``loss`` names the loss in the message). ``pairs``: given pair weights
+    (module docstring; checked by the caller: :func:`pairs_offsets` long, finite, >= 0), the labels then
+    choose no pair."""
     s = np.ascontiguousarray(s, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.float64)
     off = np.ascontiguousarray(off, dtype=np.int64)
-    check_pairs(kernel, s, y, off, loss)
+    batch, extra = kernel.batch, ()
+    if pairs is not None:
+        if kernel.given is None:
+            from rankwise.errors import InputError
+
+            raise InputError(f"{loss} takes no given pair weights (pairs=): its pairs are not label-ordered "
+                             "pairs")
+        batch, extra = kernel.given, (np.ascontiguousarray(pairs, dtype=np.float64), pairs_offsets(off))
+    else:
+        check_pairs(kernel, s, y, off, loss)
     n = len(s)
     w = np.ones(n) if w is None else np.ascontiguousarray(w, dtype=np.float64)
     for check in kernel.checks:
@@ -186,12 +223,12 @@ def run(kernel: EngineKernel, s, y, off, w=None, n_jobs=None, value=True, loss: 
     out_h = np.zeros(n)
     threads = min(n_threads(n_jobs), max(nq, 1))
     if threads <= 1 or n < 2_000:
-        kernel.batch(s, y, w, v, off, 0, nq, *params, out_v, ok_u8, out_g, out_h)
+        batch(s, y, w, v, off, 0, nq, *extra, *params, out_v, ok_u8, out_g, out_h)
     else:
-        bounds = _chunks(off, kernel.pair_cost, 4 * threads)
+        bounds = _chunks(off, kernel.pair_cost if pairs is None else 1 << 30, 4 * threads)
         with ThreadPoolExecutor(threads) as ex:
-            list(ex.map(lambda k: kernel.batch(s, y, w, v, off, int(bounds[k]), int(bounds[k + 1]), *params,
-                                               out_v, ok_u8, out_g, out_h), range(len(bounds) - 1)))
+            list(ex.map(lambda k: batch(s, y, w, v, off, int(bounds[k]), int(bounds[k + 1]), *extra, *params,
+                                        out_v, ok_u8, out_g, out_h), range(len(bounds) - 1)))
     return out_v, out_ok, out_g, out_h
 
 
@@ -208,7 +245,8 @@ def pair_kernel(scheme, phi, *, sigma=1.0, scale=1.0, truncation_level=None, nor
     return EngineKernel(_pair_batch, (int(scheme), int(phi), float(sigma), float(scale), trunc, bool(norm),
                                       float(mu), bool(exp2), True), cost, utilities, tuple(checks),
                         tuple(v_checks), value_last=True, pairs="all" if every else "labels", top=max(trunc, 0),
-                        group_sigma=float(sigma) if phi == PHI_LOGISTIC else 0.0)
+                        group_sigma=float(sigma) if phi == PHI_LOGISTIC else 0.0,
+                        given=None if every else _given_pair_batch)
 
 
 def listnet_kernel(tau):

@@ -713,6 +713,102 @@ def _pair_batch(const double[::1] s, const double[::1] y, const double[::1] w, c
             out_ok[q] = ok
 
 
+cdef (double, bint) _given_pair_query(const double* s, const double* w, const double* pw, int64_t n, int scheme,
+                                      int phi, double sigma, double scale, int64_t trunc, bint norm, double mu,
+                                      double* g, double* h, double* key, int64_t* order, int64_t* rank,
+                                      const double* inv_d, const double* delta) noexcept nogil:
+    """One query of a pair-form loss on given pair weights ``pw`` (the query's n x n block, row-major:
+    ``pw[i n + j]`` weighs the pair "i above j"): returns (value, counts) and fills g, h (zeroed by the
+    caller). The labels choose nothing: every ordered pair i != j of nonzero given weight is visited, in
+    input order (i, then j), with weight pw[i, j] w_i w_j times the scheme's weight at gain difference 1 and
+    max DCG 1 (``W_NDCG``/``W_LL_LAMBDARANK``: |1/D_i - 1/D_j|; ``W_LL_NDCG2``: δ(|r_i - r_j|);
+    ``W_LL_NDCG2PP``: μ δ + |1/D_i - 1/D_j|; ``W_NONE``/``W_LABEL``: 1), r the current ranks (scores
+    descending, ties in input order) and D_i = log2(2 + r_i); with ``trunc`` > 0 only pairs with an item
+    ranked in the top ``trunc``; ``norm`` as :func:`_pair_query`."""
+    cdef int64_t i, j, ri, rj, dist
+    cdef double m, wt, d, f, d1, d2, value = 0.0, sum_lambda = 0.0, factor = 1.0
+    cdef bint ok = False, nrm
+    if n < 2:
+        return 0.0, False
+    for i in range(n):
+        key[i] = -s[i]
+    argsort_f64(key, n, order)  # stable: input order breaks ties
+    for i in range(n):
+        rank[order[i]] = i
+    nrm = norm and s[order[0]] != s[order[n - 1]]
+    for i in range(n):
+        ri = rank[i]
+        for j in range(n):
+            m = pw[i * n + j]
+            if m == 0.0 or i == j:
+                continue
+            rj = rank[j]
+            if trunc > 0 and ri >= trunc and rj >= trunc:
+                continue
+            ok = True
+            wt = m * w[i] * w[j]
+            dist = ri - rj if ri > rj else rj - ri
+            if scheme == W_NDCG or scheme == W_LL_LAMBDARANK:
+                wt *= fabs(inv_d[ri] - inv_d[rj])
+            elif scheme == W_LL_NDCG2:
+                wt *= delta[dist]
+            elif scheme == W_LL_NDCG2PP:
+                wt *= mu * delta[dist] + fabs(inv_d[ri] - inv_d[rj])
+            if wt == 0.0:
+                continue
+            d = s[i] - s[j]
+            if nrm:
+                wt = wt / (0.01 + fabs(d))
+            f, d1, d2 = _phi_fast(phi, d, sigma, scale)
+            value += wt * f
+            g[i] += wt * d1
+            g[j] -= wt * d1
+            h[i] += wt * d2
+            h[j] += wt * d2
+            sum_lambda += 2.0 * fabs(wt * d1)
+    if norm and sum_lambda > 0.0:
+        factor = log2(1.0 + sum_lambda) / sum_lambda
+        for i in range(n):
+            g[i] *= factor
+            h[i] *= factor
+    return value * factor, ok
+
+
+def _given_pair_batch(const double[::1] s, const double[::1] y, const double[::1] w, const double[::1] v,
+                      const int64_t[::1] off, int64_t q0, int64_t q1, const double[::1] pw,
+                      const int64_t[::1] pw_off, int scheme, int phi, double sigma, double scale, int64_t trunc,
+                      bint norm, double mu, bint exp2, bint want_value, double[::1] out_v, unsigned char[::1] out_ok,
+                      double[::1] out_g, double[::1] out_h):
+    """:func:`_pair_batch` on given pair weights (:func:`_given_pair_query`): query q's block is
+    ``pw[pw_off[q]:pw_off[q + 1]]`` (n_q² entries). ``y``, ``v`` and ``exp2`` are not read (the pairs and
+    their weights are given); the value is always computed."""
+    cdef int64_t nmax = _longest(off, q0, q1)
+    fbuf_a = np.zeros(3 * (nmax + 1))
+    ibuf_a = np.zeros(2 * (nmax + 1), dtype=np.int64)
+    cdef double[::1] fbuf = fbuf_a
+    cdef int64_t[::1] ibuf = ibuf_a
+    cdef double* key = &fbuf[0]
+    cdef double* inv_d = key + (nmax + 1)
+    cdef double* delta = inv_d + (nmax + 1)
+    cdef int64_t* order = &ibuf[0]
+    cdef int64_t* rank = order + (nmax + 1)
+    cdef int64_t q, a, b
+    cdef double val
+    cdef bint ok
+    with nogil:
+        _discounts(nmax, inv_d, delta)
+        for q in range(q0, q1):
+            a = off[q]
+            b = off[q + 1]
+            if b - a < 2:
+                continue
+            val, ok = _given_pair_query(&s[0] + a, &w[0] + a, &pw[0] + pw_off[q], b - a, scheme, phi, sigma, scale,
+                                        trunc, norm, mu, &out_g[0] + a, &out_h[0] + a, key, order, rank, inv_d,
+                                        delta)
+            out_v[q] = val
+            out_ok[q] = ok
+
+
 # ------------------------------------------------------------------------------------- listwise
 
 

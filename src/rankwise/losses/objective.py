@@ -79,7 +79,7 @@ def _buckets(lengths: np.ndarray, quadratic: bool):
 
 
 def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_weights=None,
-              hess_floor: float = 1e-6, return_value: bool = False, n_jobs=None, **hyper):
+              hess_floor: float = 1e-6, return_value: bool = False, n_jobs=None, pairs=None, **hyper):
     """Per-document gradient and positive Hessian diagonal of ``sum_q loss(scores_q, labels_q)``.
 
     Parameters
@@ -94,6 +94,14 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
         gradient); free for most losses, one extra elementwise pass for the O(n²) pair forms.
     n_jobs : threads of the compiled engine (None or -1: every CPU this process may use); the
         result does not depend on it.
+    pairs : array-like of float, shape (sum over the queries of n_q²,), optional
+        Given pair weights for a pairwise loss (ranknet, lambdarank, lambdaloss but ``ndcg1``, the
+        hinge/exponential pairs in their dense form): query q's n_q x n_q block, row-major, the queries'
+        blocks one after another; entry [i, j] >= 0 weighs the pair "i above j". The labels then choose
+        no pair: the loss is the sum over the pairs of nonzero given weight of that weight times the item
+        weights times the loss's pair weight at gain difference 1 and max DCG 1 (|ΔDCG| of swapping the
+        two in the current ranking for ``pair_weights="delta_ndcg"``) times φ(s_i − s_j)
+        (:mod:`rankwise.losses._engine`). O(n_q²) per query.
     **hyper : the loss's hyperparameters.
 
     Returns
@@ -104,7 +112,7 @@ def grad_hess(loss, scores_flat, labels_flat, offsets, *, weights=None, group_we
     sp, hyper, kernel = _resolved(loss, hyper)
     return _grad_hess(sp, hyper, kernel, scores_flat, labels_flat, offsets, weights=weights,
                       group_weights=group_weights, hess_floor=_check_hess_floor(hess_floor),
-                      return_value=return_value, n_jobs=n_jobs)
+                      return_value=return_value, n_jobs=n_jobs, pairs=pairs)
 
 
 def _resolved(loss, hyper: dict):
@@ -123,7 +131,7 @@ def _check_hess_floor(hess_floor) -> float:
 
 
 def _grad_hess(sp, hyper, kernel, scores_flat, labels_flat, offsets, *, weights, group_weights, hess_floor,
-               return_value, n_jobs):
+               return_value, n_jobs, pairs=None):
     """:func:`grad_hess` on a resolved loss: the per-round work (the arrays' checks and the gradient)."""
     s_np = _float_array(scores_flat, "scores_flat")
     y_np = _float_array(labels_flat, "labels_flat")
@@ -148,8 +156,20 @@ def _grad_hess(sp, hyper, kernel, scores_flat, labels_flat, offsets, *, weights,
         raise InputError(f"group_weights has {len(gw)} entries but there are {len(off) - 1} queries")
     if gw is not None and (not np.all(np.isfinite(gw)) or np.any(gw < 0)):
         raise InputError(f"{sp.name}: group_weights must be finite and non-negative")
+    if pairs is not None:
+        pairs = _float_array(pairs, "pairs")
+        want = int(_engine.pairs_offsets(off)[-1])
+        if pairs.ndim != 1 or len(pairs) != want:
+            raise InputError(f"{sp.name}: pairs must be a flat array of the queries' n x n blocks of pair weights "
+                             f"({want} entries for these offsets); got shape {pairs.shape}")
+        if not np.all(np.isfinite(pairs)) or np.any(pairs < 0):
+            raise InputError(f"{sp.name}: pairs (given pair weights) must be finite and non-negative")
+        if kernel is None:
+            raise InputError(f"{sp.name} takes no given pair weights (pairs=) with these hyperparameters: it has "
+                             "no compiled pair kernel for them")
     if kernel is not None:
-        vals, _, grad, hess = _engine.run(kernel, s_np, y_np, off, w_np, n_jobs, value=return_value, loss=sp.name)
+        vals, _, grad, hess = _engine.run(kernel, s_np, y_np, off, w_np, n_jobs, value=return_value, loss=sp.name,
+                                          pairs=pairs)
         if gw is not None:
             vals = vals * gw
             row = np.repeat(gw, np.diff(off))
