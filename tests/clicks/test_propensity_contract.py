@@ -86,10 +86,11 @@ def test_the_registry_holds_the_four_estimators():
 
 def test_load_knows_where_every_saveable_click_class_lives():
     """rankwise.models.load imports the module of a class the models layer does not define from the root's table:
-    it must name every propensity estimator and click model, at the module that defines it."""
+    it must name every propensity estimator, click model and click ranker, at the module that defines it."""
     import rankwise
+    from rankwise.clicks import DLA, UnbiasedLambdaMART
 
-    classes = {**PROPENSITY_ESTIMATORS, **CLICK_MODELS}
+    classes = {**PROPENSITY_ESTIMATORS, **CLICK_MODELS, "DLA": DLA, "UnbiasedLambdaMART": UnbiasedLambdaMART}
     assert set(rankwise.SAVED_ELSEWHERE) == set(classes)
     for name, cls in classes.items():
         assert rankwise.SAVED_ELSEWHERE[name] == cls.__module__
