@@ -212,11 +212,10 @@ def features_limit(sim, n_folds=5, seed=0):
     import lightgbm as lgb
     import pandas as pd
 
-    from rankwise.clicks.ips import _feature_rows
-    from rankwise.clicks.propensity import _theta_given_gamma
+    from rankwise.clicks import feature_rows, propensity_given_relevance
 
     pair, rank, clk, imp = counts_table(sim.log)
-    rows = _feature_rows(sim.log, sim.features)[pair]
+    rows = feature_rows(sim.log, sim.features)[pair]
     X = np.asarray(sim.features.X[rows].toarray() if hasattr(sim.features.X, "toarray") else sim.features.X[rows])
     rho = sim.relevance[rows]
     q, _ = pd.factorize(sim.log.pair_query[pair])
@@ -230,9 +229,9 @@ def features_limit(sim, n_folds=5, seed=0):
         b = lgb.train(params, d, 5000, valid_sets=[lgb.Dataset(X[va], label=rho[va], reference=d)],
                       callbacks=[lgb.early_stopping(20, verbose=False)])
         gamma[fold == j] = b.predict(X[fold == j])
-    th = _theta_given_gamma(rank - 1, clk.astype(float), imp.astype(float), np.clip(gamma, 1e-6, 1 - 1e-6),
-                            len(sim.propensity))
-    return th / th[0] / sim.propensity - 1
+    gamma_pair = np.empty(sim.log.n_pairs)
+    gamma_pair[pair] = gamma  # the rows of one (query, doc) pair share its features and fold, so its prediction
+    return propensity_given_relevance(sim.log, gamma_pair, n_ranks=len(sim.propensity)) / sim.propensity - 1
 
 
 def propensity_table(prop_rows, depth):

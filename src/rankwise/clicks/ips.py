@@ -34,11 +34,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rankwise._validation import Interval, check_k, check_params
+from rankwise.clicks._split import held_out_queries, query_folds
 from rankwise.data.clicklog import ClickCounts, ClickLog
 from rankwise.errors import InputError
 
-__all__ = ["ips_weights", "click_dataset", "fit_debiased", "select_clip", "ClipSelection", "split_log_by_query",
-           "ips_dcg", "direct_relevance"]
+__all__ = ["ips_weights", "feature_rows", "click_dataset", "fit_debiased", "select_clip", "ClipSelection",
+           "split_log_by_query", "ips_dcg", "direct_relevance"]
+
+
+#: the propensity clip: the smallest θ (or ρ) kept, or None (no clipping)
+_CLIP = [Interval("real", 0, 1, closed="right"), None]
+
+
+def _check_clip(clip, owner: str) -> float | None:
+    check_params(owner, {"clip": clip}, {"clip": _CLIP})
+    return None if clip is None else float(clip)
 
 
 def ips_weights(ranks, propensity, *, clip: float | None = None) -> np.ndarray:
@@ -50,18 +61,17 @@ def ips_weights(ranks, propensity, *, clip: float | None = None) -> np.ndarray:
     if len(ranks) and (ranks.min() < 1 or ranks.max() > len(p)):
         raise InputError(f"ranks run from {ranks.min()} to {ranks.max()} but propensities are given for ranks 1..{len(p)}")
     if clip is not None:
-        clip = float(clip)
-        if not 0 < clip <= 1:
-            raise InputError(f"clip must be in (0, 1] (the smallest propensity kept) or None; got {clip}")
-        p = np.maximum(p, clip)
+        p = np.maximum(p, _check_clip(clip, "ips_weights"))
     if not np.all(np.isfinite(p)) or np.any(p <= 0):
         raise InputError("propensities must be finite and > 0 at every rank (IPS divides by them); "
                          "pass clip= to bound them away from 0")
     return 1.0 / p[ranks - 1]
 
 
-def _feature_rows(log: ClickLog, features):
-    """Row of ``features`` for every (query, doc) pair of ``log``."""
+def feature_rows(log: ClickLog | ClickCounts, features) -> np.ndarray:
+    """Row of ``features`` (a :class:`~rankwise.data.RankingDataset`) for every (query, doc) pair of ``log``, in
+    the order of ``log.pair_keys()``: its ``doc_ids`` within each query, or its row numbers when it has none.
+    An :class:`InputError` names the first pair of the log that has no row."""
     import pandas as pd
 
     from rankwise.data import RankingDataset
@@ -89,6 +99,9 @@ def _feature_rows(log: ClickLog, features):
         i = int(np.flatnonzero(rows < 0)[0])
         raise InputError(f"(query {str(q[i])!r}, doc {str(d[i])!r}) of the log has no row in the feature data set")
     return rows
+
+
+_feature_rows = feature_rows  # the name the package's modules use
 
 
 def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, clip: float | None = None,
@@ -193,8 +206,7 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
         log = log.counts()
     if not isinstance(log, ClickCounts):
         raise InputError(f"log must be a ClickLog or ClickCounts; got {type(log).__name__}")
-    if not isinstance(candidates, (bool, np.bool_)):
-        raise InputError(f"candidates must be True or False; got {candidates!r}")
+    check_params("click_dataset", {"candidates": candidates}, {"candidates": ["boolean"]})
     rows = _feature_rows(log, features)
     w = np.ones(len(log.rank)) if propensity is None else ips_weights(log.rank, propensity, clip=clip)
     num = np.bincount(log.pair, weights=log.clicks * w, minlength=log.n_pairs)
@@ -236,8 +248,7 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
 def _policy_aware_dataset(log, features, propensity, policy, exposure, clip, candidates, direct, nonnegative):
     """:func:`click_dataset` with policy-aware labels (see there)."""
     data = _policy_aware_labels(log, features, propensity, policy, exposure, clip, candidates, direct)
-    if not isinstance(nonnegative, (bool, np.bool_)):
-        raise InputError(f"nonnegative must be True or False; got {nonnegative!r}")
+    check_params("click_dataset", {"nonnegative": nonnegative}, {"nonnegative": ["boolean"]})
     if nonnegative and direct is not None:
         data.labels = np.maximum(data.labels, 0.0)
     return data
@@ -247,8 +258,7 @@ def _policy_aware_labels(log, features, propensity, policy, exposure, clip, cand
     from rankwise.clicks.policy import PolicyPropensity
     from rankwise.data import RankingDataset
 
-    if not isinstance(candidates, (bool, np.bool_)):
-        raise InputError(f"candidates must be True or False; got {candidates!r}")
+    check_params("click_dataset", {"candidates": candidates}, {"candidates": ["boolean"]})
     if sum(x is not None for x in (policy, exposure)) + isinstance(propensity, PolicyPropensity) > 1:
         raise InputError("give the policy-aware propensities once: propensity=<PolicyPropensity>, policy= or exposure=")
     theta = None
@@ -265,9 +275,7 @@ def _policy_aware_labels(log, features, propensity, policy, exposure, clip, cand
         theta = None if propensity is None else np.asarray(propensity, dtype=np.float64)
         rho = exposure
     if clip is not None:
-        clip = float(clip)
-        if not 0 < clip <= 1:
-            raise InputError(f"clip must be in (0, 1] (the smallest propensity kept) or None; got {clip}")
+        clip = _check_clip(clip, "click_dataset")
     if direct is not None and theta is None:
         raise InputError("direct (doubly robust labels) needs the examination θ per rank (propensity=)")
     if isinstance(rho, str):
@@ -353,11 +361,36 @@ def _row_exposure_dataset(log, features, theta, clip, candidates, direct):
                           feature_names=base.feature_names)
 
 
+def _fitted_propensity(propensity, log, features):
+    """``(propensity for click_dataset, fitted propensity estimator or None)``: a propensity estimator (anything
+    with ``fit(log, *, features=None)`` and, once fitted, ``propensity_``: :class:`~rankwise.clicks.RegressionEM`,
+    :class:`~rankwise.clicks.PBM`, ...) gives its ``propensity_`` -- fitted here on a clone when it is not fitted yet."""
+    if isinstance(propensity, np.ndarray) or not callable(getattr(propensity, "fit", None)):
+        return propensity, None
+    if getattr(propensity, "propensity_", None) is None:
+        from sklearn.base import clone
+
+        propensity = clone(propensity).fit(log, features=features)
+        if getattr(propensity, "propensity_", None) is None:
+            raise InputError(f"{type(propensity).__name__}.fit set no propensity_: propensity must be an array of "
+                             "θ per rank, a PolicyPropensity, or a propensity estimator (e.g. RegressionEM())")
+    return np.asarray(propensity.propensity_, dtype=np.float64), propensity
+
+
 def fit_debiased(estimator, log: ClickLog | ClickCounts, features, propensity, *, clip: float | None = None,
                  check: bool = True, candidates: bool = False, direct=None, **fit_kwargs):
     """Fit ``estimator`` (any rankwise ranker) on the IPS labels of :func:`click_dataset`
     (``candidates=True``: with the unshown candidates of each logged query as label-0 rows; ``direct``:
     the doubly robust labels; see there).
+
+    ``propensity`` is θ per rank (an array), a :class:`~rankwise.clicks.PolicyPropensity`, or a propensity
+    estimator (:class:`~rankwise.clicks.RegressionEM`, :class:`~rankwise.clicks.RandTop`, a click model such
+    as :class:`~rankwise.clicks.PBM`, ...): an unfitted one is cloned and fitted on ``log`` (with ``features``),
+    a fitted one gives its ``propensity_`` as it is. The fitted propensity estimator is then the returned
+    estimator's ``propensity_estimator_`` -- the whole path from a log is one call::
+
+        ranker = fit_debiased(GBDTRanker("pointwise_squared"), log, features, propensity=RegressionEM())
+        ranker.propensity_estimator_.propensity_   # the position bias it corrected for
 
     With ``check=True`` the estimator's loss must enter the labels linearly -- its
     :class:`~rankwise.losses.LossSpec` declares it (``labels_affine``; where the spec cannot tell, e.g. a
@@ -384,8 +417,12 @@ def fit_debiased(estimator, log: ClickLog | ClickCounts, features, propensity, *
             raise InputError(f"loss {loss!r} is not affine in the labels, so its IPS-weighted risk is biased "
                              "(Joachims et al. 2017 need a linearly decomposable loss); use op_pairwise, "
                              "pairwise_squared, pointwise_squared, pointwise_logistic or bregman, or check=False")
+    propensity, fitted = _fitted_propensity(propensity, log, features)
     data = click_dataset(log, features, propensity=propensity, clip=clip, candidates=candidates, direct=direct)
-    return estimator.fit(data, **fit_kwargs)
+    estimator = estimator.fit(data, **fit_kwargs)
+    if fitted is not None:
+        estimator.propensity_estimator_ = fitted
+    return estimator
 
 
 def split_log_by_query(log: ClickLog | ClickCounts, validation_fraction: float = 0.2, *, random_state=0):
@@ -395,16 +432,12 @@ def split_log_by_query(log: ClickLog | ClickCounts, validation_fraction: float =
         log = log.counts()
     if not isinstance(log, ClickCounts):
         raise InputError(f"log must be a ClickLog or ClickCounts; got {type(log).__name__}")
-    f = validation_fraction
-    if isinstance(f, bool) or not isinstance(f, (int, float, np.floating, np.integer)) or not 0 < f < 1:
-        raise InputError(f"validation_fraction must be a number in (0, 1); got {f!r}")
+    check_params("split_log_by_query", {"validation_fraction": validation_fraction},
+                 {"validation_fraction": [Interval("real", 0, 1, closed="neither")]})
     nq = len(log.queries)
     if nq < 2:
         raise InputError(f"splitting a log by query needs at least 2 queries; the log has {nq}")
-    n_val = min(max(int(round(f * nq)), 1), nq - 1)
-    perm = np.random.default_rng(random_state).permutation(nq)
-    is_val = np.zeros(nq, dtype=bool)
-    is_val[perm[:n_val]] = True
+    is_val = held_out_queries(nq, float(validation_fraction), random_state)
 
     def part(keep_q):
         qs = np.flatnonzero(keep_q)
@@ -429,17 +462,21 @@ def ips_dcg(scores, data, *, k: int | None = 10) -> float:
     an unbiased estimate of the relevance of each shown document, so the sum is an unbiased
     estimate of DCG@k over the shown documents; Joachims et al. 2017, §4; Agarwal et al. 2019).
     """
+    from rankwise.metrics import dcg
+
     scores = np.asarray(scores, dtype=np.float64)
     off = np.asarray(data.query_offsets)
     if scores.shape != (off[-1],):
         raise InputError(f"scores has shape {scores.shape}; expected one score per row ({off[-1]},)")
-    if k is not None and (isinstance(k, bool) or int(k) != k or k < 1):
-        raise InputError(f"k must be a positive integer or None; got {k!r}")
-    total = 0.0
-    for a, b in zip(off[:-1], off[1:]):
-        order = np.argsort(-scores[a:b], kind="stable")[: (b - a) if k is None else int(k)]
-        total += float(np.sum(np.asarray(data.labels[a:b])[order] / np.log2(np.arange(2, len(order) + 2))))
-    return total / max(len(off) - 1, 1)
+    k = check_k(k, whole=None)
+    labels = np.asarray(data.labels, dtype=np.float64)
+    qid = np.repeat(np.arange(len(off) - 1), np.diff(off))
+    # DCG with linear gain is linear in the labels, and metrics.dcg takes non-negative ones: the doubly robust
+    # labels may be negative, so their positive and negative parts are summed apart (one ranking: ties="input")
+    total = sum(sign * dcg(scores, part, qid=qid, k=k, gain="linear", ties="input", discount="log2", empty=0.0,
+                           reduction="sum")
+                for sign, part in ((1.0, np.maximum(labels, 0.0)), (-1.0, np.maximum(-labels, 0.0))) if part.any())
+    return float(total) / max(len(off) - 1, 1)
 
 
 @dataclass
@@ -513,11 +550,8 @@ def select_clip(estimator, log: ClickLog | ClickCounts, features, propensity,
     if not isinstance(clips, tuple) or len(clips) == 0:
         raise InputError(f"clips must be a non-empty sequence of floats in (0, 1] or None; got {clips!r}")
     for c in clips:
-        if c is not None and (isinstance(c, bool) or not isinstance(c, (int, float, np.floating, np.integer))
-                              or not 0 < float(c) <= 1):
-            raise InputError(f"every candidate clip must be in (0, 1] or None; got {c!r}")
-    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
-        raise InputError(f"k must be a positive integer or None; got {k!r}")
+        _check_clip(c, "select_clip (every candidate of clips)")
+    k = check_k(k, whole=None)
     train, val = split_log_by_query(log, validation_fraction, random_state=random_state)
     vdata = click_dataset(val, features, propensity=propensity, clip=None)
     vqid = np.repeat(np.asarray(vdata.query_ids), np.diff(vdata.query_offsets))
@@ -567,8 +601,8 @@ def direct_relevance(log: ClickLog | ClickCounts, features, propensity, *, estim
     q_log = np.repeat(np.asarray(data.query_ids), np.diff(data.query_offsets))
     codes, uq = pd.factorize(q_log.astype(str))
     n_q = len(uq)
-    if isinstance(n_folds, bool) or not 2 <= int(n_folds) <= n_q:
-        raise InputError(f"n_folds must be an integer in [2, {n_q}] (the number of logged queries); got {n_folds!r}")
+    check_params(f"direct_relevance ({n_q} logged queries)", {"n_folds": n_folds},
+                 {"n_folds": [Interval("int", 2, n_q)]})
     n_folds = int(n_folds)
     if estimator is None:
         from rankwise.models import GBDTRanker
@@ -578,7 +612,7 @@ def direct_relevance(log: ClickLog | ClickCounts, features, propensity, *, estim
                                verbose=False, loss_every=None)
     elif not (hasattr(estimator, "fit") and hasattr(estimator, "predict")):
         raise InputError(f"estimator must be a rankwise model (fit/predict); got {type(estimator).__name__}")
-    fold_q = np.random.default_rng(random_state).permutation(n_q) % n_folds
+    fold_q = query_folds(n_q, n_folds, random_state)
     fold_of_query = fold_q[pd.factorize(np.asarray(data.query_ids).astype(str))[0]]
     fq = np.repeat(np.asarray(features.query_ids), np.diff(features.query_offsets)).astype(str)
     q_fold = dict(zip(uq, fold_q))

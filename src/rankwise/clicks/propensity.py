@@ -383,19 +383,13 @@ class _StagedBooster:
 
 def _query_folds(query, m, n_folds, random_state):
     """Fold 0..n_folds-1 of every row, by query (all rows of a query in one fold, queries shuffled)."""
-    import pandas as pd
+    from rankwise.clicks._split import query_codes, query_folds
 
-    if query is None:
-        raise InputError("cross_fit needs the query of every row (query=...; RegressionEM.fit passes it)")
-    q_idx, _ = pd.factorize(np.asarray(query))
-    if len(q_idx) != m:
-        raise InputError(f"query must have one entry per row ({m}); got {len(q_idx)}")
-    n_q = int(q_idx.max()) + 1
+    q_idx, n_q = query_codes(query, m, why="cross_fit")
     if not 2 <= n_folds <= n_q:
         raise InputError(f"cross_fit must be 0 (off) or a number of folds in [2, {n_q}] (the number of queries); "
                          f"got {n_folds}")
-    perm = np.random.default_rng(random_state).permutation(n_q)
-    return perm[q_idx] % n_folds
+    return query_folds(n_q, n_folds, random_state)[q_idx]
 
 
 #: rows per pseudo-query of the relevance regression (its loss is a sum over rows: the grouping only
@@ -803,21 +797,12 @@ _MAX_AUTO_TREES = 5000  # n_estimators="auto": the most trees one relevance fit 
 def _held_out_rows(query, m, fraction, random_state):
     """Rows of a random ``fraction`` of the queries (at least one query, never all): where
     ``n_estimators="auto"`` chooses the number of trees."""
-    import pandas as pd
+    from rankwise.clicks._split import held_out_queries, query_codes
 
-    if query is None:
-        raise InputError("n_estimators='auto' holds out queries, so it needs the query of every row (query=...; "
-                         "RegressionEM.fit passes it)")
-    q_idx, _ = pd.factorize(np.asarray(query))
-    if len(q_idx) != m:
-        raise InputError(f"query must have one entry per row ({m}); got {len(q_idx)}")
-    n_q = int(q_idx.max()) + 1
+    q_idx, n_q = query_codes(query, m, why="n_estimators='auto' holds out queries, so it")
     if n_q < 2:
         raise InputError("n_estimators='auto' needs at least 2 queries (one is held out)")
-    n_val = min(max(int(round(fraction * n_q)), 1), n_q - 1)
-    val = np.zeros(n_q, dtype=bool)
-    val[np.random.default_rng(random_state).permutation(n_q)[:n_val]] = True
-    return val[q_idx]
+    return held_out_queries(n_q, fraction, random_state)[q_idx]
 
 
 def _pbm_nll_grad_hess(F, t, c, n):
