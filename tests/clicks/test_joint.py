@@ -15,7 +15,8 @@ def test_page_counts_by_brute_force():
     clicks = [[1, 0, 1], [0, 1, 0], [1, 0, 0], [1, 0, 0]]
     log = ClickLog.from_arrays(["q"] * 4, docs, clicks)
     feats = RankingDataset.from_arrays(np.eye(3, dtype=np.float32), np.zeros(3), ["q"] * 3, doc_ids=["x", "y", "z"])
-    p_off, X, position, c, n_sess, counts, m_off = pages(log, feats)
+    with pytest.warns(DeprecationWarning, match="session_dataset"):
+        p_off, X, position, c, n_sess, counts, m_off = pages(log, feats)
     assert list(p_off) == [0, 3, 6] and list(n_sess) == [3, 1]
     np.testing.assert_array_equal(position, [1, 2, 3, 1, 2, 3])
     np.testing.assert_array_equal(c, [2, 1, 1, 1, 0, 0])

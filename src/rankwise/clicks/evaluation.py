@@ -90,6 +90,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rankwise._validation import Interval, check_k, check_params
 from rankwise.data.clicklog import ClickLog
 from rankwise.errors import InputError
 
@@ -131,12 +132,6 @@ def _check_theta(propensity, n_ranks, what):
     return theta
 
 
-def _check_k(k):
-    if k is not None and (isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1):
-        raise InputError(f"k must be a positive integer or None (the whole list); got {k!r}")
-    return None if k is None else int(k)
-
-
 def _new_ranks(features, scores):
     """1-based rank of every row of ``features`` in its query under ``scores`` (decreasing, ties by row order)."""
     from rankwise.data import RankingDataset
@@ -166,7 +161,7 @@ def rank_weights(features, scores, *, k: int | None = 10, metric: str = "dcg", p
     """
     if metric not in _METRICS:
         raise InputError(f"metric must be one of {_METRICS}; got {metric!r}")
-    k = _check_k(k)
+    k = check_k(k, whole=None)
     rank, _ = _new_ranks(features, scores)
     if metric == "dcg":
         lam = 1.0 / np.log2(1.0 + rank)
@@ -309,8 +304,8 @@ def counterfactual_estimates(log: ClickLog, features, scores, *, propensity, exp
         raise InputError(f"methods must be a non-empty subset of {COUNTERFACTUAL_METHODS}; got {methods!r}")
     if interval not in ("normal", "bootstrap"):
         raise InputError(f"interval must be 'normal' or 'bootstrap'; got {interval!r}")
-    if not (isinstance(confidence, (int, float)) and 0 < confidence < 1):
-        raise InputError(f"confidence must lie in (0, 1); got {confidence!r}")
+    check_params("counterfactual_estimates", {"confidence": confidence},
+                 {"confidence": [Interval("real", 0, 1, closed="neither")]})
     if log.n_sessions < 2:
         raise InputError(f"log needs at least 2 sessions for a standard error; got {log.n_sessions}")
     if "dr" in methods and direct is None:

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rankwise._validation import Interval, check_k, check_params, check_positive_int
 from rankwise.data.clicklog import ClickLog
 from rankwise.errors import InputError
 
@@ -66,11 +67,11 @@ def _check_ranking(x, name):
 
 
 def _check_k(k, n):
-    if k is None:
-        return n
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise InputError(f"k must be a positive integer or None (the whole list); got {k!r}")
-    return min(int(k), n)
+    return min(check_k(k, whole=n), n)
+
+
+def _check_tau(tau):
+    check_params("probabilistic interleaving", {"tau": tau}, {"tau": [Interval("real", 0, None)]})
 
 
 def team_draft(a, b, *, k: int | None = None, random_state=None):
@@ -110,8 +111,7 @@ def _check_pi(a, b, tau):
     a, b = _check_ranking(a, "a"), _check_ranking(b, "b")
     if len(a) != len(b) or not np.array_equal(np.sort(a), np.sort(b)):
         raise InputError("probabilistic interleaving needs a and b to rank the same documents")
-    if not (isinstance(tau, (int, float, np.floating)) and np.isfinite(tau) and tau >= 0):
-        raise InputError(f"tau must be a finite number >= 0; got {tau!r}")
+    _check_tau(tau)
     return a, b
 
 
@@ -276,8 +276,7 @@ def interleave(data, scores_a, scores_b, *, n_sessions: int, method: str = "team
         raise InputError(f"data must be a rankwise.data.RankingDataset; got {type(data).__name__}")
     if method not in INTERLEAVING_METHODS:
         raise InputError(f"method must be one of {INTERLEAVING_METHODS}; got {method!r}")
-    if isinstance(n_sessions, bool) or not isinstance(n_sessions, (int, np.integer)) or n_sessions < 1:
-        raise InputError(f"n_sessions must be a positive integer; got {n_sessions!r}")
+    check_positive_int(n_sessions, "n_sessions")
     off = np.asarray(data.query_offsets, dtype=np.int64)
     n = int(off[-1])
     sa, sb = (np.asarray(s, dtype=np.float64) for s in (scores_a, scores_b))
@@ -287,8 +286,7 @@ def interleave(data, scores_a, scores_b, *, n_sessions: int, method: str = "team
     rng = np.random.default_rng(random_state)
     sess_q = rng.integers(0, len(off) - 1, int(n_sessions))
     rows, sizes, team, p_a = [], [], [], []
-    if not (isinstance(tau, (int, float, np.floating)) and np.isfinite(tau) and tau >= 0):
-        raise InputError(f"tau must be a finite number >= 0; got {tau!r}")
+    _check_tau(tau)
     rankings, pi_weights = {}, {}
     for q in sess_q:
         if q not in rankings:

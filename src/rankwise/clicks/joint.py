@@ -29,7 +29,7 @@ import warnings
 
 import numpy as np
 
-from rankwise._validation import Interval, Options
+from rankwise._validation import Interval, Options, warn_user
 from rankwise.clicks._joint_kernels import block_bias_sums as _block_bias_sums
 from rankwise.clicks._joint_kernels import session_pair_counts as _session_pair_counts
 from rankwise.clicks.dla import DLA  # noqa: F401  (moved; re-exported until callers import it from dla)
@@ -45,8 +45,17 @@ def pages(log: ClickLog, features):
     """The distinct result pages of ``log``: ``(page_offsets, X, position, clicks, n_sessions, pair_counts)``.
 
     ``pair_counts`` is a flat array of the M_u[a, b] blocks, page u's block of n_u² entries starting
-    at ``pair_offsets[u]`` (returned as the 7th element)."""
+    at ``pair_offsets[u]`` (returned as the 7th element).
+
+    .. deprecated::
+        Nothing in rankwise uses this 7-tuple any more; the click learners take
+        :func:`~rankwise.clicks.session_dataset` (one group per result page). It will be removed in the next release.
+    """
     import pandas as pd
+
+    warn_user("rankwise.clicks.pages is deprecated and will be removed in the next release: the click learners "
+              "take rankwise.clicks.session_dataset(log, features) (one group per result page, rows in rank "
+              "order)", DeprecationWarning)
 
     from rankwise.clicks.ips import _feature_rows
 

@@ -574,9 +574,7 @@ class DBN(_Cascade):
         self.gamma = gamma
 
     def _fit(self, log):
-        fixed = self.gamma is not None
-        if fixed and not (0 < float(self.gamma) <= 1):
-            raise InputError(f"gamma must be in (0, 1] (or None to estimate it); got {self.gamma!r}")
+        fixed = self.gamma is not None  # its range: _parameter_constraints, checked by fit
         n = len(log.doc)
         work = [np.empty(n) for _ in range(5)]
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rankwise._validation import Interval, check_k, check_params, check_positive_int
 from rankwise.errors import InputError
 
 __all__ = ["PlackettLucePolicy", "PolicyMixture", "PolicyPropensity"]
@@ -50,13 +51,6 @@ __all__ = ["PlackettLucePolicy", "PolicyMixture", "PolicyPropensity"]
 _GRID_STEP = 0.2
 _WINDOW = (-32.0, 3.7)  # log(w_d t): below, the integrand mass is < e^-32; above, < exp(-e^3.7)
 _MAX_BLOCK = 4_000_000  # floats of one (nodes x candidates x ranks) block
-
-
-def _check_top_k(top_k):
-    if top_k is not None and (isinstance(top_k, (bool, np.bool_)) or not isinstance(top_k, (int, np.integer))
-                              or top_k < 1):
-        raise InputError(f"top_k must be a positive integer or None (the whole list); got {top_k!r}")
-    return None if top_k is None else int(top_k)
 
 
 def _check_theta(theta, n_ranks):
@@ -120,13 +114,11 @@ class PlackettLucePolicy(_Exposing):
             raise InputError(f"query_offsets must be integers from 0 to the number of scores ({len(s)}), growing by "
                              "at least 1 per query")
         t = temperature
-        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, float, np.integer, np.floating)) \
-                or not np.isfinite(t) or t < 0:
-            raise InputError(f"temperature must be a finite number >= 0; got {temperature!r}")
+        check_params("PlackettLucePolicy", {"temperature": t}, {"temperature": [Interval("real", 0, None)]})
         self.scores = s
         self.query_offsets = off.astype(np.int64)
         self.temperature = float(t)
-        self.top_k = _check_top_k(top_k)
+        self.top_k = check_k(top_k, "top_k", whole=None)
         self._marginals = None
         self.marginal_error_ = None
 
@@ -210,9 +202,7 @@ class PlackettLucePolicy(_Exposing):
         if method not in ("exact", "mc"):
             raise InputError(f"method must be 'exact' or 'mc'; got {method!r}")
         if method == "mc":
-            if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, (int, np.integer)) \
-                    or n_samples < 1:
-                raise InputError(f"n_samples must be a positive integer; got {n_samples!r}")
+            check_positive_int(n_samples, "n_samples")
             P = self._mc_marginals(int(n_samples), random_state)
             if return_std_error:
                 return P, np.sqrt(P * (1 - P) / int(n_samples))

@@ -63,6 +63,7 @@ import json
 import warnings
 from pathlib import Path
 
+from rankwise._validation import Interval, check_params
 from rankwise.data.clicklog import ClickCounts, ClickLog
 from rankwise.errors import InputError, ParseError
 
@@ -133,6 +134,16 @@ class ClickSimulation:
         return self.policy.propensities(self.propensity)
 
 
+_PROTOCOL_CONSTRAINTS = {
+    "production_fraction": [Interval("real", 0, 1, closed="right")],
+    "n_sessions": [Interval("int", 1, None)],
+    "top_k": [Interval("int", 1, None), None],  # None: the whole list
+    "eta": [Interval("real", 0, None)],
+    "n_loggers": [Interval("int", 1, None)],
+    "temperature": [Interval("real", 0, None), None],  # None: deterministic logging rankers
+}
+
+
 def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1.0, click_model: str = "pbm",
                              eps_plus: float = 1.0, eps_minus: float = 0.1, top_k: int | None = 10,
                              production_fraction: float = 0.01, production=None, random_state=0,
@@ -192,22 +203,11 @@ def simulate_clicks_protocol(train, *, n_sessions: int = 100_000, eta: float = 1
         raise InputError(f"train must be a RankingDataset; got {type(train).__name__}")
     if click_model not in ("pbm", "cascade", "matrix"):
         raise InputError(f"click_model must be 'pbm', 'cascade' or 'matrix'; got {click_model!r}")
-    if not 0 < production_fraction <= 1:
-        raise InputError(f"production_fraction must be in (0, 1]; got {production_fraction}")
+    check_params("simulate_clicks_protocol", dict(production_fraction=production_fraction, n_sessions=n_sessions,
+                                                  top_k=top_k, eta=eta, n_loggers=n_loggers, temperature=temperature),
+                 _PROTOCOL_CONSTRAINTS)
     if not (0 <= eps_minus <= eps_plus <= 1):
         raise InputError(f"need 0 <= eps_minus <= eps_plus <= 1; got {eps_minus}, {eps_plus}")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer))):
-        raise InputError(f"top_k must be a positive integer or None (the whole list); got {top_k!r}")
-    if int(n_sessions) < 1 or (top_k is not None and int(top_k) < 1):
-        raise InputError("n_sessions and top_k must be positive")
-    if eta < 0:
-        raise InputError(f"eta must be >= 0; got {eta}")
-    if isinstance(n_loggers, (bool, np.bool_)) or not isinstance(n_loggers, (int, np.integer)) or n_loggers < 1:
-        raise InputError(f"n_loggers must be a positive integer; got {n_loggers!r}")
-    if temperature is not None and (isinstance(temperature, (bool, np.bool_))
-                                    or not isinstance(temperature, (int, float, np.integer, np.floating))
-                                    or not np.isfinite(temperature) or temperature < 0):
-        raise InputError(f"temperature must be None (deterministic) or a finite number >= 0; got {temperature!r}")
     if aggregate and click_model != "pbm":
         raise InputError("aggregate=True needs click_model='pbm' (cascade clicks of a session depend on each other, "
                          "so per-document counts do not determine the log)")
@@ -368,9 +368,7 @@ def read_bias_curve(path, *, max_rank: int | None = None) -> np.ndarray:
     to read only the positions before it); positions must run 1, 2, 3, ... without gaps.
     """
     path = Path(path)
-    if max_rank is not None and (isinstance(max_rank, bool) or not isinstance(max_rank, (int, np.integer))
-                                 or max_rank < 1):
-        raise InputError(f"max_rank must be a positive integer or None; got {max_rank!r}")
+    check_params("read_bias_curve", {"max_rank": max_rank}, {"max_rank": [Interval("int", 1, None), None]})
     if not path.is_file():
         raise InputError(f"position-bias curve {path} does not exist")
     lines = path.read_text(encoding="utf-8").splitlines()
