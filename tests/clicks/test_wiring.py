@@ -216,3 +216,17 @@ def test_scripts_import_no_private_name():
     bad = [f"{p.name}: {m.group(0)}" for p in sorted(root.glob("bench_clicks*.py"))
            for m in re.finditer(r"from rankwise[\w.]* import[^\n]*\b_\w+", p.read_text(encoding="utf-8"))]
     assert not bad, bad
+
+
+def test_select_clip_takes_a_propensity_estimator_fitted_once_on_the_log(small_sim):
+    from rankwise.clicks import RegressionEM, select_clip
+    from rankwise.models import LinearRanker
+
+    em = RegressionEM(max_iter=3, n_estimators=10).fit(small_sim.log, features=small_sim.features)
+    kw = dict(clips=(0.5, None), validation_fraction=0.3, random_state=1)
+    a = select_clip(LinearRanker(loss="pointwise_squared", random_state=0), small_sim.log, small_sim.features,
+                    RegressionEM(max_iter=3, n_estimators=10), **kw)
+    b = select_clip(LinearRanker(loss="pointwise_squared", random_state=0), small_sim.log, small_sim.features,
+                    em.propensity_, **kw)
+    np.testing.assert_allclose(a.scores, b.scores)
+    assert a.clip == b.clip

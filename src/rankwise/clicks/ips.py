@@ -517,8 +517,9 @@ def select_clip(estimator, log: ClickLog | ClickCounts, features, propensity,
     estimator : rankwise ranker (scikit-learn style, cloned with :func:`sklearn.base.clone`)
     log : ClickLog or ClickCounts
     features : RankingDataset
-    propensity : array (R,)
-        Examination propensities over ranks 1..R (estimated, e.g. by regression-EM, or known).
+    propensity : array (R,) or propensity estimator
+        Examination propensities over ranks 1..R (estimated, e.g. by regression-EM, or known); or a propensity
+        estimator as for :func:`fit_debiased` (unfitted: a clone is fitted once, on the whole ``log``).
     clips : sequence of float or None
         Candidate clips, each in (0, 1] or ``None``; at least one.
     validation_fraction : float in (0, 1)
@@ -552,6 +553,7 @@ def select_clip(estimator, log: ClickLog | ClickCounts, features, propensity,
     for c in clips:
         _check_clip(c, "select_clip (every candidate of clips)")
     k = check_k(k, whole=None)
+    propensity, _ = _fitted_propensity(propensity, log, features)
     train, val = split_log_by_query(log, validation_fraction, random_state=random_state)
     vdata = click_dataset(val, features, propensity=propensity, clip=None)
     vqid = np.repeat(np.asarray(vdata.query_ids), np.diff(vdata.query_offsets))
