@@ -7,7 +7,7 @@ import pytest
 
 from rankwise.clicks import ips_dcg, split_log_by_query
 from rankwise.data import RankingDataset
-from rankwise.data.clicklog import ClickCounts, ClickLog
+from rankwise.data.clicklog import ClickLog
 
 
 def naive_ips_dcg(scores, data, k=10):

@@ -215,11 +215,11 @@ def _normal(method, n, estimate, se, confidence):
 def _session_values(log, features, scores, *, propensity, exposure, k, metric, methods, direct) -> dict:
     """Per-session values of each method: ``ips`` and ``dr`` arrays (N,) whose means are the
     estimates; ``snips`` the pair (Y, w) of the ratio (module docstring)."""
-    from rankwise.clicks.ips import _direct_values, _feature_rows
+    from rankwise.clicks.ips import _direct_values, feature_rows
 
     theta = _check_theta(propensity, log.max_rank, f"the log's longest page ({log.max_rank} results)")
     lam_f = rank_weights(features, scores, k=k, metric=metric, propensity=theta)
-    f_row = _feature_rows(log, features)[log.pair]  # features row of every log row
+    f_row = feature_rows(log, features)[log.pair]  # features row of every log row
     theta_log = theta[log.ranks - 1]
     if exposure is None:
         rho = theta_log

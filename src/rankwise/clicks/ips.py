@@ -101,7 +101,7 @@ def feature_rows(log: ClickLog | ClickCounts, features) -> np.ndarray:
     return rows
 
 
-_feature_rows = feature_rows  # the name the package's modules use
+_feature_rows = feature_rows  # the former private name (regression-EM's fit imports it)
 
 
 def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, clip: float | None = None,
@@ -207,7 +207,7 @@ def click_dataset(log: ClickLog | ClickCounts, features, *, propensity=None, cli
     if not isinstance(log, ClickCounts):
         raise InputError(f"log must be a ClickLog or ClickCounts; got {type(log).__name__}")
     check_params("click_dataset", {"candidates": candidates}, {"candidates": ["boolean"]})
-    rows = _feature_rows(log, features)
+    rows = feature_rows(log, features)
     w = np.ones(len(log.rank)) if propensity is None else ips_weights(log.rank, propensity, clip=clip)
     num = np.bincount(log.pair, weights=log.clicks * w, minlength=log.n_pairs)
     if direct is not None:
@@ -296,7 +296,7 @@ def _policy_aware_labels(log, features, propensity, policy, exposure, clip, cand
                          f"got shape {rho.shape} (build the policy on the features data set)")
     if not np.all(np.isfinite(rho)) or np.any(rho < 0):
         raise InputError("the policy-aware propensities ρ must be finite and >= 0")
-    prow = _feature_rows(log, features)
+    prow = feature_rows(log, features)
     if np.any(rho[prow] <= 0):
         i = int(np.flatnonzero(rho[prow] <= 0)[0])
         q, d = log.pair_keys()
@@ -348,7 +348,7 @@ def _row_exposure_dataset(log, features, theta, clip, candidates, direct):
     num = np.bincount(log.pair, weights=log.clicked / r, minlength=log.n_pairs)
     if direct is not None:
         counts = log.counts()
-        m = _direct_values(direct, counts, features, theta)[_feature_rows(log, features)]
+        m = _direct_values(direct, counts, features, theta)[feature_rows(log, features)]
         t = _policy_theta(theta, log.ranks)
         num = m * n_q[log.pair_query] + num - m * np.bincount(log.pair, weights=t[log.ranks - 1] / r,
                                                               minlength=log.n_pairs)
@@ -364,7 +364,7 @@ def _row_exposure_dataset(log, features, theta, clip, candidates, direct):
 def _fitted_propensity(propensity, log, features):
     """``(propensity for click_dataset, fitted propensity estimator or None)``: a propensity estimator (anything
     with ``fit(log, *, features=None)`` and, once fitted, ``propensity_``: :class:`~rankwise.clicks.RegressionEM`,
-    :class:`~rankwise.clicks.PBM`, ...) gives its ``propensity_`` -- fitted here on a clone when it is not fitted yet."""
+    :class:`~rankwise.clicks.PBM`, ...) gives its ``propensity_``, fitted here on a clone when it is not yet."""
     if isinstance(propensity, np.ndarray) or not callable(getattr(propensity, "fit", None)):
         return propensity, None
     if getattr(propensity, "propensity_", None) is None:

@@ -57,9 +57,9 @@ def pages(log: ClickLog, features):
               "take rankwise.clicks.session_dataset(log, features) (one group per result page, rows in rank "
               "order)", DeprecationWarning)
 
-    from rankwise.clicks.ips import _feature_rows
+    from rankwise.clicks.ips import feature_rows
 
-    rows = _feature_rows(log, features)
+    rows = feature_rows(log, features)
     off = log.session_offsets
     keys = [log.pair[off[s]:off[s + 1]].tobytes() for s in range(log.n_sessions)]
     page_of, uniq = pd.factorize(pd.Series(keys), sort=False)

@@ -43,13 +43,13 @@ def session_dataset(log: ClickLog, features):
         ``log`` is not a ClickLog, ``features`` not a RankingDataset, or a (query, doc) of the log has no
         row in ``features`` (the message names it).
     """
-    from rankwise.clicks.ips import _feature_rows
+    from rankwise.clicks.ips import feature_rows
     from rankwise.data import RankingDataset
 
     if not isinstance(log, ClickLog):
         raise InputError(f"log must be a rankwise.data.ClickLog (sessions; ClickCounts has lost them); "
                          f"got {type(log).__name__}")
-    rows = _feature_rows(log, features)[log.pair]
+    rows = feature_rows(log, features)[log.pair]
     out = RankingDataset(_gather_rows(features.X, rows), log.clicked.astype(np.float64), log.session_offsets,
                          np.arange(log.n_sessions, dtype=np.int64), feature_names=features.feature_names)
     # the vocabulary converted once (as narrow as its longest id: integer ids would be 21 characters wide), then
