@@ -105,6 +105,8 @@ def test_eval_metric_and_early_stopping_see_the_eval_start(backend):
 
     X, y, qid, _, init = _data(4)
     Xv, yv, qv, _, iv = _data(5, n_queries=12)
+    o = np.argsort(qv, kind="stable")  # eval_scores_ are in the query-grouped order
+    Xv, yv, qv, iv = Xv[o], yv[o], qv[o], iv[o]
     m = GBDTRanker("sigmoid_ce", backend=backend, eval_metric="ndcg@5", early_stopping_rounds=200,
                    **_TREES).fit(X, y, qid=qid, init_score=init, eval_set=(Xv, yv, qv), eval_init_score=iv)
     last = m.history_.to_dict()["ndcg@5"][-1]  # after the last round, of every tree
