@@ -360,9 +360,15 @@ class RegressionEMResult:
     loglik: list
 
 
+def _raw_score(model, X):
+    """The raw score of a relevance regression: a rankwise ranker's ``predict`` or a LightGBM Booster's."""
+    return model.predict(X) if hasattr(model, "n_estimators_") else model.predict(X, raw_score=True)
+
+
 class _StagedBooster:
     """The relevance regression of a warm-started regression-EM: a constant start plus the trees added
-    by every M-step; ``predict(X, raw_score=False)`` like a LightGBM Booster."""
+    by every M-step (each a rankwise :class:`~rankwise.models.GBDTRanker` fitted from the score so far, or
+    a LightGBM Booster); ``predict(X, raw_score=False)`` like a LightGBM Booster."""
 
     def __init__(self, base, m):
         self.base = base
@@ -371,13 +377,13 @@ class _StagedBooster:
 
     def add(self, booster, X):
         self.boosters.append(booster)
-        self.raw = self.raw + booster.predict(X, raw_score=True)
+        self.raw = self.raw + _raw_score(booster, X)
 
     def num_trees(self):
-        return sum(b.num_trees() for b in self.boosters)
+        return sum(b.n_estimators_ if hasattr(b, "n_estimators_") else b.num_trees() for b in self.boosters)
 
     def predict(self, X, raw_score=False):
-        F = self.base + sum(b.predict(X, raw_score=True) for b in self.boosters)
+        F = self.base + sum(_raw_score(b, X) for b in self.boosters)
         return F if raw_score else 1.0 / (1.0 + np.exp(-F))
 
 
@@ -470,9 +476,10 @@ class RegressionEM(PropensityEstimator):
     n_jobs : int, optional
         Threads of the relevance regression (None: rankwise's default, :func:`rankwise._validation.kernel_threads`).
 
-    ``group``, ``warm_start``, ``n_estimators="auto"`` and ``m_step="observed"`` start each fit from a
-    given score (per-query offsets, the previous trees, the PBM likelihood's own gradient) and boost with
-    LightGBM directly (on ``n_jobs`` threads); they take no ``estimator``.
+    ``group`` and ``warm_start`` fit the default relevance model from a given start (per-query offsets, the
+    previous M-steps' trees: ``GBDTRanker.fit(init_score=...)``); ``n_estimators="auto"`` (early stopping on the
+    held-out queries' weighted cross-entropy) and ``m_step="observed"`` (the PBM likelihood's own gradient)
+    still boost with LightGBM directly (on ``n_jobs`` threads). These options take no ``estimator``.
 
     Attributes
     ----------
@@ -578,7 +585,7 @@ class RegressionEM(PropensityEstimator):
                              f"got {type(self.estimator).__name__}")
         if not self._uses_estimator():
             raise InputError("RegressionEM: estimator is the M-step regression of the expected EM; group, warm_start, "
-                             "n_estimators='auto' and m_step='observed' boost with LightGBM directly and take none")
+                             "n_estimators='auto' and m_step='observed' fit their own relevance model and take none")
         changed = [k for k, v in self._TREE_DEFAULTS.items() if getattr(self, k) != v]
         if changed:
             raise InputError(f"RegressionEM: {', '.join(changed)} set the default estimator's trees; with estimator= "
@@ -714,13 +721,18 @@ class RegressionEM(PropensityEstimator):
                 init = staged[j].raw if warm_start else None
                 if group is not None:
                     init = b[g_idx] if init is None else init + b[g_idx]
-                bst = train(fit_rows, tgt, init)
+                if auto:
+                    bst = train(fit_rows, tgt, init)
+                else:  # the configured rankwise model, boosted from the start (previous trees, per-query offsets)
+                    tr = np.flatnonzero(fit_rows)
+                    bst = self._relevance_estimator()
+                    bst.fit(X[tr], tgt[tr], qid=_row_blocks(len(tr)), sample_weight=n[tr], init_score=init[tr])
                 if warm_start:
                     staged[j].add(bst, X)
                     bst = staged[j]
                     Fj = bst.raw
                 else:
-                    Fj = bst.predict(X, raw_score=True)
+                    Fj = _raw_score(bst, X)
                 F[pred_rows] = Fj[pred_rows]
                 models.append(bst)
             if group is not None:
