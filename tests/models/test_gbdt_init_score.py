@@ -167,3 +167,48 @@ def test_killed_and_resumed_with_init_score_equals_uninterrupted(tmp_path, backe
                 fit(checkpoint=ck, checkpoint_every=1)
         np.testing.assert_array_equal(fit(checkpoint=ck, checkpoint_every=1, resume=ck), full,
                                       err_msg=f"{backend} {loss}: killed after round {k}")
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_eval_metric_loss_is_the_weighted_training_loss_on_eval_set(backend):
+    """eval_metric="loss": Σ_rows w·(y·softplus(-s) + (1-y)·softplus(s)) / (validation queries), at the started
+    scores, by hand; early stopping keeps its minimum, as LightGBM's early stopping on a loss metric does."""
+    X, y, qid, w, init = _data(7)
+    Xv, yv, qv, wv, iv = _data(8, n_queries=12)
+    o = np.argsort(qv, kind="stable")
+    Xv, yv, qv, wv, iv = Xv[o], yv[o], qv[o], wv[o], iv[o]
+    kw = dict(_TREES, n_estimators=60, learning_rate=0.5)
+    w = w if backend == "lightgbm" else None  # XGBoost weighs queries, not rows
+    m = GBDTRanker("sigmoid_ce", backend=backend, eval_metric="loss", early_stopping_rounds=5, **kw).fit(
+        X, y, qid=qid, sample_weight=w, init_score=init, eval_set=(Xv, yv, qv), eval_init_score=iv,
+        eval_sample_weight=wv)
+
+    def by_hand(scores):
+        s = iv + scores
+        return float(np.sum(wv * (yv * np.logaddexp(0, -s) + (1 - yv) * np.logaddexp(0, s)))) / 12
+
+    curve = m.history_.to_dict()["eval_loss"]
+    assert curve[-1] == pytest.approx(by_hand(m.eval_scores_), rel=1e-12)
+    assert m.best_score_ == pytest.approx(by_hand(m.predict(Xv)), rel=1e-12)
+    assert m.best_iteration_ == int(np.argmin(curve)) and len(curve) == m.best_iteration_ + 6 < 60
+    unweighted = GBDTRanker("sigmoid_ce", backend=backend, eval_metric="loss", **kw).fit(
+        X, y, qid=qid, sample_weight=w, init_score=init, eval_set=(Xv, yv, qv), eval_init_score=iv)
+    assert unweighted.history_.to_dict()["eval_loss"][0] != pytest.approx(curve[0], rel=1e-6)
+
+
+def test_eval_metric_loss_errors_name_the_parameter():
+    X, y, qid, w, _ = _data()
+    Xv, yv, qv, wv, _ = _data(5, n_queries=6)
+    with pytest.raises(InputError, match="eval_sample_weight weighs the rows of eval_metric='loss' only"):
+        GBDTRanker("sigmoid_ce", **_TREES).fit(X, y, qid=qid, eval_set=(Xv, yv, qv), eval_sample_weight=wv)
+    with pytest.raises(InputError, match="eval_sample_weight was given without eval_set"):
+        GBDTRanker("sigmoid_ce", eval_metric="loss", **_TREES).fit(X, y, qid=qid, eval_sample_weight=w)
+    with pytest.raises(InputError, match="eval_sample_weight must be non-negative"):
+        GBDTRanker("sigmoid_ce", eval_metric="loss", **_TREES).fit(X, y, qid=qid, eval_set=(Xv, yv, qv),
+                                                                   eval_sample_weight=-wv)
+    with pytest.raises(InputError, match="eval_sample_weight has 53 entries but X has 54 rows"):
+        GBDTRanker("sigmoid_ce", eval_metric="loss", **_TREES).fit(X, y, qid=qid, eval_set=(Xv, yv, qv),
+                                                                   eval_sample_weight=wv[1:])
+    with pytest.raises(InputError, match="eval_metric='loss' is the rankwise loss"):
+        GBDTRanker("native:lambdarank", eval_metric="loss", **_TREES).fit(X, np.round(y), qid=qid,
+                                                                          eval_set=(Xv, np.round(yv), qv))

@@ -418,7 +418,7 @@ class GBDTRanker(BaseRanker):
         return fit_collection(self, frame, label=y or "label", qid=qid or "qid")
 
     def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, group=None, checkpoint=None,
-            checkpoint_every=10, resume=None, init_score=None, eval_init_score=None):
+            checkpoint_every=10, resume=None, init_score=None, eval_init_score=None, eval_sample_weight=None):
         """Boost ``n_estimators`` rounds on rows ``X`` grouped by ``qid`` (or a RankingDataset).
 
         ``eval_set`` is scored with ``eval_metric`` each round and recorded in ``history_``;
@@ -443,11 +443,16 @@ class GBDTRanker(BaseRanker):
         ``init_score`` and equals the uninterrupted fit (with a rankwise loss on either backend, and a
         native objective on XGBoost; LightGBM replaces the start of a resumed booster by its trees'
         prediction, so a native LightGBM objective refuses ``init_score`` with ``resume``).
+
+        ``eval_metric="loss"`` scores ``eval_set`` with the training loss itself (rankwise losses only): its
+        value summed over the validation queries, each row weighted by ``eval_sample_weight`` (optional, as
+        ``sample_weight``), divided by the number of validation queries, lower is better; ``history_``
+        records it as ``"eval_loss"``.
         """
         if hasattr(X, "__dask_graph__"):
-            if init_score is not None or eval_init_score is not None:
-                raise InputError("fit on a Dask collection takes no init_score or eval_init_score; use in-memory "
-                                 "arrays for those")
+            if init_score is not None or eval_init_score is not None or eval_sample_weight is not None:
+                raise InputError("fit on a Dask collection takes no init_score, eval_init_score or "
+                                 "eval_sample_weight; use in-memory arrays for those")
             return self._fit_dask(X, y, qid, sample_weight, eval_set, checkpoint, resume)
         self._check_params()
         checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
@@ -458,7 +463,6 @@ class GBDTRanker(BaseRanker):
             _check_no_inf(val.X, "eval_set X")
         if self.early_stopping_rounds is not None and val is None:
             raise InputError("early_stopping_rounds needs a validation set: pass eval_set=(X_val, y_val, qid_val)")
-        metric = resolve_metric(self.eval_metric) if val is not None else None
         n_q = max(int(np.count_nonzero(np.diff(train.offsets) > 0)), 1)
         last_loss = [None]
 
@@ -469,6 +473,7 @@ class GBDTRanker(BaseRanker):
         stopper = EarlyStopping(self.early_stopping_rounds)
         total = int(self.n_estimators)
         native = self._native()
+        metric = self._eval_metric(val, eval_sample_weight, native)
         if native is not None:
             _check_native_labels(self.backend, native, train.y, self.loss_params, self.backend_params)
         if resume is not None:
@@ -520,6 +525,43 @@ class GBDTRanker(BaseRanker):
             self.best_score_ = float(stopper.best_value) * metric.sign
         self._check_trained(train, f"after {self.n_estimators_} boosting round(s)")
         return self
+
+    def _eval_metric(self, val, eval_sample_weight, native):
+        """The validation metric ``f(scores, labels, offsets)`` of ``eval_metric`` (None without ``eval_set``):
+        a metric string, or ``"loss"``, the training loss on ``eval_set`` weighted by ``eval_sample_weight``."""
+        if val is None:
+            if eval_sample_weight is not None:
+                raise InputError("eval_sample_weight was given without eval_set")
+            return None
+        if self.eval_metric != "loss":
+            if eval_sample_weight is not None:
+                raise InputError(f"eval_sample_weight weighs the rows of eval_metric='loss' only; eval_metric="
+                                 f"{self.eval_metric!r} takes no weights")
+            return resolve_metric(self.eval_metric)
+        if native is not None:
+            raise InputError(f"eval_metric='loss' is the rankwise loss on eval_set; loss={self.loss!r} is the "
+                             "library's own objective: choose a metric string such as 'ndcg@10'")
+        from rankwise import losses
+        from rankwise.losses.registry import check_hyper
+
+        w = None
+        if eval_sample_weight is not None:
+            w = check_vector(eval_sample_weight, val.X.shape[0], name="eval_sample_weight")
+            if np.any(w < 0):
+                raise InputError(f"eval_sample_weight must be non-negative; got {int(np.sum(w < 0))} negative "
+                                 f"entries (min {float(w.min()):g})")
+            w = w if val.order is None else w[val.order]
+        hyper = check_hyper(losses.get(self.loss), self.loss_params, loss=self.loss, param="loss_params")
+        n_q = max(int(np.count_nonzero(np.diff(val.offsets) > 0)), 1)
+        loss, n_jobs = self.loss, self.n_jobs
+
+        def metric(scores, labels, offsets) -> float:
+            value = losses.grad_hess(loss, np.asarray(scores, dtype=np.float64), labels, offsets, weights=w,
+                                     return_value=True, n_jobs=n_jobs, **hyper)[2]
+            return float(value) / n_q
+        metric.__name__ = "eval_loss"
+        metric.sign = -1.0  # early stopping maximises sign * value
+        return metric
 
     def _check_init_scores(self, init_score, eval_init_score, train, val, native, resume):
         """``init_score`` and ``eval_init_score`` as float64 vectors in the rows' query-grouped order (or None)."""
