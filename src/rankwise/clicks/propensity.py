@@ -567,9 +567,13 @@ class RegressionEM(PropensityEstimator):
         if self.estimator is None:
             from rankwise.models import GBDTRanker
 
-            return GBDTRanker("sigmoid_ce", n_estimators=int(self.n_estimators),
-                              learning_rate=float(self.learning_rate), num_leaves=int(self.num_leaves),
-                              min_child_samples=int(self.min_child_samples),
+            if self.n_estimators == "auto":  # up to _MAX_AUTO_TREES, stopped on the held-out queries' loss
+                trees = dict(n_estimators=_MAX_AUTO_TREES, early_stopping_rounds=int(self.early_stopping_rounds),
+                             eval_metric="loss")
+            else:
+                trees = dict(n_estimators=int(self.n_estimators))
+            return GBDTRanker("sigmoid_ce", **trees, learning_rate=float(self.learning_rate),
+                              num_leaves=int(self.num_leaves), min_child_samples=int(self.min_child_samples),
                               random_state=self.random_state, n_jobs=self.n_jobs, loss_every=None, verbose=False)
         est = clone(self.estimator)
         if self.n_jobs is not None and "n_jobs" in est.get_params(deep=False):
@@ -721,18 +725,29 @@ class RegressionEM(PropensityEstimator):
                 init = staged[j].raw if warm_start else None
                 if group is not None:
                     init = b[g_idx] if init is None else init + b[g_idx]
-                if auto:
-                    bst = train(fit_rows, tgt, init)
-                else:  # the configured rankwise model, boosted from the start (previous trees, per-query offsets)
-                    tr = np.flatnonzero(fit_rows)
-                    bst = self._relevance_estimator()
-                    bst.fit(X[tr], tgt[tr], qid=_row_blocks(len(tr)), sample_weight=n[tr], init_score=init[tr])
+                # the configured rankwise model, boosted from the start (previous trees, per-query offsets)
+                bst = self._relevance_estimator()
+                tr = np.flatnonzero(fit_rows & ~held if auto else fit_rows)
+                start, fit_kw = init, {}
+                if init is None:  # 'auto' alone: from the mean target, as LightGBM's boost from average
+                    base = _mean_logit(tgt[tr], n[tr])
+                    start = np.full(m, base)
+                if auto:  # the trees chosen on the held-out queries' weighted cross-entropy
+                    va = np.flatnonzero(fit_rows & held)
+                    fit_kw = dict(eval_set=(X[va], tgt[va], _row_blocks(len(va))), eval_init_score=start[va],
+                                  eval_sample_weight=n[va])
+                bst.fit(X[tr], tgt[tr], qid=_row_blocks(len(tr)), sample_weight=n[tr], init_score=start[tr],
+                        **fit_kw)
+                if init is None:
+                    staged_auto = _StagedBooster(base, m)
+                    staged_auto.add(bst, X)
+                    bst = staged_auto
                 if warm_start:
                     staged[j].add(bst, X)
                     bst = staged[j]
                     Fj = bst.raw
                 else:
-                    Fj = _raw_score(bst, X)
+                    Fj = bst.raw if init is None else _raw_score(bst, X)
                 F[pred_rows] = Fj[pred_rows]
                 models.append(bst)
             if group is not None:
@@ -810,6 +825,18 @@ class RegressionEM(PropensityEstimator):
 
 
 _MAX_AUTO_TREES = 5000  # n_estimators="auto": the most trees one relevance fit may grow
+
+
+def _mean_logit(y, w):
+    """The logit of the weighted mean label, as LightGBM's cross-entropy objective computes its start (boost
+    from average): float32 labels and weights, their products summed in order in double, the mean clipped to
+    [1e-15, 1 - 1e-15] (LightGBM's kEpsilon, a float)."""
+    y32, w32 = np.asarray(y, dtype=np.float32), np.asarray(w, dtype=np.float32)
+    suml = float(np.cumsum((y32 * w32).astype(np.float64))[-1])
+    sumw = float(np.cumsum(w32.astype(np.float64))[-1])
+    eps = float(np.float32(1e-15))
+    p = min(max(suml / sumw, eps), 1.0 - eps)
+    return float(np.log(p / (1.0 - p)))
 
 
 def _held_out_rows(query, m, fraction, random_state):
