@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from rankwise._validation import Interval, Options, check_params, kernel_threads, set_deprecated
+from rankwise._validation import Interval, Options, check_params, set_deprecated
 from rankwise.data.clicklog import ClickCounts, ClickLog
 from rankwise.errors import InputError, NotFittedError
 from rankwise.models import persistence
@@ -474,12 +474,14 @@ class RegressionEM(PropensityEstimator):
     random_state : int, optional
         Seed of the folds, the held-out queries and the trees.
     n_jobs : int, optional
-        Threads of the relevance regression (None: rankwise's default, :func:`rankwise._validation.kernel_threads`).
+        Threads of the relevance regression (the default estimator's ``n_jobs``; None: GBDTRanker's default).
 
-    ``group`` and ``warm_start`` fit the default relevance model from a given start (per-query offsets, the
-    previous M-steps' trees: ``GBDTRanker.fit(init_score=...)``); ``n_estimators="auto"`` (early stopping on the
-    held-out queries' weighted cross-entropy) and ``m_step="observed"`` (the PBM likelihood's own gradient)
-    still boost with LightGBM directly (on ``n_jobs`` threads). These options take no ``estimator``.
+    Every option fits the default relevance model, the configured ``GBDTRanker("sigmoid_ce", ...)``, on
+    ``n_jobs`` threads: ``group`` and ``warm_start`` from a given start (per-query offsets, the previous M-steps'
+    trees: ``GBDTRanker.fit(init_score=...)``); ``n_estimators="auto"`` with early stopping on the held-out
+    queries' weighted cross-entropy (``eval_metric="loss"``, from LightGBM's start, the logit of the mean
+    target); ``m_step="observed"`` on the PBM likelihood's own gradient (``GBDTRanker.fit(objective=...)``).
+    These options take no ``estimator``.
 
     Attributes
     ----------
@@ -613,8 +615,6 @@ class RegressionEM(PropensityEstimator):
 
     def _fit_arrays(self, X, rank, clicks, impressions, *, group=None, query=None):
         """The algorithm on aggregated rows (the array form of the deprecated :func:`regression_em`)."""
-        import lightgbm as lgb
-
         self._check_estimator()
         X = np.asarray(X, dtype=np.float64)
         rank = np.asarray(rank).astype(np.int64)
@@ -652,10 +652,6 @@ class RegressionEM(PropensityEstimator):
             if theta.shape != (R,) or np.any(theta <= 0) or np.any(theta > 1):
                 raise InputError(f"theta_init must be {R} values in (0, 1]; got {self.theta_init!r}")
             theta = theta.copy()
-        params = {"objective": "cross_entropy", "learning_rate": float(self.learning_rate),
-                  "num_leaves": int(self.num_leaves), "min_data_in_leaf": int(self.min_child_samples),
-                  "verbosity": -1, "seed": int(random_state or 0), "deterministic": True, "force_row_wise": True,
-                  "num_threads": kernel_threads(self.n_jobs)}
         if group is not None:
             import pandas as pd
 
@@ -675,31 +671,18 @@ class RegressionEM(PropensityEstimator):
             parts = [(every, every)]
         staged = [None] * len(parts)  # warm start: each part's boosters so far
         held = _held_out_rows(query, m, self.validation_fraction, random_state) if auto else None
-        n_estimators, early = self.n_estimators, int(self.early_stopping_rounds)
 
-        def train(fit_rows, tgt, init, pbm_t=None):
-            """One LightGBM GBDT on ``fit_rows`` (with 'auto', on their training queries, its trees chosen on the
-            held-out ones): cross-entropy on ``tgt`` weighted by the impressions, or with ``pbm_t`` (every row's
-            examination probability) the observed-data PBM likelihood of the clicks."""
+        def train(fit_rows, tgt, init, pbm_t):
+            """The configured relevance GBDT on ``fit_rows``, boosted from ``init`` on the observed-data PBM
+            likelihood of the clicks (``pbm_t``: every row's examination probability, :class:`_PBMObjective`);
+            with 'auto' on their training queries, its trees chosen on the held-out ones' likelihood."""
             tr = np.flatnonzero(fit_rows & ~held if auto else fit_rows)
-            p = params
-            if pbm_t is not None:
-                p = {**params, "metric": "None",
-                     "objective": lambda F, _data: _pbm_nll_grad_hess(F, pbm_t[tr], c[tr], n[tr])}
-
-            def data(rows, ref=None):
-                return lgb.Dataset(X[rows], label=tgt[rows], weight=None if pbm_t is not None else n[rows],
-                                   reference=ref, init_score=None if init is None else init[rows])
-            d_tr = data(tr)
-            if not auto:
-                return lgb.train(p, d_tr, num_boost_round=int(n_estimators))
-            va = np.flatnonzero(fit_rows & held)
-            feval = None
-            if pbm_t is not None:
-                def feval(F, _data):
-                    return "pbm_nll", _pbm_nll(F, pbm_t[va], c[va], n[va]) / n[va].sum(), False
-            return lgb.train(p, d_tr, num_boost_round=_MAX_AUTO_TREES, valid_sets=[data(va, d_tr)], feval=feval,
-                             callbacks=[lgb.early_stopping(early, verbose=False)])
+            va = np.flatnonzero(fit_rows & held) if auto else tr[:0]
+            fit_kw = {}
+            if auto:
+                fit_kw = dict(eval_set=(X[va], tgt[va], _row_blocks(len(va))), eval_init_score=init[va])
+            return self._relevance_estimator().fit(X[tr], tgt[tr], qid=_row_blocks(len(tr)), init_score=init[tr],
+                                                   objective=_PBMObjective(pbm_t, c, n, tr, va), **fit_kw)
 
         if m_step == "observed":
             return self._set_fitted(*_regression_ecme(X, k, c, n, R, theta, train, int(self.max_iter), self.tol))
@@ -869,6 +852,23 @@ def _pbm_nll_grad_hess(F, t, c, n):
     g = np.clip(1.0 / (1.0 + np.exp(-F)), 1e-12, 1 - 1e-9)
     d = 1.0 - t * g
     return -(1.0 - g) * (c - n * t * g) / d, np.maximum(n * t * g * (1.0 - g) ** 2 / d, 1e-12)
+
+
+class _PBMObjective:
+    """The observed-data PBM likelihood of the clicks as a per-row objective of ``GBDTRanker.fit(objective=...)``
+    (``m_step="observed"``): ``c`` clicks of ``n`` impressions at examination probability ``t`` per row; the
+    training rows ``tr`` (gradient and Fisher information, :func:`_pbm_nll_grad_hess`) and the held-out rows
+    ``va`` (``eval_loss``: −ℓ per impression)."""
+
+    def __init__(self, t, c, n, tr, va):
+        self.tr = (t[tr], c[tr], n[tr])
+        self.va = (t[va], c[va], n[va])
+
+    def grad_hess(self, scores):
+        return _pbm_nll_grad_hess(scores, *self.tr)
+
+    def eval_loss(self, scores):
+        return _pbm_nll(scores, *self.va) / self.va[2].sum()
 
 
 def _click_log_likelihood(q, c, n):

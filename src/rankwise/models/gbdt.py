@@ -154,6 +154,28 @@ def _started(obj, init: np.ndarray):
     return started_objective
 
 
+def _row_objective(objective, order, n: int):
+    """A library custom objective from ``objective.grad_hess(scores)`` (``GBDTRanker.fit(objective=...)``):
+    the scores handed over in the caller's row order, the gradient and Hessian taken back to the rows'
+    query-grouped order, checked (n finite values each, Hessian positive)."""
+    inv = None if order is None else np.argsort(order)
+
+    def row_objective(preds, data):
+        s = np.asarray(preds, dtype=np.float64)
+        out = objective.grad_hess(s if inv is None else s[inv])
+        try:
+            g, h = (np.asarray(v, dtype=np.float64) for v in out)
+        except (TypeError, ValueError):
+            raise InputError(f"objective.grad_hess must return (grad, hess) arrays; got {type(out).__name__}") from None
+        if g.shape != (n,) or h.shape != (n,):
+            raise InputError(f"objective.grad_hess must return a gradient and a Hessian of {n} values (one per "
+                             f"training row); got shapes {g.shape} and {h.shape}")
+        if not (np.all(np.isfinite(g)) and np.all(np.isfinite(h)) and np.all(h > 0)):
+            raise InputError("objective.grad_hess returned a non-finite gradient or a Hessian that is not positive")
+        return (g, h) if order is None else (g[order], h[order])
+    return row_objective
+
+
 def _bagged(obj, fraction: float, seed: int, first_round: int):
     """``obj`` (a LightGBM or XGBoost custom objective, called once per round) with the gradient and
     Hessian of the rows outside the round's subsample set to 0: those rows add nothing to any split
@@ -418,7 +440,8 @@ class GBDTRanker(BaseRanker):
         return fit_collection(self, frame, label=y or "label", qid=qid or "qid")
 
     def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, group=None, checkpoint=None,
-            checkpoint_every=10, resume=None, init_score=None, eval_init_score=None, eval_sample_weight=None):
+            checkpoint_every=10, resume=None, init_score=None, eval_init_score=None, eval_sample_weight=None,
+            objective=None):
         """Boost ``n_estimators`` rounds on rows ``X`` grouped by ``qid`` (or a RankingDataset).
 
         ``eval_set`` is scored with ``eval_metric`` each round and recorded in ``history_``;
@@ -448,11 +471,19 @@ class GBDTRanker(BaseRanker):
         value summed over the validation queries, each row weighted by ``eval_sample_weight`` (optional, as
         ``sample_weight``), divided by the number of validation queries, lower is better; ``history_``
         records it as ``"eval_loss"``.
+
+        ``objective`` (for objectives with per-row data the loss registry cannot hold, such as the PBM click
+        likelihood given each row's examination probability in :class:`rankwise.clicks.RegressionEM`) replaces
+        the gradient of ``loss`` for this fit: an object whose ``grad_hess(scores)`` returns the gradient and a
+        positive Hessian, one per training row, at ``scores`` (the rows' raw scores, ``init_score`` included,
+        in the caller's row order) and, for ``eval_metric="loss"``, whose ``eval_loss(scores)`` returns the
+        loss of the ``eval_set`` rows at theirs (lower is better). It weighs its rows itself (no
+        ``sample_weight``); ``history_`` then records no training loss.
         """
         if hasattr(X, "__dask_graph__"):
-            if init_score is not None or eval_init_score is not None or eval_sample_weight is not None:
-                raise InputError("fit on a Dask collection takes no init_score, eval_init_score or "
-                                 "eval_sample_weight; use in-memory arrays for those")
+            if any(v is not None for v in (init_score, eval_init_score, eval_sample_weight, objective)):
+                raise InputError("fit on a Dask collection takes no init_score, eval_init_score, "
+                                 "eval_sample_weight or objective; use in-memory arrays for those")
             return self._fit_dask(X, y, qid, sample_weight, eval_set, checkpoint, resume)
         self._check_params()
         checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
@@ -473,7 +504,8 @@ class GBDTRanker(BaseRanker):
         stopper = EarlyStopping(self.early_stopping_rounds)
         total = int(self.n_estimators)
         native = self._native()
-        metric = self._eval_metric(val, eval_sample_weight, native)
+        self._check_row_objective(objective, native, sample_weight, val)
+        metric = self._eval_metric(val, eval_sample_weight, native, objective)
         if native is not None:
             _check_native_labels(self.backend, native, train.y, self.loss_params, self.backend_params)
         if resume is not None:
@@ -495,6 +527,8 @@ class GBDTRanker(BaseRanker):
             self._warn_sampling_restarts(resume, done, total, native)
         init, eval_init = self._check_init_scores(init_score, eval_init_score, train, val, native, resume)
         native, obj = self._objective(on_value, start=done)
+        if objective is not None:
+            obj = _row_objective(objective, train.order, train.X.shape[0])
         if obj is not None and init is not None and self.backend == "lightgbm":
             obj = _started(obj, init)
         if self._bags_rows(native):
@@ -526,7 +560,20 @@ class GBDTRanker(BaseRanker):
         self._check_trained(train, f"after {self.n_estimators_} boosting round(s)")
         return self
 
-    def _eval_metric(self, val, eval_sample_weight, native):
+    @staticmethod
+    def _check_row_objective(objective, native, sample_weight, val):
+        if objective is None:
+            return
+        if not callable(getattr(objective, "grad_hess", None)):
+            raise InputError(f"objective must have a grad_hess(scores) -> (grad, hess) method; got "
+                             f"{type(objective).__name__}")
+        if native is not None:
+            raise InputError("objective replaces the gradient of a rankwise loss; a native loss ('native:...') is "
+                             "the library's own objective")
+        if sample_weight is not None:
+            raise InputError("objective weighs its rows itself: give no sample_weight with it")
+
+    def _eval_metric(self, val, eval_sample_weight, native, objective=None):
         """The validation metric ``f(scores, labels, offsets)`` of ``eval_metric`` (None without ``eval_set``):
         a metric string, or ``"loss"``, the training loss on ``eval_set`` weighted by ``eval_sample_weight``."""
         if val is None:
@@ -541,6 +588,18 @@ class GBDTRanker(BaseRanker):
         if native is not None:
             raise InputError(f"eval_metric='loss' is the rankwise loss on eval_set; loss={self.loss!r} is the "
                              "library's own objective: choose a metric string such as 'ndcg@10'")
+        if objective is not None:
+            if not callable(getattr(objective, "eval_loss", None)) or eval_sample_weight is not None:
+                raise InputError("eval_metric='loss' with objective= needs objective.eval_loss(scores) (it weighs "
+                                 "the eval_set rows itself: no eval_sample_weight)")
+            inv = None if val.order is None else np.argsort(val.order)
+
+            def row_metric(scores, labels, offsets) -> float:
+                s = np.asarray(scores, dtype=np.float64)
+                return float(objective.eval_loss(s if inv is None else s[inv]))
+            row_metric.__name__ = "eval_loss"
+            row_metric.sign = -1.0
+            return row_metric
         from rankwise import losses
         from rankwise.losses.registry import check_hyper
 
