@@ -212,3 +212,86 @@ def test_eval_metric_loss_errors_name_the_parameter():
     with pytest.raises(InputError, match="eval_metric='loss' is the rankwise loss"):
         GBDTRanker("native:lambdarank", eval_metric="loss", **_TREES).fit(X, np.round(y), qid=qid,
                                                                           eval_set=(Xv, np.round(yv), qv))
+
+
+class _RowLogistic:
+    """A per-row objective with data of its own (per-row weights w and label y, in the caller's row order): the
+    weighted logistic loss; ``eval_loss`` on validation rows."""
+
+    def __init__(self, y, w, yv=None, wv=None):
+        self.y, self.w, self.yv, self.wv = y, w, yv, wv
+        self.seen = []
+
+    def grad_hess(self, s):
+        self.seen.append(s.copy())
+        p = 1.0 / (1.0 + np.exp(-s))
+        return self.w * (p - self.y), self.w * p * (1.0 - p)
+
+    def eval_loss(self, s):
+        return float(np.sum(self.wv * (self.yv * np.logaddexp(0, -s) + (1 - self.yv) * np.logaddexp(0, s))))
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_row_objective_gets_the_callers_row_order_and_equals_the_library_with_it(backend):
+    X, y, qid, w, init = _data(9)
+    obj = _RowLogistic(y, w)
+    ours = GBDTRanker("sigmoid_ce", backend=backend, **_TREES).fit(X, y, qid=qid, init_score=init, objective=obj)
+    # the first call sees the start, in the caller's row order (qid is shuffled: the ranker regroups the rows)
+    np.testing.assert_array_equal(obj.seen[0], init if backend == "lightgbm" else init.astype(np.float32))
+    Xo, yo, sizes, wo, io = _grouped(X, y, qid, w, init)
+    ref_obj = _RowLogistic(yo, wo)
+    if backend == "lightgbm":
+        ref = lgb.train(_lgb_params(lambda s, _d: ref_obj.grad_hess(s)),
+                        lgb.Dataset(Xo, yo, group=sizes, init_score=io), num_boost_round=12)
+        want = ref.predict(X, raw_score=True)
+    else:
+        ref = xgb.train(_xgb_params(base_score=0.0), _dmatrix(Xo, yo, sizes, io), num_boost_round=12,
+                        obj=lambda s, _d: ref_obj.grad_hess(np.asarray(s, dtype=np.float64)))
+        want = ref.predict(xgb.DMatrix(X, missing=np.nan), output_margin=True)
+    np.testing.assert_allclose(ours.predict(X), want, rtol=1e-12, atol=1e-12)
+    # the objective, not the loss, drove the trees: the sigmoid_ce fit without row weights is another model
+    plain = GBDTRanker("sigmoid_ce", backend=backend, **_TREES).fit(X, y, qid=qid, init_score=init)
+    assert np.max(np.abs(plain.predict(X) - ours.predict(X))) > 1e-3
+
+
+def test_row_objective_eval_loss_drives_early_stopping():
+    X, y, qid, w, init = _data(10)
+    Xv, yv, qv, wv, iv = _data(11, n_queries=12)
+    obj = _RowLogistic(y, w, yv, wv)
+    m = GBDTRanker("sigmoid_ce", eval_metric="loss", early_stopping_rounds=4, **dict(_TREES, n_estimators=80,
+                   learning_rate=0.6)).fit(X, y, qid=qid, init_score=init, objective=obj, eval_set=(Xv, yv, qv),
+                                           eval_init_score=iv)
+    assert m.best_score_ == pytest.approx(obj.eval_loss(iv + m.predict(Xv)), rel=1e-12)
+    curve = m.history_.to_dict()["eval_loss"]
+    assert m.best_iteration_ == int(np.argmin(curve)) and len(curve) < 80
+
+
+def test_row_objective_errors_name_the_parameter():
+    X, y, qid, w, _ = _data()
+    Xv, yv, qv, _, _ = _data(5, n_queries=6)
+    m = GBDTRanker("sigmoid_ce", **_TREES)
+    with pytest.raises(InputError, match=r"objective must have a grad_hess\(scores\)"):
+        m.fit(X, y, qid=qid, objective=lambda s: (s, s))
+    with pytest.raises(InputError, match="objective weighs its rows itself"):
+        m.fit(X, y, qid=qid, objective=_RowLogistic(y, w), sample_weight=w)
+    with pytest.raises(InputError, match="a native loss"):
+        GBDTRanker("native:lambdarank", **_TREES).fit(X, np.round(y), qid=qid, objective=_RowLogistic(y, w))
+    grad_only = type("G", (), {"grad_hess": lambda self, s: (s, 1 + 0 * s)})()
+    with pytest.raises(InputError, match="needs objective.eval_loss"):
+        GBDTRanker("sigmoid_ce", eval_metric="loss", **_TREES).fit(X, y, qid=qid, eval_set=(Xv, yv, qv),
+                                                                   objective=grad_only)
+
+    class Short(_RowLogistic):
+        def grad_hess(self, s):
+            g, h = super().grad_hess(s)
+            return g[1:], h[1:]
+
+    class Flat(_RowLogistic):
+        def grad_hess(self, s):
+            g, h = super().grad_hess(s)
+            return g, 0 * h
+
+    with pytest.raises(InputError, match="a gradient and a Hessian of 225 values"):
+        m.fit(X, y, qid=qid, objective=Short(y, w))
+    with pytest.raises(InputError, match="Hessian that is not positive"):
+        m.fit(X, y, qid=qid, objective=Flat(y, w))
