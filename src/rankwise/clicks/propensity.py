@@ -52,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from rankwise._validation import Interval, Options, check_params, kernel_threads, set_deprecated
+from rankwise._validation import Interval, Options, check_params, set_deprecated
 from rankwise.data.clicklog import ClickCounts, ClickLog
 from rankwise.errors import InputError, NotFittedError
 from rankwise.models import persistence
@@ -360,9 +360,15 @@ class RegressionEMResult:
     loglik: list
 
 
+def _raw_score(model, X):
+    """The raw score of a relevance regression: a rankwise ranker's ``predict`` or a LightGBM Booster's."""
+    return model.predict(X) if hasattr(model, "n_estimators_") else model.predict(X, raw_score=True)
+
+
 class _StagedBooster:
     """The relevance regression of a warm-started regression-EM: a constant start plus the trees added
-    by every M-step; ``predict(X, raw_score=False)`` like a LightGBM Booster."""
+    by every M-step (each a rankwise :class:`~rankwise.models.GBDTRanker` fitted from the score so far, or
+    a LightGBM Booster); ``predict(X, raw_score=False)`` like a LightGBM Booster."""
 
     def __init__(self, base, m):
         self.base = base
@@ -371,13 +377,13 @@ class _StagedBooster:
 
     def add(self, booster, X):
         self.boosters.append(booster)
-        self.raw = self.raw + booster.predict(X, raw_score=True)
+        self.raw = self.raw + _raw_score(booster, X)
 
     def num_trees(self):
-        return sum(b.num_trees() for b in self.boosters)
+        return sum(b.n_estimators_ if hasattr(b, "n_estimators_") else b.num_trees() for b in self.boosters)
 
     def predict(self, X, raw_score=False):
-        F = self.base + sum(b.predict(X, raw_score=True) for b in self.boosters)
+        F = self.base + sum(_raw_score(b, X) for b in self.boosters)
         return F if raw_score else 1.0 / (1.0 + np.exp(-F))
 
 
@@ -462,11 +468,14 @@ class RegressionEM(PropensityEstimator):
     random_state : int, optional
         Seed of the folds, the held-out queries and the trees.
     n_jobs : int, optional
-        Threads of the relevance regression (None: rankwise's default, :func:`rankwise._validation.kernel_threads`).
+        Threads of the relevance regression (the default estimator's ``n_jobs``; None: GBDTRanker's default).
 
-    ``group``, ``warm_start``, ``n_estimators="auto"`` and ``m_step="observed"`` start each fit from a
-    given score (per-query offsets, the previous trees, the PBM likelihood's own gradient) and boost with
-    LightGBM directly (on ``n_jobs`` threads); they take no ``estimator``.
+    Every option fits the default relevance model, the configured ``GBDTRanker("sigmoid_ce", ...)``, on
+    ``n_jobs`` threads: ``group`` and ``warm_start`` from a given start (per-query offsets, the previous M-steps'
+    trees: ``GBDTRanker.fit(init_score=...)``); ``n_estimators="auto"`` with early stopping on the held-out
+    queries' weighted cross-entropy (``eval_metric="loss"``, from LightGBM's start, the logit of the mean
+    target); ``m_step="observed"`` on the PBM likelihood's own gradient (``GBDTRanker.fit(objective=...)``).
+    These options take no ``estimator``.
 
     Attributes
     ----------
@@ -554,9 +563,13 @@ class RegressionEM(PropensityEstimator):
         if self.estimator is None:
             from rankwise.models import GBDTRanker
 
-            return GBDTRanker("sigmoid_ce", n_estimators=int(self.n_estimators),
-                              learning_rate=float(self.learning_rate), num_leaves=int(self.num_leaves),
-                              min_child_samples=int(self.min_child_samples),
+            if self.n_estimators == "auto":  # up to _MAX_AUTO_TREES, stopped on the held-out queries' loss
+                trees = dict(n_estimators=_MAX_AUTO_TREES, early_stopping_rounds=int(self.early_stopping_rounds),
+                             eval_metric="loss")
+            else:
+                trees = dict(n_estimators=int(self.n_estimators))
+            return GBDTRanker("sigmoid_ce", **trees, learning_rate=float(self.learning_rate),
+                              num_leaves=int(self.num_leaves), min_child_samples=int(self.min_child_samples),
                               random_state=self.random_state, n_jobs=self.n_jobs, loss_every=None, verbose=False)
         est = clone(self.estimator)
         if self.n_jobs is not None and "n_jobs" in est.get_params(deep=False):
@@ -572,7 +585,7 @@ class RegressionEM(PropensityEstimator):
                              f"got {type(self.estimator).__name__}")
         if not self._uses_estimator():
             raise InputError("RegressionEM: estimator is the M-step regression of the expected EM; group, warm_start, "
-                             "n_estimators='auto' and m_step='observed' boost with LightGBM directly and take none")
+                             "n_estimators='auto' and m_step='observed' fit their own relevance model and take none")
         changed = [k for k, v in self._TREE_DEFAULTS.items() if getattr(self, k) != v]
         if changed:
             raise InputError(f"RegressionEM: {', '.join(changed)} set the default estimator's trees; with estimator= "
@@ -596,8 +609,6 @@ class RegressionEM(PropensityEstimator):
 
     def _fit_arrays(self, X, rank, clicks, impressions, *, group=None, query=None):
         """The algorithm on aggregated rows (the array form of the deprecated :func:`regression_em`)."""
-        import lightgbm as lgb
-
         self._check_estimator()
         X = np.asarray(X, dtype=np.float64)
         rank = np.asarray(rank).astype(np.int64)
@@ -635,10 +646,6 @@ class RegressionEM(PropensityEstimator):
             if theta.shape != (R,) or np.any(theta <= 0) or np.any(theta > 1):
                 raise InputError(f"theta_init must be {R} values in (0, 1]; got {self.theta_init!r}")
             theta = theta.copy()
-        params = {"objective": "cross_entropy", "learning_rate": float(self.learning_rate),
-                  "num_leaves": int(self.num_leaves), "min_data_in_leaf": int(self.min_child_samples),
-                  "verbosity": -1, "seed": int(random_state or 0), "deterministic": True, "force_row_wise": True,
-                  "num_threads": kernel_threads(self.n_jobs)}
         if group is not None:
             import pandas as pd
 
@@ -658,31 +665,18 @@ class RegressionEM(PropensityEstimator):
             parts = [(every, every)]
         staged = [None] * len(parts)  # warm start: each part's boosters so far
         held = _held_out_rows(query, m, self.validation_fraction, random_state) if auto else None
-        n_estimators, early = self.n_estimators, int(self.early_stopping_rounds)
 
-        def train(fit_rows, tgt, init, pbm_t=None):
-            """One LightGBM GBDT on ``fit_rows`` (with 'auto', on their training queries, its trees chosen on the
-            held-out ones): cross-entropy on ``tgt`` weighted by the impressions, or with ``pbm_t`` (every row's
-            examination probability) the observed-data PBM likelihood of the clicks."""
+        def train(fit_rows, tgt, init, pbm_t):
+            """The configured relevance GBDT on ``fit_rows``, boosted from ``init`` on the observed-data PBM
+            likelihood of the clicks (``pbm_t``: every row's examination probability, :class:`_PBMObjective`);
+            with 'auto' on their training queries, its trees chosen on the held-out ones' likelihood."""
             tr = np.flatnonzero(fit_rows & ~held if auto else fit_rows)
-            p = params
-            if pbm_t is not None:
-                p = {**params, "metric": "None",
-                     "objective": lambda F, _data: _pbm_nll_grad_hess(F, pbm_t[tr], c[tr], n[tr])}
-
-            def data(rows, ref=None):
-                return lgb.Dataset(X[rows], label=tgt[rows], weight=None if pbm_t is not None else n[rows],
-                                   reference=ref, init_score=None if init is None else init[rows])
-            d_tr = data(tr)
-            if not auto:
-                return lgb.train(p, d_tr, num_boost_round=int(n_estimators))
-            va = np.flatnonzero(fit_rows & held)
-            feval = None
-            if pbm_t is not None:
-                def feval(F, _data):
-                    return "pbm_nll", _pbm_nll(F, pbm_t[va], c[va], n[va]) / n[va].sum(), False
-            return lgb.train(p, d_tr, num_boost_round=_MAX_AUTO_TREES, valid_sets=[data(va, d_tr)], feval=feval,
-                             callbacks=[lgb.early_stopping(early, verbose=False)])
+            va = np.flatnonzero(fit_rows & held) if auto else tr[:0]
+            fit_kw = {}
+            if auto:
+                fit_kw = dict(eval_set=(X[va], tgt[va], _row_blocks(len(va))), eval_init_score=init[va])
+            return self._relevance_estimator().fit(X[tr], tgt[tr], qid=_row_blocks(len(tr)), init_score=init[tr],
+                                                   objective=_PBMObjective(pbm_t, c, n, tr, va), **fit_kw)
 
         if m_step == "observed":
             return self._set_fitted(*_regression_ecme(X, k, c, n, R, theta, train, int(self.max_iter), self.tol))
@@ -708,13 +702,29 @@ class RegressionEM(PropensityEstimator):
                 init = staged[j].raw if warm_start else None
                 if group is not None:
                     init = b[g_idx] if init is None else init + b[g_idx]
-                bst = train(fit_rows, tgt, init)
+                # the configured rankwise model, boosted from the start (previous trees, per-query offsets)
+                bst = self._relevance_estimator()
+                tr = np.flatnonzero(fit_rows & ~held if auto else fit_rows)
+                start, fit_kw = init, {}
+                if init is None:  # 'auto' alone: from the mean target, as LightGBM's boost from average
+                    base = _mean_logit(tgt[tr], n[tr])
+                    start = np.full(m, base)
+                if auto:  # the trees chosen on the held-out queries' weighted cross-entropy
+                    va = np.flatnonzero(fit_rows & held)
+                    fit_kw = dict(eval_set=(X[va], tgt[va], _row_blocks(len(va))), eval_init_score=start[va],
+                                  eval_sample_weight=n[va])
+                bst.fit(X[tr], tgt[tr], qid=_row_blocks(len(tr)), sample_weight=n[tr], init_score=start[tr],
+                        **fit_kw)
+                if init is None:
+                    staged_auto = _StagedBooster(base, m)
+                    staged_auto.add(bst, X)
+                    bst = staged_auto
                 if warm_start:
                     staged[j].add(bst, X)
                     bst = staged[j]
                     Fj = bst.raw
                 else:
-                    Fj = bst.predict(X, raw_score=True)
+                    Fj = bst.raw if init is None else _raw_score(bst, X)
                 F[pred_rows] = Fj[pred_rows]
                 models.append(bst)
             if group is not None:
@@ -794,6 +804,18 @@ class RegressionEM(PropensityEstimator):
 _MAX_AUTO_TREES = 5000  # n_estimators="auto": the most trees one relevance fit may grow
 
 
+def _mean_logit(y, w):
+    """The logit of the weighted mean label, as LightGBM's cross-entropy objective computes its start (boost
+    from average): float32 labels and weights, their products summed in order in double, the mean clipped to
+    [1e-15, 1 - 1e-15] (LightGBM's kEpsilon, a float)."""
+    y32, w32 = np.asarray(y, dtype=np.float32), np.asarray(w, dtype=np.float32)
+    suml = float(np.cumsum((y32 * w32).astype(np.float64))[-1])
+    sumw = float(np.cumsum(w32.astype(np.float64))[-1])
+    eps = float(np.float32(1e-15))
+    p = min(max(suml / sumw, eps), 1.0 - eps)
+    return float(np.log(p / (1.0 - p)))
+
+
 def _held_out_rows(query, m, fraction, random_state):
     """Rows of a random ``fraction`` of the queries (at least one query, never all): where
     ``n_estimators="auto"`` chooses the number of trees."""
@@ -815,6 +837,23 @@ def _pbm_nll_grad_hess(F, t, c, n):
     g = np.clip(1.0 / (1.0 + np.exp(-F)), 1e-12, 1 - 1e-9)
     d = 1.0 - t * g
     return -(1.0 - g) * (c - n * t * g) / d, np.maximum(n * t * g * (1.0 - g) ** 2 / d, 1e-12)
+
+
+class _PBMObjective:
+    """The observed-data PBM likelihood of the clicks as a per-row objective of ``GBDTRanker.fit(objective=...)``
+    (``m_step="observed"``): ``c`` clicks of ``n`` impressions at examination probability ``t`` per row; the
+    training rows ``tr`` (gradient and Fisher information, :func:`_pbm_nll_grad_hess`) and the held-out rows
+    ``va`` (``eval_loss``: −ℓ per impression)."""
+
+    def __init__(self, t, c, n, tr, va):
+        self.tr = (t[tr], c[tr], n[tr])
+        self.va = (t[va], c[va], n[va])
+
+    def grad_hess(self, scores):
+        return _pbm_nll_grad_hess(scores, *self.tr)
+
+    def eval_loss(self, scores):
+        return _pbm_nll(scores, *self.va) / self.va[2].sum()
 
 
 def _click_log_likelihood(q, c, n):

@@ -9,8 +9,8 @@ import unicodedata
 import numpy as np
 import scipy.sparse as sp
 
-from rankwise._validation import (Interval, Options, available_cpus, check_positive_int, fit_seed, limit_threads,
-                                  warn_user)
+from rankwise._validation import (Interval, Options, available_cpus, check_positive_int, check_vector, fit_seed,
+                                  limit_threads, warn_user)
 from rankwise.errors import InputError
 from rankwise.models import _booster_text, persistence
 from rankwise.models.base import BaseRanker
@@ -139,6 +139,41 @@ def _xgb_columns(seed: int, rnd: int, n_features: int, fraction: float) -> np.nd
     weights = np.zeros(n_features, dtype=np.float32)
     weights[gen.choice(n_features, size=k, replace=False)] = 1.0
     return weights
+
+
+def _started(obj, init: np.ndarray):
+    """``obj`` (a LightGBM custom objective) at the scores ``init + preds``: boosting starts from the per-row
+    score ``init`` while the booster's own trees (and so its predictions) leave it out -- the rule of
+    LightGBM's ``init_score``. The library's training scores hold the trees alone, so a resumed booster
+    (whose training scores LightGBM sets to its trees' prediction, dropping a Dataset's ``init_score``)
+    starts where the interrupted fit stopped. (XGBoost keeps a DMatrix's ``base_margin`` under a resumed
+    booster: it gets the start there, for every objective.)"""
+    def started_objective(preds, data):
+        return obj(np.asarray(preds, dtype=np.float64) + init, data)
+    started_objective.__name__ = getattr(obj, "__name__", "objective")
+    return started_objective
+
+
+def _row_objective(objective, order, n: int):
+    """A library custom objective from ``objective.grad_hess(scores)`` (``GBDTRanker.fit(objective=...)``):
+    the scores handed over in the caller's row order, the gradient and Hessian taken back to the rows'
+    query-grouped order, checked (n finite values each, Hessian positive)."""
+    inv = None if order is None else np.argsort(order)
+
+    def row_objective(preds, data):
+        s = np.asarray(preds, dtype=np.float64)
+        out = objective.grad_hess(s if inv is None else s[inv])
+        try:
+            g, h = (np.asarray(v, dtype=np.float64) for v in out)
+        except (TypeError, ValueError):
+            raise InputError(f"objective.grad_hess must return (grad, hess) arrays; got {type(out).__name__}") from None
+        if g.shape != (n,) or h.shape != (n,):
+            raise InputError(f"objective.grad_hess must return a gradient and a Hessian of {n} values (one per "
+                             f"training row); got shapes {g.shape} and {h.shape}")
+        if not (np.all(np.isfinite(g)) and np.all(np.isfinite(h)) and np.all(h > 0)):
+            raise InputError("objective.grad_hess returned a non-finite gradient or a Hessian that is not positive")
+        return (g, h) if order is None else (g[order], h[order])
+    return row_objective
 
 
 def _bagged(obj, fraction: float, seed: int, first_round: int):
@@ -405,7 +440,8 @@ class GBDTRanker(BaseRanker):
         return fit_collection(self, frame, label=y or "label", qid=qid or "qid")
 
     def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, group=None, checkpoint=None,
-            checkpoint_every=10, resume=None):
+            checkpoint_every=10, resume=None, init_score=None, eval_init_score=None, eval_sample_weight=None,
+            objective=None):
         """Boost ``n_estimators`` rounds on rows ``X`` grouped by ``qid`` (or a RankingDataset).
 
         ``eval_set`` is scored with ``eval_metric`` each round and recorded in ``history_``;
@@ -418,8 +454,36 @@ class GBDTRanker(BaseRanker):
         A Dask DataFrame ``X`` (``rankwise[dask]``, after ``import rankwise.distributed``) is
         boosted on its cluster by :func:`rankwise.distributed.fit_gbdt`; ``y`` and ``qid`` are then
         column names (default ``"label"`` and ``"qid"``).
+
+        ``init_score`` (one finite value per row of ``X``, in the caller's row order) is the raw score
+        boosting starts from, LightGBM's ``init_score`` and XGBoost's ``base_margin``: the first tree is
+        fitted to the loss's gradient at ``init_score`` (no start of the model's own), and, as in
+        LightGBM (``LGBMModel.fit(init_score=...)``), the trees do not contain it: ``predict`` returns
+        the trees' score alone, so the model's score of a row is ``init_score + predict(X)`` -- the
+        caller adds the start back (``eval_scores_`` likewise leaves it out). With ``eval_set``,
+        ``eval_init_score`` (one value per validation row) is required: ``eval_metric`` and early
+        stopping see ``eval_init_score + score``. A fit resumed from a checkpoint takes the same
+        ``init_score`` and equals the uninterrupted fit (with a rankwise loss on either backend, and a
+        native objective on XGBoost; LightGBM replaces the start of a resumed booster by its trees'
+        prediction, so a native LightGBM objective refuses ``init_score`` with ``resume``).
+
+        ``eval_metric="loss"`` scores ``eval_set`` with the training loss itself (rankwise losses only): its
+        value summed over the validation queries, each row weighted by ``eval_sample_weight`` (optional, as
+        ``sample_weight``), divided by the number of validation queries, lower is better; ``history_``
+        records it as ``"eval_loss"``.
+
+        ``objective`` (for objectives with per-row data the loss registry cannot hold, such as the PBM click
+        likelihood given each row's examination probability in :class:`rankwise.clicks.RegressionEM`) replaces
+        the gradient of ``loss`` for this fit: an object whose ``grad_hess(scores)`` returns the gradient and a
+        positive Hessian, one per training row, at ``scores`` (the rows' raw scores, ``init_score`` included,
+        in the caller's row order) and, for ``eval_metric="loss"``, whose ``eval_loss(scores)`` returns the
+        loss of the ``eval_set`` rows at theirs (lower is better). It weighs its rows itself (no
+        ``sample_weight``); ``history_`` then records no training loss.
         """
         if hasattr(X, "__dask_graph__"):
+            if any(v is not None for v in (init_score, eval_init_score, eval_sample_weight, objective)):
+                raise InputError("fit on a Dask collection takes no init_score, eval_init_score, "
+                                 "eval_sample_weight or objective; use in-memory arrays for those")
             return self._fit_dask(X, y, qid, sample_weight, eval_set, checkpoint, resume)
         self._check_params()
         checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
@@ -430,7 +494,6 @@ class GBDTRanker(BaseRanker):
             _check_no_inf(val.X, "eval_set X")
         if self.early_stopping_rounds is not None and val is None:
             raise InputError("early_stopping_rounds needs a validation set: pass eval_set=(X_val, y_val, qid_val)")
-        metric = resolve_metric(self.eval_metric) if val is not None else None
         n_q = max(int(np.count_nonzero(np.diff(train.offsets) > 0)), 1)
         last_loss = [None]
 
@@ -441,6 +504,8 @@ class GBDTRanker(BaseRanker):
         stopper = EarlyStopping(self.early_stopping_rounds)
         total = int(self.n_estimators)
         native = self._native()
+        self._check_row_objective(objective, native, sample_weight, val)
+        metric = self._eval_metric(val, eval_sample_weight, native, objective)
         if native is not None:
             _check_native_labels(self.backend, native, train.y, self.loss_params, self.backend_params)
         if resume is not None:
@@ -460,7 +525,12 @@ class GBDTRanker(BaseRanker):
             stopper.load_state(tstate.get("stopper", {}))
             seed = int(tstate.get("seed", seed))  # the interrupted fit's (random_state=None drew one)
             self._warn_sampling_restarts(resume, done, total, native)
+        init, eval_init = self._check_init_scores(init_score, eval_init_score, train, val, native, resume)
         native, obj = self._objective(on_value, start=done)
+        if objective is not None:
+            obj = _row_objective(objective, train.order, train.X.shape[0])
+        if obj is not None and init is not None and self.backend == "lightgbm":
+            obj = _started(obj, init)
         if self._bags_rows(native):
             obj = _bagged(obj, float(self.subsample), seed, done)
         self.n_features_in_ = train.X.shape[1]
@@ -481,7 +551,7 @@ class GBDTRanker(BaseRanker):
         else:
             with limit_threads(self.n_jobs):  # the loss engine, the compiled kernels, BLAS and OpenMP pools too
                 self._boost(train, val, metric, native, obj, seed, remaining, init_text, done, total, stopper,
-                            checkpoint, checkpoint_every, last_loss)
+                            checkpoint, checkpoint_every, last_loss, init, eval_init)
         self.fit_time_ = time.perf_counter() - t0
         self.n_estimators_ = self._n_trees()
         if self.early_stopping_rounds is not None and stopper.best_step >= 0:
@@ -489,6 +559,92 @@ class GBDTRanker(BaseRanker):
             self.best_score_ = float(stopper.best_value) * metric.sign
         self._check_trained(train, f"after {self.n_estimators_} boosting round(s)")
         return self
+
+    @staticmethod
+    def _check_row_objective(objective, native, sample_weight, val):
+        if objective is None:
+            return
+        if not callable(getattr(objective, "grad_hess", None)):
+            raise InputError(f"objective must have a grad_hess(scores) -> (grad, hess) method; got "
+                             f"{type(objective).__name__}")
+        if native is not None:
+            raise InputError("objective replaces the gradient of a rankwise loss; a native loss ('native:...') is "
+                             "the library's own objective")
+        if sample_weight is not None:
+            raise InputError("objective weighs its rows itself: give no sample_weight with it")
+
+    def _eval_metric(self, val, eval_sample_weight, native, objective=None):
+        """The validation metric ``f(scores, labels, offsets)`` of ``eval_metric`` (None without ``eval_set``):
+        a metric string, or ``"loss"``, the training loss on ``eval_set`` weighted by ``eval_sample_weight``."""
+        if val is None:
+            if eval_sample_weight is not None:
+                raise InputError("eval_sample_weight was given without eval_set")
+            return None
+        if self.eval_metric != "loss":
+            if eval_sample_weight is not None:
+                raise InputError(f"eval_sample_weight weighs the rows of eval_metric='loss' only; eval_metric="
+                                 f"{self.eval_metric!r} takes no weights")
+            return resolve_metric(self.eval_metric)
+        if native is not None:
+            raise InputError(f"eval_metric='loss' is the rankwise loss on eval_set; loss={self.loss!r} is the "
+                             "library's own objective: choose a metric string such as 'ndcg@10'")
+        if objective is not None:
+            if not callable(getattr(objective, "eval_loss", None)) or eval_sample_weight is not None:
+                raise InputError("eval_metric='loss' with objective= needs objective.eval_loss(scores) (it weighs "
+                                 "the eval_set rows itself: no eval_sample_weight)")
+            inv = None if val.order is None else np.argsort(val.order)
+
+            def row_metric(scores, labels, offsets) -> float:
+                s = np.asarray(scores, dtype=np.float64)
+                return float(objective.eval_loss(s if inv is None else s[inv]))
+            row_metric.__name__ = "eval_loss"
+            row_metric.sign = -1.0
+            return row_metric
+        from rankwise import losses
+        from rankwise.losses.registry import check_hyper
+
+        w = None
+        if eval_sample_weight is not None:
+            w = check_vector(eval_sample_weight, val.X.shape[0], name="eval_sample_weight")
+            if np.any(w < 0):
+                raise InputError(f"eval_sample_weight must be non-negative; got {int(np.sum(w < 0))} negative "
+                                 f"entries (min {float(w.min()):g})")
+            w = w if val.order is None else w[val.order]
+        hyper = check_hyper(losses.get(self.loss), self.loss_params, loss=self.loss, param="loss_params")
+        n_q = max(int(np.count_nonzero(np.diff(val.offsets) > 0)), 1)
+        loss, n_jobs = self.loss, self.n_jobs
+
+        def metric(scores, labels, offsets) -> float:
+            value = losses.grad_hess(loss, np.asarray(scores, dtype=np.float64), labels, offsets, weights=w,
+                                     return_value=True, n_jobs=n_jobs, **hyper)[2]
+            return float(value) / n_q
+        metric.__name__ = "eval_loss"
+        metric.sign = -1.0  # early stopping maximises sign * value
+        return metric
+
+    def _check_init_scores(self, init_score, eval_init_score, train, val, native, resume):
+        """``init_score`` and ``eval_init_score`` as float64 vectors in the rows' query-grouped order (or None)."""
+        if init_score is None:
+            if eval_init_score is not None:
+                raise InputError("eval_init_score is the start of the eval_set rows' scores: give init_score (the "
+                                 "training rows' start) too, or neither")
+            return None, None
+        init = check_vector(init_score, train.X.shape[0], name="init_score")
+        if train.order is not None:
+            init = init[train.order]
+        if native is not None and resume is not None and self.backend == "lightgbm":
+            raise InputError(f"init_score with resume: LightGBM starts a resumed booster from its trees' prediction "
+                             f"and drops the init_score, so loss={'native:' + native!r} cannot resume with one; use "
+                             "a rankwise loss (e.g. 'lambdarank') or fit without resume")
+        if val is None:
+            if eval_init_score is not None:
+                raise InputError("eval_init_score was given without eval_set")
+            return init, None
+        if eval_init_score is None:
+            raise InputError("init_score with eval_set needs eval_init_score (one start per eval_set row): the "
+                             "validation metric scores eval_init_score + the trees' score")
+        eval_init = check_vector(eval_init_score, val.X.shape[0], name="eval_init_score")
+        return init, eval_init if val.order is None else eval_init[val.order]
 
     #: backend parameters that draw rows or columns at random each round
     _SAMPLING_PARAMS = ("bagging_fraction", "feature_fraction", "feature_fraction_bynode", "subsample",
@@ -518,7 +674,7 @@ class GBDTRanker(BaseRanker):
                 "the labels vary within queries, or raise learning_rate / n_estimators")
 
     def _boost(self, train, val, metric, native, obj, seed, remaining, init_text, done, total, stopper,
-               checkpoint, checkpoint_every, last_loss):
+               checkpoint, checkpoint_every, last_loss, init=None, eval_init=None):
         with Progress(total, desc=f"GBDTRanker[{self.backend}]", verbose=self.verbose, initial=done) as bar:
             def after_round(rnd, booster_text_fn, val_scores):
                 if val_scores is not None:
@@ -529,7 +685,7 @@ class GBDTRanker(BaseRanker):
                     last_loss[0] = None
                 stop = False
                 if val is not None:
-                    value = metric(val_scores, val.y, val.offsets)
+                    value = metric(val_scores if eval_init is None else val_scores + eval_init, val.y, val.offsets)
                     rec[metric.__name__] = value
                     stop = stopper.update(rnd, metric.sign * value)
                 self.history_.record(**rec)
@@ -549,9 +705,10 @@ class GBDTRanker(BaseRanker):
                 torch.set_num_threads(1)
             try:
                 if self.backend == "lightgbm":
-                    self._fit_lgb(train, val, native, obj, seed, remaining, init_text, after_round, done)
+                    self._fit_lgb(train, val, native, obj, seed, remaining, init_text, after_round, done,
+                                  init if native else None)
                 else:
-                    self._fit_xgb(train, val, native, obj, seed, remaining, init_text, after_round, done)
+                    self._fit_xgb(train, val, native, obj, seed, remaining, init_text, after_round, done, init)
             except Exception as exc:
                 err = self._library_error(exc, train)
                 if err is exc:
@@ -582,7 +739,7 @@ class GBDTRanker(BaseRanker):
         finally:
             self._ckpt_text = None
 
-    def _fit_lgb(self, train, val, native, obj, seed, rounds, init_text, after_round, done):
+    def _fit_lgb(self, train, val, native, obj, seed, rounds, init_text, after_round, done, init_score=None):
         import lightgbm as lgb
 
         params = self._lgb_params(native, seed, library_bagging=not self._bags_rows(native))
@@ -596,7 +753,7 @@ class GBDTRanker(BaseRanker):
             cats = [int(c) for c in (cats.split(",") if isinstance(cats, str) else cats)]
         else:
             cats = "auto"
-        dtrain = lgb.Dataset(train.X, label=train.y, group=sizes, weight=train.sample_weight,
+        dtrain = lgb.Dataset(train.X, label=train.y, group=sizes, weight=train.sample_weight, init_score=init_score,
                              params={"verbosity": -1}, free_raw_data=False, categorical_feature=cats,
                              feature_name=self._names if self._names is not None else "auto")
         init = None if init_text is None else lgb.Booster(model_str=persistence.array_to_text(init_text))
@@ -644,7 +801,7 @@ class GBDTRanker(BaseRanker):
         hand_booster.before_iteration = True
         return hand_booster
 
-    def _fit_xgb(self, train, val, native, obj, seed, rounds, init_text, after_round, done):
+    def _fit_xgb(self, train, val, native, obj, seed, rounds, init_text, after_round, done, init_score=None):
         import xgboost as xgb
 
         params = self._xgb_params(native, seed, library_bagging=not self._bags_rows(native))
@@ -654,6 +811,8 @@ class GBDTRanker(BaseRanker):
                  "enable_categorical": types is not None, "nthread": params["nthread"]}
         dtrain = xgb.DMatrix(train.X, label=train.y, **dm_kw)
         dtrain.set_group(sizes)
+        if init_score is not None:  # the start of every objective: XGBoost adds it to the (float32) margins
+            dtrain.set_base_margin(init_score)
         if train.sample_weight is not None:
             w = train.sample_weight
             starts = train.offsets[:-1]
