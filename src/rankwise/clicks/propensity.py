@@ -96,7 +96,8 @@ def identifiability(log: ClickLog | ClickCounts, *, max_rank: int | None = None)
         pair, rank = pair[keep], rank[keep]
     if len(pair) == 0:
         return 0.0
-    ranks_per_pair = np.bincount(pair, minlength=log.n_pairs)  # (pair, rank) rows are unique
+    R = int(rank.max()) + 1  # (pair, rank) rows of counts split by row_data repeat: count each once
+    ranks_per_pair = np.bincount(np.unique(pair * R + rank) // R, minlength=log.n_pairs)
     shown = ranks_per_pair > 0
     return float(np.count_nonzero(ranks_per_pair >= 2) / np.count_nonzero(shown))
 
@@ -259,10 +260,18 @@ class RandPair(PropensityEstimator):
 
     and ``propensity_`` is that ratio divided by rank 1's (with ``pivot=1``, the ratio itself).
 
+    The estimate depends on the log only through the clicks at the pivot and at rank k of the sessions of
+    each intervention k, so ``log`` may also be aggregated: a :class:`~rankwise.data.ClickCounts` whose
+    ``row_data[pair_rank]`` holds the intervention of the sessions counted in each row
+    (``session_log.counts(by=pair_rank)``, or drawn directly by a simulation); the estimate is then the
+    same as on the session log. Every session of an intervention must show both the pivot and rank k
+    (``fit`` checks: on a session log, each randomised session's length; on counts, that the impressions at
+    the pivot and at k agree per intervention).
+
     Parameters
     ----------
     pair_rank : str
-        The ``session_data`` entry holding each session's randomised rank.
+        The ``session_data`` entry (``row_data`` of counts) holding each session's randomised rank.
     pivot : int
         The rank every randomised rank was paired with.
     max_rank : int, optional
@@ -287,23 +296,46 @@ class RandPair(PropensityEstimator):
         self.pivot = pivot
         self.max_rank = max_rank
 
+    def _intervention_rows(self, log):
+        """``(k per row, rank, clicks, impressions, sessions per intervention)`` of a session log or of counts."""
+        pair_rank, pivot, R = self.pair_rank, self.pivot, log.max_rank
+        counts = isinstance(log, ClickCounts)
+        where = "row_data" if counts else "session_data"
+        data = log.row_data if counts else log.session_data
+        if pair_rank not in data:
+            raise InputError(f"log.{where} has no {pair_rank!r} (the rank paired with the pivot in each "
+                             f"session, 0 for none); it has {sorted(data)}")
+        k = np.asarray(data[pair_rank]).astype(np.int64)
+        if not 1 <= pivot <= R:
+            raise InputError(f"pivot must be a rank in [1, {R}]; got {pivot}")
+        if np.any((k < 0) | (k > R)):
+            raise InputError(f"{where}[{pair_rank!r}] must hold ranks in [0, {R}]")
+        if counts:
+            at_pivot = (k > 0) & (log.rank == pivot)
+            sessions = np.bincount(k[at_pivot], weights=log.impressions[at_pivot], minlength=R + 1)
+            at_k = (k > 0) & (log.rank == k)
+            shown_k = np.bincount(k[at_k], weights=log.impressions[at_k], minlength=R + 1)
+            bad = np.flatnonzero(shown_k[1:] != sessions[1:]) + 1
+            bad = bad[bad != pivot]
+            if len(bad):
+                raise InputError(f"the sessions pairing rank {bad[0]} with the pivot (rank {pivot}) show rank "
+                                 f"{bad[0]} {shown_k[bad[0]]:g} times and the pivot {sessions[bad[0]]:g} times: every "
+                                 "session of the experiment must show both")
+            return k, log.rank, log.clicks, sessions[1:]
+        short = np.flatnonzero((k > 0) & (log.sizes < np.maximum(k, pivot)))
+        if len(short):
+            s = int(short[0])
+            raise InputError(f"session {s} pairs rank {k[s]} with the pivot (rank {pivot}) but shows "
+                             f"{log.sizes[s]} documents: every session of the experiment must show both")
+        return (np.repeat(k, log.sizes), log.ranks, log.clicked.astype(np.float64),
+                np.bincount(k, minlength=R + 1)[1:].astype(np.float64))
+
     def _ratios(self, log):
         """θ_k/θ_pivot over ranks 1..longest page (NaN where no session randomised k with a pivot click),
         and the sessions randomising each rank."""
-        _check_log(log)
-        pair_rank, pivot = self.pair_rank, self.pivot
-        if pair_rank not in log.session_data:
-            raise InputError(f"log.session_data has no {pair_rank!r} (the rank paired with the pivot in each "
-                             f"session, 0 for none); it has {sorted(log.session_data)}")
-        k_s = np.asarray(log.session_data[pair_rank]).astype(np.int64)
-        R = log.max_rank
-        if not 1 <= pivot <= R:
-            raise InputError(f"pivot must be a rank in [1, {R}]; got {pivot}")
-        if np.any((k_s < 0) | (k_s > R)):
-            raise InputError(f"session_data[{pair_rank!r}] must hold ranks in [0, {R}]")
-        k_row = np.repeat(k_s, log.sizes)
-        r = log.ranks
-        c = log.clicked.astype(np.float64)
+        _check_log(log, counts=True)
+        k_row, r, c, sessions = self._intervention_rows(log)
+        R, pivot = log.max_rank, self.pivot
         at_k = (k_row > 0) & (r == k_row)
         at_pivot = (k_row > 0) & (r == pivot)
         num = np.bincount(k_row[at_k], weights=c[at_k], minlength=R + 1)
@@ -312,7 +344,7 @@ class RandPair(PropensityEstimator):
         ok = den > 0
         out[ok[1:]] = (num / np.where(ok, den, 1))[1:][ok[1:]]
         out[pivot - 1] = 1.0
-        return out, np.bincount(k_s, minlength=R + 1)[1:].astype(np.float64)
+        return out, sessions
 
     def _fit(self, log, features):
         ratio, sessions = self._ratios(log)

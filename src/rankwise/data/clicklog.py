@@ -360,16 +360,37 @@ class ClickLog(_PairCodes):
         out[self.pair[rows]] = self.clicked[rows]
         return out
 
-    def counts(self) -> "ClickCounts":
+    def counts(self, by=()) -> "ClickCounts":
         """The log aggregated: one row per (query, doc, rank) with its clicks and impressions, and the
-        number of sessions of every query (:class:`ClickCounts`)."""
+        number of sessions of every query (:class:`ClickCounts`).
+
+        ``by``: names of :attr:`session_data` entries (a name or a sequence) that split the rows further, one
+        row per (query, doc, rank, their values), kept as :attr:`ClickCounts.row_data` — e.g. ``by="pair_rank"``,
+        the intervention of a RandPair experiment, which is all that :class:`~rankwise.clicks.RandPair` needs
+        of the sessions."""
+        by = (by,) if isinstance(by, str) else tuple(by)
+        missing = [k for k in by if k not in self.session_data]
+        if missing:
+            raise InputError(f"counts(by=...): session_data has no {missing}; it has {sorted(self.session_data)}")
         R = max(self.max_rank, 1)
         key = self.pair * R + (self.ranks - 1)
+        values = []
+        for k in by:  # each split value coded 0..m-1 and folded into the key
+            v_u, v_code = np.unique(np.asarray(self.session_data[k]), return_inverse=True)
+            if int(key.max(initial=0) + 1) * len(v_u) >= 2 ** 62:
+                raise InputError(f"counts(by={by!r}): too many (query, doc, rank, value) combinations")
+            key = key * len(v_u) + np.repeat(v_code.reshape(-1), self.sizes)
+            values.append(v_u)
         uniq, inv = np.unique(key, return_inverse=True)
-        pair = uniq // R
+        row_data, rest = {}, uniq
+        for k, v_u in zip(by[::-1], values[::-1]):
+            row_data[k] = v_u[rest % len(v_u)]
+            rest = rest // len(v_u)
+        pair = rest // R
         return ClickCounts(self.queries, np.bincount(self.query, minlength=self.n_queries), self.pair_query[pair],
-                           self.docs, self.pair_doc[pair], uniq % R + 1,
-                           np.bincount(inv, weights=self.clicked), np.bincount(inv).astype(np.float64))
+                           self.docs, self.pair_doc[pair], rest % R + 1,
+                           np.bincount(inv, weights=self.clicked), np.bincount(inv).astype(np.float64),
+                           row_data={k: row_data[k] for k in by})
 
 
 @dataclass
@@ -388,6 +409,9 @@ class ClickCounts(_PairCodes):
     ``impressions`` (0 ≤ clicks ≤ impressions; a document shows at most once per session, so its
     impressions over all ranks are at most its query's sessions). ``pair`` (per row),
     ``pair_query`` and ``pair_doc`` code the (query, doc) pairs as :class:`ClickLog` does.
+    ``row_data`` (optional): per-row arrays that split a (query, doc, rank) further by a session property,
+    e.g. ``row_data["pair_rank"]``, the intervention of the sessions counted in the row
+    (:meth:`ClickLog.counts` with ``by=``); rows are then unique per (query, doc, rank, those values).
     """
 
     queries: np.ndarray
@@ -398,6 +422,7 @@ class ClickCounts(_PairCodes):
     rank: np.ndarray
     clicks: np.ndarray
     impressions: np.ndarray
+    row_data: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.queries = np.asarray(self.queries)
@@ -414,6 +439,14 @@ class ClickCounts(_PairCodes):
                 raise InputError(f"ClickCounts: {name} has {len(getattr(self, name))} entries, query {n}")
         if len(self.sessions) != len(self.queries):
             raise InputError(f"ClickCounts: sessions has {len(self.sessions)} entries for {len(self.queries)} queries")
+        if not isinstance(self.row_data, dict):
+            raise InputError("ClickCounts: row_data must be a dict of per-row arrays; got "
+                             f"{type(self.row_data).__name__}")
+        for k, v in self.row_data.items():
+            if np.ndim(v) != 1 or len(v) != n:
+                raise InputError(f"ClickCounts: row_data[{k!r}] must have one entry per row ({n}); got shape "
+                                 f"{np.shape(v)}")
+        self.row_data = {k: np.asarray(v) for k, v in self.row_data.items()}
         if np.any(self.sessions < 1):
             raise InputError("ClickCounts: every query needs at least one session")
         if n and (self.query.min() < 0 or self.query.max() >= len(self.queries)
