@@ -92,7 +92,6 @@ def _codes_of_groups(X, off, *extra, _mask=None):
     finds a difference (a collision), the exact path hashes each group's bytes (BLAKE2, 128 bits).
     ``_mask`` (tests): keep only these bits of the fast hash, to force collisions."""
     X = np.ascontiguousarray(X)
-    n = len(X)
     off = np.ascontiguousarray(off, dtype=np.int64)
     mats = [X.view(np.uint8)] + [np.ascontiguousarray(e, dtype=X.dtype).reshape(-1, 1).view(np.uint8) for e in extra]
     h = np.zeros(len(off) - 1, dtype=np.uint64)
