@@ -39,8 +39,17 @@ Bernoulli(θ_k γ_qd) whichever policy put it there (the policy depends on the s
 the (query, doc, rank) counts are all either estimator needs: no per-row exposure enters their likelihood.
 Goal: within 10% at ranks 2-10 in at least 11 of 12 runs.
 
-Usage: python benchmarks/bench_clicks_propensity.py [--quick] [--folds 1 2 3 4 5] [--data DIR]
-Writes benchmarks/results/bench_clicks_propensity.md. Public surface only (rankwise.clicks, rankwise.data).
+(e) One deterministic logger, the ranker it gives: on (c)'s log, the same ranker is fitted twice with
+``fit_debiased`` -- once with (c)'s RegressionEM propensities, once with the true θ -- with identical settings
+(no clipping in either: ``clip=None``; the displayed documents only), for ``GBDTRanker(loss="op_pairwise",
+n_estimators=100, learning_rate=0.05, random_state=0, n_jobs=1)`` and ``NeuralRanker(loss="op_pairwise",
+hidden=(64, 32), max_iter=20, learning_rate=1e-3, random_state=0)`` (bench_clicks.py's ``make_rankers``), and
+evaluated by NDCG@10 on the true labels of the test queries (MQ2008 ``Fold{f}/test.txt.gz``; the synthetic set's
+last 300 queries). Goal: NDCG@10 with the estimated propensities ≥ 0.98 of that with the true ones, per run.
+
+Usage: python benchmarks/bench_clicks_propensity.py [--quick] [--folds 1 2 3 4 5] [--data DIR] [--only e]
+Writes benchmarks/results/bench_clicks_propensity.md (``--only e``: computes section (e) alone and replaces it
+in the existing file, the other sections' figures left as they are). Public surface only (rankwise.clicks, rankwise.data).
 """
 from __future__ import annotations
 
@@ -60,6 +69,7 @@ OUT = HERE / "results" / "bench_clicks_propensity.md"
 sys.path.insert(0, str(HERE.parent / "src"))
 
 ETAS = (1.0, 2.0)
+E_KINDS = ("GBDT", "neural")
 RANDTOP_SESSIONS = (2_000_000, 8_000_000, 32_000_000)
 RANDPAIR_SESSIONS = (10_000_000, 25_000_000, 50_000_000, 100_000_000, 200_000_000, 400_000_000)
 PL_SESSIONS = 1_000_000
@@ -77,14 +87,16 @@ def data_dir(arg):
 
 
 def datasets(ddir, folds):
+    """(name, train, test) of every data set; the test part is read only when section (e) asks for it."""
     from rankwise.data import make_synthetic, read_svmlight
 
     mq = None if ddir is None else ddir / "MQ2008"
     if mq is not None and (mq / "Fold1" / "train.txt.gz").exists():
         for f in folds:
-            yield f"MQ2008 Fold{f}", read_svmlight(mq / f"Fold{f}" / "train.txt.gz")
+            yield (f"MQ2008 Fold{f}", read_svmlight(mq / f"Fold{f}" / "train.txt.gz"),
+                   lambda f=f: read_svmlight(mq / f"Fold{f}" / "test.txt.gz"))
     syn = make_synthetic(900, n_features=136, list_length=(20, 60), seed=0)
-    yield "MSLR-like synthetic", syn.take(np.arange(600))
+    yield "MSLR-like synthetic", syn.take(np.arange(600)), lambda: syn.take(np.arange(600, 900))
 
 
 def rel_errors(p, true):
@@ -183,6 +195,9 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="Fold1 and the synthetic set, smaller logs")
     ap.add_argument("--folds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     ap.add_argument("--data", default=None)
+    ap.add_argument("--only", choices=("e",), default=None,
+                    help="compute section (e) alone and replace it in the existing results file")
+    ap.add_argument("--kinds", nargs="+", choices=E_KINDS, default=list(E_KINDS), help="section (e)'s rankers")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     from rankwise.clicks import InterventionHarvesting, RandPair, RandTop, RegressionEM, identifiability
@@ -194,9 +209,12 @@ def main(argv=None):
     rp_sessions = (20_000_000, 200_000_000) if args.quick else RANDPAIR_SESSIONS
     h_sessions = 300_000 if args.quick else HARVEST_SESSIONS
     pl_sessions = 300_000 if args.quick else PL_SESSIONS
+    if args.only == "e":
+        return main_e(args, folds, h_sessions)
     t_start, cpu_start = time.perf_counter(), time.process_time()
-    rt_rows, rp_rows, two_rows, one_rows, pl_rows = [], [], [], [], []
-    for name, train in datasets(data_dir(args.data), folds):
+    rt_rows, rp_rows, two_rows, one_rows, pl_rows, e_rows = [], [], [], [], [], []
+    for name, train, test_of in datasets(data_dir(args.data), folds):
+        test = test_of()
         for eta in ETAS:
             seed = 0
             t0 = time.perf_counter()
@@ -226,6 +244,8 @@ def main(argv=None):
             except InputError:
                 h1 = None
             one_rows.append((name, eta, identifiability(one), rel_errors(em1.propensity_, true), h1))
+            # (e) the same log: one ranker with the estimated, one with the true propensities
+            e_rows.append(e_row(name, eta, one, sim.features, em1, true, test, args.kinds))
             # (d) one Plackett-Luce logger (the seed-0 production ranker's scores / temperature)
             pl = simulate_clicks_protocol(train, n_sessions=pl_sessions, eta=eta, top_k=DEPTH, random_state=seed,
                                           temperature=PL_TEMPERATURE)
@@ -238,7 +258,99 @@ def main(argv=None):
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)
     total = (time.perf_counter() - t_start, time.process_time() - cpu_start)
     write(args, rt_rows, rp_rows, two_rows, one_rows, pl_rows,
-          dict(rt=rt_sessions, rp=rp_sessions, h=h_sessions, pl=pl_sessions), total)
+          dict(rt=rt_sessions, rp=rp_sessions, h=h_sessions, pl=pl_sessions), total, e_rows)
+
+
+def main_e(args, folds, h_sessions):
+    """Section (e) alone: (c)'s log and RegressionEM fit again (the same settings and seeds), the two rankers per
+    run; the section replaces the one in the existing results file."""
+    from rankwise.clicks import RegressionEM, simulate_clicks_protocol
+
+    t_start, cpu_start = time.perf_counter(), time.process_time()
+    rows = []
+    for name, train, test_of in datasets(data_dir(args.data), folds):
+        test = test_of()
+        for eta in ETAS:
+            sim = simulate_clicks_protocol(train, n_sessions=h_sessions, eta=eta, top_k=DEPTH, random_state=0,
+                                           aggregate=True)
+            em1 = RegressionEM(n_jobs=1).fit(sim.counts, features=sim.features)
+            rows.append(e_row(name, eta, sim.counts, sim.features, em1, sim.propensity, test, args.kinds))
+    total = (time.perf_counter() - t_start, time.process_time() - cpu_start)
+    old = OUT.read_text().split("\n## (e)")[0].rstrip("\n") + "\n"
+    OUT.write_text(old + "\n" + "\n".join(e_lines(rows, h_sessions, args.kinds, total, alone=True)))
+    print(f"wrote section (e) of {OUT}")
+
+
+def e_row(name, eta, counts, features, em, true, test, kinds):
+    """Section (e)'s row: per ranker kind, per-query test NDCG@10 with the estimated and with the true θ."""
+    from rankwise.clicks import fit_debiased, identifiability
+
+    t0 = time.perf_counter()
+    ndcg = {}
+    for kind in kinds:
+        est = fit_debiased(e_ranker(kind), counts, features, em.propensity_, clip=None)
+        tru = fit_debiased(e_ranker(kind), counts, features, true, clip=None)
+        ndcg[kind] = (e_ndcg10(est, test), e_ndcg10(tru, test))
+    row = (name, eta, identifiability(counts), rel_errors(em.propensity_, true), ndcg)
+    print(f"(e) {name} eta={eta:g}: EM error {row[3].max():.4f} | "
+          + " | ".join(f"{k} {a.mean():.4f}/{b.mean():.4f} = {a.mean() / b.mean():.4f}" for k, (a, b) in ndcg.items())
+          + f" ({time.perf_counter() - t0:.0f} s)", flush=True)
+    return row
+
+
+def e_ranker(kind, seed=0):
+    """bench_clicks.py's ``make_rankers`` (not quick)."""
+    from rankwise.models import GBDTRanker, NeuralRanker
+
+    if kind == "GBDT":
+        return GBDTRanker(loss="op_pairwise", n_estimators=100, learning_rate=0.05, random_state=seed, n_jobs=1)
+    return NeuralRanker(loss="op_pairwise", hidden=(64, 32), max_iter=20, learning_rate=1e-3, random_state=seed)
+
+
+def e_ndcg10(model, ds):
+    from rankwise.metrics import evaluate
+
+    return evaluate(model.predict(ds.X), ds.labels, ds.qid, metrics=("ndcg@10",)).per_query["ndcg@10"].to_numpy()
+
+
+def e_lines(rows, h_sessions, kinds, total=None, alone=False):
+    """Section (e) of the results file."""
+    n_runs = len(rows)
+    cost = "" if total is None else (f" (`python benchmarks/bench_clicks_propensity.py --only e`: {total[1] / 60:.1f} "
+                                     f"min of CPU, {total[0] / 60:.1f} min of wall time, OMP_NUM_THREADS=1, n_jobs=1; "
+                                     "the log and RegressionEM refitted with (c)'s settings and seeds)")
+    lines = ["## (e) One deterministic logger: IPS with the estimated vs the true propensities "
+             "(goal: NDCG@10 ratio ≥ 0.98 per run)\n",
+             f"(c)'s log ({h_sessions:,} sessions of the seed-0 production ranker, top-10 pages) and its "
+             "RegressionEM propensities; the same ranker fitted twice by `fit_debiased(ranker, counts, features, θ, "
+             "clip=None)` -- θ = RegressionEM's `propensity_`, then the true θ -- identical settings otherwise "
+             "(no clipping in either; displayed documents only); mean NDCG@10 on the true labels of the test "
+             f"queries{cost}:\n"]
+    head = "| run | η | identifiability | regression-EM error | "
+    head += " | ".join(f"{k} est. θ | {k} true θ | {k} ratio" for k in kinds) + " |"
+    lines += [head, "|---|---|---|---|" + "---|---|---|" * len(kinds)]
+    for name, eta, ident, err, ndcg in rows:
+        lines.append(f"| {name} | {eta:g} | {ident:.3f} | {pct(err.max())} | " + " | ".join(
+            f"{a.mean():.4f} | {b.mean():.4f} | {a.mean() / b.mean():.4f}" for a, b in (ndcg[k] for k in kinds)) + " |")
+    pooled = {k: (np.concatenate([r[4][k][0] for r in rows]), np.concatenate([r[4][k][1] for r in rows]))
+              for k in kinds}
+    lines.append(f"| pooled ({n_runs} runs, all test queries) | | | | " + " | ".join(
+        f"{a.mean():.4f} | {b.mean():.4f} | {a.mean() / b.mean():.4f}" for a, b in (pooled[k] for k in kinds)) + " |")
+    lines.append("")
+    from rankwise.report.significance import paired_randomization_test
+
+    for k in kinds:
+        ok = [r for r in rows if r[4][k][0].mean() / r[4][k][1].mean() >= 0.98]
+        worst = min(r[4][k][0].mean() / r[4][k][1].mean() for r in rows)
+        below = [f"{r[0]} η={r[1]:g}: p = {paired_randomization_test(*r[4][k]):.3f}" for r in rows
+                 if r[4][k][0].mean() / r[4][k][1].mean() < 0.98]
+        lines.append(f"{k}: ratio ≥ 0.98 in {len(ok)}/{n_runs} runs ({'met' if len(ok) == n_runs else 'not met'} "
+                     f"per run; lowest ratio {worst:.4f}; pooled {pooled[k][0].mean() / pooled[k][1].mean():.4f})"
+                     + (f"; paired randomisation test of estimated vs true θ per test query where below 0.98: "
+                        + ", ".join(below) if below else "") + ".\n")
+    lines.append("The regression-EM errors are (c)'s (the same log and fit). Both rankers of a run see the same "
+                 "log, features and seed; only the propensities differ.\n")
+    return lines
 
 
 def em_and_harvest(name, eta, counts, features, true):
@@ -287,7 +399,7 @@ def em_table(rows):
     return lines
 
 
-def write(args, rt_rows, rp_rows, two_rows, one_rows, pl_rows, n, total):
+def write(args, rt_rows, rp_rows, two_rows, one_rows, pl_rows, n, total, e_rows=()):
     n_runs = len(rt_rows)
     lines = ["# Propensity estimation: RandTop, RandPair, regression-EM, intervention harvesting\n",
              f"`python benchmarks/bench_clicks_propensity.py{' --quick' if args.quick else ''}` "
@@ -324,6 +436,8 @@ def write(args, rt_rows, rp_rows, two_rows, one_rows, pl_rows, n, total):
               "session), the session log's `counts`. `RegressionEM()` (defaults, n_jobs=1) and "
               "`InterventionHarvesting()` on the same counts:\n"]
     lines += em_table(pl_rows)
+    if e_rows:
+        lines += e_lines(e_rows, n["h"], args.kinds)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text("\n".join(lines))
     print(f"wrote {OUT}")
