@@ -49,12 +49,7 @@ OUT = HERE / "results" / "bench_clicks_counterfactual.md"
 sys.path.insert(0, str(HERE.parent / "src"))
 
 
-def data_dir(arg):
-    for c in ([Path(arg)] if arg else []) + ([Path(os.environ["RANKWISE_DATA"])] if "RANKWISE_DATA" in os.environ
-                                             else []) + [HERE.parent.parent / "shared" / "data"]:
-        if c.is_dir():
-            return c
-    return None
+from bench_clicks import data_dir  # noqa: E402  (the data folder: argument, $RANKWISE_DATA, ../shared/data)
 
 
 def load(ddir):

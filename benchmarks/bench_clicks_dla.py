@@ -94,12 +94,7 @@ print("RESULT " + json.dumps({"digest": digest, "runs": runs, "file": rankwise._
 """
 
 
-def data_dir(arg):
-    for c in ([Path(arg)] if arg else []) + ([Path(os.environ["RANKWISE_DATA"])] if "RANKWISE_DATA" in os.environ
-                                              else []) + [HERE.parent.parent / "shared" / "data"]:
-        if c.is_dir():
-            return c
-    return None
+from bench_clicks import data_dir  # noqa: E402  (the data folder: argument, $RANKWISE_DATA, ../shared/data)
 
 
 def main_src():

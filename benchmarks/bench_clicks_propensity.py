@@ -78,12 +78,7 @@ HARVEST_SESSIONS = 1_000_000
 DEPTH = 10
 
 
-def data_dir(arg):
-    for c in ([Path(arg)] if arg else []) + ([Path(os.environ["RANKWISE_DATA"])] if "RANKWISE_DATA" in os.environ
-                                             else []) + [HERE.parent.parent / "shared" / "data"]:
-        if c.is_dir():
-            return c
-    return None
+from bench_clicks import data_dir  # noqa: E402  (the data folder: argument, $RANKWISE_DATA, ../shared/data)
 
 
 def datasets(ddir, folds):
