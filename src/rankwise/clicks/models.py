@@ -106,7 +106,7 @@ def _check_log(log, name="log"):
         raise InputError(f"{name} has no session")
 
 
-class ClickModel(BaseEstimator):
+class ClickModel(persistence.ParamsInFile, BaseEstimator):
     """Base class: the estimator contract, (query, doc) lookup and evaluation.
 
     Parameters are declared in ``_parameter_constraints`` and checked at the start of ``fit``;
@@ -135,13 +135,6 @@ class ClickModel(BaseEstimator):
 
     def _check_is_fitted(self) -> None:
         self._check_fitted()
-
-    def _get_params_state(self) -> dict:
-        return self.get_params(deep=False)
-
-    @classmethod
-    def _params_from_state(cls, params: dict) -> dict:
-        return params
 
     def _get_state(self):
         state, arrays = {}, {}

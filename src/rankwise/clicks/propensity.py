@@ -117,7 +117,7 @@ def _nested_model(meta: dict, arrays: dict, prefix: str):
     return model
 
 
-class PropensityEstimator(BaseEstimator):
+class PropensityEstimator(persistence.ParamsInFile, BaseEstimator):
     """Base class of the propensity estimators (the contract is in the module docstring)."""
 
     _parameter_constraints: dict = {}
@@ -164,13 +164,6 @@ class PropensityEstimator(BaseEstimator):
             raise NotFittedError(f"this {type(self).__name__} is not fitted; call fit(log) first")
 
     # -- persistence --------------------------------------------------------------------------
-    def _get_params_state(self) -> dict:
-        return self.get_params(deep=False)
-
-    @classmethod
-    def _params_from_state(cls, params: dict) -> dict:
-        return params
-
     def _get_state(self):
         state = {k: getattr(self, k) for k in self._state_scalars if hasattr(self, k)}
         arrays = {k: np.asarray(getattr(self, k)) for k in self._state_arrays if hasattr(self, k)}

@@ -105,7 +105,7 @@ _ROUTING_HINT = ("enable scikit-learn's metadata routing: sklearn.set_config(ena
                  "groups=qid) with a GroupKFold")
 
 
-class BaseRanker(BaseEstimator):
+class BaseRanker(persistence.ParamsInFile, BaseEstimator):
     """Base class of rankwise rankers (see the module docstring for the contract)."""
 
     _estimator_type = "ranker"
@@ -376,13 +376,6 @@ class BaseRanker(BaseEstimator):
         return float(np.dot(lo, per_query) / lo.sum())
 
     # -- persistence --------------------------------------------------------------------------
-    def _get_params_state(self) -> dict:
-        return self.get_params(deep=False)
-
-    @classmethod
-    def _params_from_state(cls, params: dict) -> dict:
-        return params
-
     def _get_state(self) -> tuple[dict, dict[str, np.ndarray]]:
         raise NotImplementedError(f"{type(self).__name__} does not implement saving (_get_state/_set_state)")
 

@@ -99,6 +99,19 @@ def _registered(name: str):
     return MODEL_REGISTRY.get(name)
 
 
+class ParamsInFile:
+    """What :func:`save` asks of a saveable class about its constructor parameters, in the common case: they are
+    its ``get_params(deep=False)`` and go back to the constructor as they are (a class whose parameters are not
+    JSON-able overrides both)."""
+
+    def _get_params_state(self) -> dict:
+        return self.get_params(deep=False)
+
+    @classmethod
+    def _params_from_state(cls, params: dict) -> dict:
+        return params
+
+
 def register_model(cls: type) -> type:
     """Register ``cls`` under its class name (done automatically for BaseRanker subclasses)."""
     MODEL_REGISTRY[cls.__name__] = cls
