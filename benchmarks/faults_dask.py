@@ -134,6 +134,8 @@ def run_child(case, kill_after, timeout, workdir):
     return json.loads(out.read_text())
 
 
+NEVER = 1e9  # a kill moment after any run's end
+
 OUTCOMES = ["correct", "clean error", "hang", "partial model", "foreign error", "model, no reference"]
 
 
@@ -149,6 +151,9 @@ def main(argv=None) -> int:
     ap.add_argument("--window", type=float, default=None,
                     help="kill within [0, WINDOW] s (default: the uninterrupted call's duration); trials run even "
                          "when the uninterrupted call failed or timed out")
+    ap.add_argument("--repeats", type=int, default=5,
+                    help="uninterrupted fits run again in fresh clusters, compared with the first (a fit that "
+                         "differs without any kill would make 'partial model' meaningless)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
     if args.child:
@@ -165,6 +170,13 @@ def main(argv=None) -> int:
                 rows.append((case, base, []))
                 continue
             span = base["seconds"] if args.window is None else args.window
+            if case != "evaluate" and base["outcome"] == "correct":
+                again = []
+                for _ in range(args.repeats):  # no kill: the killer thread never wakes
+                    r = run_child(case, NEVER, args.timeout, tmp)
+                    print(json.dumps(r), flush=True)
+                    again.append(r)
+                rows.append((case + " again", base, again))
             trials = []
             for _ in range(args.trials):
                 r = run_child(case, round(rng.uniform(0.0, span), 3), args.timeout, tmp)
@@ -184,7 +196,10 @@ def main(argv=None) -> int:
         + f"; a trial that does not finish within "
         f"{args.timeout:.0f} s counts as a hang. 'correct': predictions equal to the uninterrupted fit's (≤ 1e-12) "
         "or "
-        f"evaluation equal to `rankwise.metrics.evaluate`; 'partial model': a model or result that differs.",
+        f"evaluation equal to `rankwise.metrics.evaluate`; 'partial model': a model or result that differs. "
+        f"Before the kills, each fit is run again {args.repeats} times without a kill, each in a fresh cluster, and "
+        "compared with the first uninterrupted fit (the 'again' rows): were the fit not reproducible, 'partial "
+        "model' would mean nothing.",
         "",
         "| case | uninterrupted s | trials | correct result | clean error | hang | partial model | foreign error "
         "| model, no reference |",
@@ -193,6 +208,8 @@ def main(argv=None) -> int:
     for case, base, trials in rows:
         n = {o: sum(t["outcome"] == o for t in trials) for o in OUTCOMES}
         label = case if case == "evaluate" else "fit_gbdt " + case
+        if case.endswith(" again"):
+            label = f"fit_gbdt {case[:-6]}, uninterrupted again (no kill), compared with the first"
         base_s = f"{base['seconds']:.1f}" + (f" ({base['outcome']})" if base["outcome"] != "correct" else "")
         lines.append(f"| {label} | {base_s} | {len(trials)} | " + " | ".join(str(n[o]) for o in OUTCOMES) + " |")
     errs = sorted({t.get("error", "")[:200] for t in details if t["outcome"] in ("clean error", "foreign error")})
