@@ -312,7 +312,8 @@ def e_row(name, eta, counts, features, em, true, test, kinds):
     print(f"(e) {name} eta={eta:g}: EM error {row[3].max():.4f}, θ̂/θ - 1 at ranks 2-{k}: "
           + " ".join(f"{x:+.3f}" for x in signed[1:]) + " | "
           + " | ".join(f"{kn} {a.mean():.4f}/{b.mean():.4f} = {a.mean() / b.mean():.4f} (mean of {E_REFITS}: "
-                       f"{refits[kn][0].mean() / refits[kn][1].mean():.4f}, true-θ fits sd {refits[kn][1].std(ddof=1):.4f})"
+                       f"{refits[kn][0].mean() / refits[kn][1].mean():.4f}, "
+                       f"true-θ fits sd {refits[kn][1].std(ddof=1):.4f})"
                        for kn, (a, b) in ndcg.items())
           + f" ({time.perf_counter() - t0:.0f} s)", flush=True)
     return row
@@ -375,13 +376,13 @@ def e_lines(rows, h_sessions, kinds, total=None, alone=False):
         below = [f"{r[0]} η={r[1]:g}: p = {paired_randomization_test(*r[4][k]):.3f}" for r, x in zip(rows, ratio)
                  if x < 0.98]
         n_ok = sum(x >= 0.98 for x in ratio)
+        sds = [r[5][k][1].std(ddof=1) for r in rows]
         lines.append(f"{k}: ratio ≥ 0.98 in {n_ok}/{n_runs} runs ({'met' if n_ok == n_runs else 'not met'} "
                      f"per run; lowest ratio {min(ratio):.4f}; pooled {pooled[k][0].mean() / pooled[k][1].mean():.4f})"
-                     + (f"; paired randomisation test of estimated vs true θ per test query where below 0.98: "
+                     + ("; paired randomisation test of estimated vs true θ per test query where below 0.98: "
                         + ", ".join(below) if below else "")
                      + f". Ratio of {E_REFITS} fits ≥ 0.98 in {sum(x >= 0.98 for x in mean_ratio)}/{n_runs} runs "
-                     f"(lowest {min(mean_ratio):.4f}); sd of the true-θ fits {min(r[5][k][1].std(ddof=1) for r in rows):.4f}"
-                     f"-{max(r[5][k][1].std(ddof=1) for r in rows):.4f}.\n")
+                     f"(lowest {min(mean_ratio):.4f}); sd of the true-θ fits {min(sds):.4f}-{max(sds):.4f}.\n")
     lines.append("The regression-EM errors are (c)'s (the same log and fit). Both rankers of a run see the same "
                  "log, features and seed; only the propensities differ.\n")
     return lines
