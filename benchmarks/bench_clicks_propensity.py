@@ -46,6 +46,12 @@ n_estimators=100, learning_rate=0.05, random_state=0, n_jobs=1)`` and ``NeuralRa
 hidden=(64, 32), max_iter=20, learning_rate=1e-3, random_state=0)`` (bench_clicks.py's ``make_rankers``), and
 evaluated by NDCG@10 on the true labels of the test queries (MQ2008 ``Fold{f}/test.txt.gz``; the synthetic set's
 last 300 queries). Goal: NDCG@10 with the estimated propensities ≥ 0.98 of that with the true ones, per run.
+Beside the goal's single fits, a fit-noise probe, the same in every run: each ranker is refitted ``E_REFITS - 1``
+more times on θ × (1 + u_j), u_j ~ U(-1e-4, 1e-4) per rank ≥ 2 (seed ``E_JITTER_SEED``; the same u_j for the
+estimated and the true θ), a change of θ far below any estimation error. The table gives the ratio of the means
+of the ``E_REFITS`` fits of each side and the standard deviation of the true-θ fits: how far one fit moves on
+its own (a GBDTRanker with ``subsample=1`` ignores its seed, so a seed cannot show it). The deep bias is the
+mean of θ̂_k/θ_k - 1 over ranks 6-10 (below 0: the deep ranks' examination under-estimated).
 
 Usage: python benchmarks/bench_clicks_propensity.py [--quick] [--folds 1 2 3 4 5] [--data DIR] [--only e]
 Writes benchmarks/results/bench_clicks_propensity.md (``--only e``: computes section (e) alone and replaces it
@@ -76,6 +82,11 @@ PL_SESSIONS = 1_000_000
 PL_TEMPERATURE = 1.0
 HARVEST_SESSIONS = 1_000_000
 DEPTH = 10
+#: section (e)'s fit-noise probe: every ranker is also refitted on θ × (1 + u), u ~ U(-E_JITTER, E_JITTER) per
+#: rank (rank 1 kept), E_REFITS fits in all (the first the unjittered one of the goal)
+E_REFITS = 5
+E_JITTER = 1e-4
+E_JITTER_SEED = 0
 
 
 from bench_clicks import data_dir  # noqa: E402  (the data folder: argument, $RANKWISE_DATA, ../shared/data)
@@ -277,18 +288,33 @@ def main_e(args, folds, h_sessions):
 
 
 def e_row(name, eta, counts, features, em, true, test, kinds):
-    """Section (e)'s row: per ranker kind, per-query test NDCG@10 with the estimated and with the true θ."""
+    """Section (e)'s row: per ranker kind, per-query test NDCG@10 with the estimated and with the true θ (the
+    goal's single fits), and the mean NDCG@10 of E_REFITS fits of each on θ × (1 + u_j) (the fit-noise probe)."""
     from rankwise.clicks import fit_debiased, identifiability
 
     t0 = time.perf_counter()
-    ndcg = {}
+    rng = np.random.default_rng(E_JITTER_SEED)
+    factors = [np.ones(len(true))]
+    for _ in range(E_REFITS - 1):
+        f = 1.0 + rng.uniform(-E_JITTER, E_JITTER, len(true))
+        f[0] = 1.0
+        factors.append(f)
+    ndcg, refits = {}, {}
     for kind in kinds:
-        est = fit_debiased(e_ranker(kind), counts, features, em.propensity_, clip=None)
-        tru = fit_debiased(e_ranker(kind), counts, features, true, clip=None)
-        ndcg[kind] = (e_ndcg10(est, test), e_ndcg10(tru, test))
-    row = (name, eta, identifiability(counts), rel_errors(em.propensity_, true), ndcg)
-    print(f"(e) {name} eta={eta:g}: EM error {row[3].max():.4f} | "
-          + " | ".join(f"{k} {a.mean():.4f}/{b.mean():.4f} = {a.mean() / b.mean():.4f}" for k, (a, b) in ndcg.items())
+        est = [e_ndcg10(fit_debiased(e_ranker(kind), counts, features, em.propensity_ * f, clip=None), test)
+               for f in factors]
+        tru = [e_ndcg10(fit_debiased(e_ranker(kind), counts, features, true * f, clip=None), test) for f in factors]
+        ndcg[kind] = (est[0], tru[0])
+        refits[kind] = (np.array([a.mean() for a in est]), np.array([b.mean() for b in tru]))
+    k = min(len(em.propensity_), len(true), DEPTH)
+    signed = em.propensity_[:k] / (true[:k] / true[0]) - 1.0
+    row = (name, eta, identifiability(counts), rel_errors(em.propensity_, true), ndcg, refits, signed)
+    print(f"(e) {name} eta={eta:g}: EM error {row[3].max():.4f}, θ̂/θ - 1 at ranks 2-{k}: "
+          + " ".join(f"{x:+.3f}" for x in signed[1:]) + " | "
+          + " | ".join(f"{kn} {a.mean():.4f}/{b.mean():.4f} = {a.mean() / b.mean():.4f} (mean of {E_REFITS}: "
+                       f"{refits[kn][0].mean() / refits[kn][1].mean():.4f}, "
+                       f"true-θ fits sd {refits[kn][1].std(ddof=1):.4f})"
+                       for kn, (a, b) in ndcg.items())
           + f" ({time.perf_counter() - t0:.0f} s)", flush=True)
     return row
 
@@ -320,29 +346,43 @@ def e_lines(rows, h_sessions, kinds, total=None, alone=False):
              "RegressionEM propensities; the same ranker fitted twice by `fit_debiased(ranker, counts, features, θ, "
              "clip=None)` -- θ = RegressionEM's `propensity_`, then the true θ -- identical settings otherwise "
              "(no clipping in either; displayed documents only); mean NDCG@10 on the true labels of the test "
-             f"queries{cost}:\n"]
-    head = "| run | η | identifiability | regression-EM error | "
-    head += " | ".join(f"{k} est. θ | {k} true θ | {k} ratio" for k in kinds) + " |"
-    lines += [head, "|---|---|---|---|" + "---|---|---|" * len(kinds)]
-    for name, eta, ident, err, ndcg in rows:
-        lines.append(f"| {name} | {eta:g} | {ident:.3f} | {pct(err.max())} | " + " | ".join(
-            f"{a.mean():.4f} | {b.mean():.4f} | {a.mean() / b.mean():.4f}" for a, b in (ndcg[k] for k in kinds)) + " |")
+             f"queries{cost}. *Deep bias*: the mean of θ̂_k/θ_k − 1 over ranks 6-10 (below 0: the estimate "
+             f"under-estimates the deep ranks' examination). *Fit-noise probe* (the same rule in every run, fixed "
+             f"before it): each ranker is also refitted {E_REFITS - 1} times on θ × (1 + u_j), u_j ~ U(−{E_JITTER:g}, "
+             f"{E_JITTER:g}) per rank ≥ 2 (the same u_j for the estimated and the true θ) -- a change of θ far below "
+             f"any estimation error; *ratio of {E_REFITS} fits* is the mean NDCG@10 of the {E_REFITS} fits with the "
+             f"estimated θ over that of the {E_REFITS} with the true θ, *sd* the standard deviation of the "
+             f"{E_REFITS} true-θ fits' NDCG@10:\n"]
+    head = "| run | η | identifiability | regression-EM error | deep bias | "
+    head += " | ".join(f"{k} est. θ | {k} true θ | {k} ratio | {k} ratio of {E_REFITS} fits | {k} sd"
+                       for k in kinds) + " |"
+    lines += [head, "|---|---|---|---|---|" + "---|---|---|---|---|" * len(kinds)]
+    for name, eta, ident, err, ndcg, refits, signed in rows:
+        lines.append(f"| {name} | {eta:g} | {ident:.3f} | {pct(err.max())} | {100 * signed[5:].mean():+.1f}% | "
+                     + " | ".join(f"{a.mean():.4f} | {b.mean():.4f} | {a.mean() / b.mean():.4f} | "
+                                  f"{refits[k][0].mean() / refits[k][1].mean():.4f} | {refits[k][1].std(ddof=1):.4f}"
+                                  for k, (a, b) in ((k, ndcg[k]) for k in kinds)) + " |")
     pooled = {k: (np.concatenate([r[4][k][0] for r in rows]), np.concatenate([r[4][k][1] for r in rows]))
               for k in kinds}
-    lines.append(f"| pooled ({n_runs} runs, all test queries) | | | | " + " | ".join(
-        f"{a.mean():.4f} | {b.mean():.4f} | {a.mean() / b.mean():.4f}" for a, b in (pooled[k] for k in kinds)) + " |")
+    lines.append(f"| pooled ({n_runs} runs, all test queries) | | | | | " + " | ".join(
+        f"{a.mean():.4f} | {b.mean():.4f} | {a.mean() / b.mean():.4f} | | " for a, b in (pooled[k] for k in kinds))
+        + " |")
     lines.append("")
     from rankwise.report.significance import paired_randomization_test
 
     for k in kinds:
-        ok = [r for r in rows if r[4][k][0].mean() / r[4][k][1].mean() >= 0.98]
-        worst = min(r[4][k][0].mean() / r[4][k][1].mean() for r in rows)
-        below = [f"{r[0]} η={r[1]:g}: p = {paired_randomization_test(*r[4][k]):.3f}" for r in rows
-                 if r[4][k][0].mean() / r[4][k][1].mean() < 0.98]
-        lines.append(f"{k}: ratio ≥ 0.98 in {len(ok)}/{n_runs} runs ({'met' if len(ok) == n_runs else 'not met'} "
-                     f"per run; lowest ratio {worst:.4f}; pooled {pooled[k][0].mean() / pooled[k][1].mean():.4f})"
-                     + (f"; paired randomisation test of estimated vs true θ per test query where below 0.98: "
-                        + ", ".join(below) if below else "") + ".\n")
+        ratio = [r[4][k][0].mean() / r[4][k][1].mean() for r in rows]
+        mean_ratio = [r[5][k][0].mean() / r[5][k][1].mean() for r in rows]
+        below = [f"{r[0]} η={r[1]:g}: p = {paired_randomization_test(*r[4][k]):.3f}" for r, x in zip(rows, ratio)
+                 if x < 0.98]
+        n_ok = sum(x >= 0.98 for x in ratio)
+        sds = [r[5][k][1].std(ddof=1) for r in rows]
+        lines.append(f"{k}: ratio ≥ 0.98 in {n_ok}/{n_runs} runs ({'met' if n_ok == n_runs else 'not met'} "
+                     f"per run; lowest ratio {min(ratio):.4f}; pooled {pooled[k][0].mean() / pooled[k][1].mean():.4f})"
+                     + ("; paired randomisation test of estimated vs true θ per test query where below 0.98: "
+                        + ", ".join(below) if below else "")
+                     + f". Ratio of {E_REFITS} fits ≥ 0.98 in {sum(x >= 0.98 for x in mean_ratio)}/{n_runs} runs "
+                     f"(lowest {min(mean_ratio):.4f}); sd of the true-θ fits {min(sds):.4f}-{max(sds):.4f}.\n")
     lines.append("The regression-EM errors are (c)'s (the same log and fit). Both rankers of a run see the same "
                  "log, features and seed; only the propensities differ.\n")
     return lines
