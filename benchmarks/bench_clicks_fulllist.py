@@ -143,8 +143,9 @@ def dev(budgets, etas, models):
             for kind, r in res.items():
                 ratio, p, ok = goals(r["deb"], r["full"], r["raw"])
                 rows[(fmt_n(n), f"{eta:g}", kind)] = (
-                    f"| {fmt_n(n)} | {eta:g} | {kind} | {r['full'].mean():.4f} | {r['choice']} | {r['deb'].mean():.4f} | "
-                    f"{r['raw'].mean():.4f} | {ratio:.3f} | {p:.4f} | {'yes' if ok else 'no'} |")
+                    f"| {fmt_n(n)} | {eta:g} | {kind} | {r['full'].mean():.4f} | {r['choice']} | "
+                    f"{r['deb'].mean():.4f} | {r['raw'].mean():.4f} | {ratio:.3f} | {p:.4f} | "
+                    f"{'yes' if ok else 'no'} |")
     return rows
 
 
@@ -181,10 +182,10 @@ def benchmark(ddir, sets, folds, etas, models, n_sessions):
     return rows
 
 
-DEV_HEAD = ("| sessions | η | model | full | labels, clip | debiased | raw | ratio | p (deb vs raw) | ≥ 0.95 and p < 0.05 |\n"
-            "|---|---|---|---|---|---|---|---|---|---|")
-MAIN_HEAD = ("| data | η | model | sessions | full | labels, clip (per fold) | debiased | raw | ratio | p (deb vs raw) | "
-             "goals met |\n|---|---|---|---|---|---|---|---|---|---|---|")
+DEV_HEAD = ("| sessions | η | model | full | labels, clip | debiased | raw | ratio | p (deb vs raw) | "
+            "≥ 0.95 and p < 0.05 |\n|---|---|---|---|---|---|---|---|---|---|")
+MAIN_HEAD = ("| data | η | model | sessions | full | labels, clip (per fold) | debiased | raw | ratio | "
+             "p (deb vs raw) | goals met |\n|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def merge_table(old_body: str, rows: dict, head: str, key_cols: int) -> list[str]:
@@ -258,8 +259,9 @@ def main(argv=None):
             ap.error("no budget fixed yet: run --dev first, or pass --sessions")
         rows = benchmark(data_dir(args.data), args.sets, args.folds, args.etas, args.models, n)
         old = read_sections()
+        folds = f", folds {args.folds}" if "MQ2008" in args.sets else ""
         body = [MAIN_TEXT, "", *merge_table(old.get(MAIN_MARK, ""), rows, MAIN_HEAD, 3), "",
-                f"(Last run: {args.sets}, folds {args.folds}, η {args.etas}, {args.models}, {fmt_n(n)} sessions: "
+                f"(Last run: {args.sets}{folds}, η {args.etas}, {args.models}, {fmt_n(n)} sessions: "
                 f"{time.perf_counter() - t0:.0f} s.)"]
         old[MAIN_MARK] = "\n".join(body)
     head = ["## Full-list display at a stated click budget (bench_clicks_fulllist)\n",
