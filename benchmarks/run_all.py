@@ -19,8 +19,8 @@ ORDER = ["bench_oneshot", "bench_io", "bench_metrics", "bench_trec", "bench_loss
          "bench_training_quality", "bench_quality",
          "bench_models_speed", "bench_reduction_structured", "bench_recommendation", "bench_recommendation_full",
          "bench_clicks", "bench_clicks_propensity", "bench_clicks_rankers", "bench_clicks_dla", "bench_clicks_policy",
-         "bench_clicks_counterfactual", "bench_serving_parity", "bench_export", "bench_fuzz", "faults", "faults_cache",
-         "faults_resume", "faults_memory", "faults_dask", "bench_gbdt_subsample"]
+         "bench_clicks_counterfactual", "bench_clicks_fulllist", "bench_serving_parity", "bench_export", "bench_fuzz",
+         "faults", "faults_cache", "faults_resume", "faults_memory", "faults_dask", "bench_gbdt_subsample"]
 # scripts run a second time with these arguments (a second measurement, its own results file)
 EXTRA_RUNS = {"bench_recommendation": [["--full-catalogue"]]}
 
