@@ -160,34 +160,37 @@ def _lgb_canonical(params: dict) -> dict:
     return out
 
 
-def _twin_fraction(fraction: float, n_rows: int) -> float:
+def _lgb_uses_subset(fraction: float, n_rows: int, freq: int) -> bool:
+    """LightGBM's choice of bagging into a copied subset (``ResetSampleConfig``), as far as the fraction
+    decides it: bag size ``int(fraction * rows)`` over rows over ``bagging_freq`` at most 0.5."""
+    return (int(fraction * n_rows) / n_rows) / freq <= 0.5 if n_rows else False
+
+
+def _twin_fraction(fraction: float, n_rows: int, freq: int = 1) -> float:
     """Another ``bagging_fraction`` that draws exactly the rows ``fraction`` draws from the same generators:
-    the same count of LightGBM's uniform values k / 32768 below it, and the same ``int(fraction * n_rows)``
-    (its bag size, which picks LightGBM's subset strategy). Setting the fraction to the other value of the
-    pair is what makes LightGBM re-create its bagging generators (it re-creates them only when a fraction
-    changes, not when ``bagging_seed`` alone does)."""
+    the same count of LightGBM's uniform values k / 32768 below it, and the same bag size
+    ``int(fraction * n_rows)`` where one exists -- else (``fraction * n_rows`` a whole number and
+    ``fraction`` one of the k / 32768) the same choice of LightGBM's subset strategy, the one thing its
+    bag size decides before the bag is drawn. Setting the fraction to the other value of the pair is what
+    makes LightGBM re-create its bagging generators (it re-creates them only when a fraction changes, not
+    when ``bagging_seed`` alone does)."""
     f = float(fraction)
     below = int(np.ceil(f * _LGB_FLOAT_STEPS))  # k / 32768 < f  <=>  k < f * 32768 (exact in float64)
+    fallback = None
     for direction in (0.0, 2.0):
         g = f
         for _ in range(64):
             g = float(np.nextafter(g, direction))
-            if 0.0 < g < 1.0 and int(np.ceil(g * _LGB_FLOAT_STEPS)) == below and int(g * n_rows) == int(f * n_rows):
+            if not (0.0 < g < 1.0 and int(np.ceil(g * _LGB_FLOAT_STEPS)) == below):
+                continue
+            if int(g * n_rows) == int(f * n_rows):
                 return g
-    raise InputError(f"bagging_fraction={f!r}: found no twin value for LightGBM's per-round reseeding")
-
-
-def _xgb_columns(seed: int, rnd: int, n_features: int, fraction: float) -> np.ndarray:
-    """XGBoost's ``feature_weights`` for round ``rnd``: 1 on a uniform subset of the columns drawn from
-    ``(seed, rnd)`` alone (Philox, as :func:`_bag_rows`), 0 elsewhere. The subset has XGBoost's own size
-    for ``colsample_bytree`` (``max(1, int(float32(fraction) * n_features))``, in float32 as its column
-    sampler computes it), so XGBoost's weighted draw of that many columns takes exactly these: the
-    columns of a round no longer depend on XGBoost's generator, which restarts with a resumed booster."""
-    k = max(1, int(np.float32(fraction) * np.float32(n_features)))
-    gen = np.random.Generator(np.random.Philox(key=int(seed), counter=[0, int(rnd), _XGB_COLUMN_STREAM, 0]))
-    weights = np.zeros(n_features, dtype=np.float32)
-    weights[gen.choice(n_features, size=k, replace=False)] = 1.0
-    return weights
+            if fallback is None and _lgb_uses_subset(g, n_rows, freq) == _lgb_uses_subset(f, n_rows, freq):
+                fallback = g
+    if fallback is None:
+        raise InputError(f"bagging_fraction={f!r} with {n_rows} training rows: LightGBM's bagging cannot be "
+                         "reseeded every round at this exact value; change it in its last digits")
+    return fallback
 
 
 def _started(obj, init: np.ndarray):
@@ -270,7 +273,7 @@ class _LgbReseeder:
         fraction = float(params.get("bagging_fraction", 1.0))
         freq = int(params.get("bagging_freq", 0))
         if fraction < 1.0 and freq > 0:
-            self.bag = (fraction, _twin_fraction(fraction, n_rows), freq, int(params.get("bagging_seed", seed)))
+            self.bag = (fraction, _twin_fraction(fraction, n_rows, freq), freq, int(params.get("bagging_seed", seed)))
         self.columns = (float(params.get("feature_fraction", 1.0)) < 1.0
                         or float(params.get("feature_fraction_bynode", 1.0)) < 1.0)
         self.column_key = int(params.get("feature_fraction_seed", seed))
@@ -363,13 +366,17 @@ class GBDTRanker(BaseRanker):
         bagging every round (each row kept with that probability); with a rankwise loss the rows
         are drawn by rankwise from ``(random_state, round)`` alone and the others get gradient and
         Hessian 0, so a fit resumed from a checkpoint equals the uninterrupted one (docs/models.md,
-        "Row subsampling"); a native objective leaves it to the library. ``colsample_bytree < 1``
-        is the library's column sampling; on LightGBM with a rankwise loss its generator is reseeded
-        from ``(random_state, round)`` every round, for the same reason.
+        "Row subsampling"); a native objective uses the library's bagging. ``colsample_bytree < 1``
+        is the library's column sampling. Every draw left to a library (these, the sampling
+        parameters of ``backend_params``, LightGBM's ``rank_xendcg`` and ``extra_trees``) runs on
+        its generator reseeded from ``(random_state, round)`` before every round, for the same
+        reason (XGBoost's ``colsample_bytree`` is pinned to a subset drawn from it).
     backend_params : dict, optional
         Further parameters passed to the library unchanged (e.g. LightGBM's ``linear_tree`` or
-        ``categorical_feature="0,3"``). ``feature_types`` (XGBoost, e.g. ``["q", "c", ...]``) goes
-        to its ``DMatrix`` with ``enable_categorical``: ``"c"`` marks a categorical column.
+        ``categorical_feature="0,3"``; LightGBM's aliases of its sampling parameters, such as
+        ``subsample``, are renamed to the names they stand for). ``feature_types`` (XGBoost, e.g.
+        ``["q", "c", ...]``) goes to its ``DMatrix`` with ``enable_categorical``: ``"c"`` marks a
+        categorical column.
     eval_metric, early_stopping_rounds, random_state, n_jobs, verbose
         Validation metric string, patience in boosting rounds, seed, threads, progress bar.
     loss_every : int or None, default 10
@@ -512,7 +519,7 @@ class GBDTRanker(BaseRanker):
 
     def _bags_rows(self, native) -> bool:
         """Whether rankwise draws the row subsample itself (:func:`_bag_rows`): for its own objectives
-        with ``subsample < 1``; a native objective leaves it to the library."""
+        with ``subsample < 1``; a native objective uses the library's bagging, reseeded every round."""
         return native is None and self.subsample < 1
 
     def _reseeds_columns(self, native) -> bool:
@@ -582,7 +589,10 @@ class GBDTRanker(BaseRanker):
         and ``predict`` uses the best round (without it the final booster is kept).
         ``checkpoint=path`` saves the booster every ``checkpoint_every`` rounds and ``resume=path``
         continues boosting from such a file (up to ``n_estimators`` rounds in all; a checkpoint
-        that already has them is loaded as it is).
+        that already has them is loaded as it is). The resumed fit equals the uninterrupted one bit for
+        bit, row and column sampling included (every random draw of round r comes from
+        ``(random_state, r)``); where the library's draws cannot restart (LightGBM's GOSS and DART,
+        XGBoost's DART, an ``updater`` of the caller's) the resume warns that its later trees differ.
 
         A Dask DataFrame ``X`` (``rankwise[dask]``, after ``import rankwise.distributed``) is
         boosted on its cluster by :func:`rankwise.distributed.fit_gbdt`; ``y`` and ``qid`` are then
