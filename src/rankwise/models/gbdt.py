@@ -140,6 +140,19 @@ def _column_seed(seed: int, rnd: int) -> int:
     return _round_seed(seed, rnd, _COLUMN_STREAM)
 
 
+def _xgb_columns(seed: int, rnd: int, n_features: int, fraction: float) -> np.ndarray:
+    """XGBoost's ``feature_weights`` for round ``rnd``: 1 on a uniform subset of the columns drawn from
+    ``(seed, rnd)`` alone (Philox, as :func:`_bag_rows`), 0 elsewhere. The subset has XGBoost's own size
+    for ``colsample_bytree`` (``max(1, int(float32(fraction) * n_features))``, in float32 as its column
+    sampler computes it), so XGBoost's weighted draw of that many columns takes exactly these: the
+    columns of a round no longer depend on XGBoost's generator, which restarts with a resumed booster."""
+    k = max(1, int(np.float32(fraction) * np.float32(n_features)))
+    gen = np.random.Generator(np.random.Philox(key=int(seed), counter=[0, int(rnd), _XGB_COLUMN_STREAM, 0]))
+    weights = np.zeros(n_features, dtype=np.float32)
+    weights[gen.choice(n_features, size=k, replace=False)] = 1.0
+    return weights
+
+
 #: LightGBM's names of the parameters that draw at random, with their aliases (LightGBM's ``config.h``):
 #: ``backend_params`` given under an alias are renamed, so that the per-round reseeding sees them
 _LGB_ALIASES = {"bagging_fraction": ("bagging", "sub_row", "subsample"), "bagging_freq": ("subsample_freq",),
