@@ -294,8 +294,6 @@ class _LgbReseeder:
         self.objective_key = int(params.get("objective_seed", seed))
         self.extra = str(params.get("extra_trees", False)).strip().lower() in ("true", "1", "+", "yes")
         self.extra_key = int(params.get("extra_seed", seed))
-        if self.columns:
-            params["feature_fraction_seed"] = 0  # no round's seed: the first round restarts the sampler too
 
     def __bool__(self) -> bool:
         return bool(self.bag or self.columns or self.objective or self.extra)
@@ -954,6 +952,8 @@ class GBDTRanker(BaseRanker):
         Under a custom objective the objective runs it instead (once per round, after lightgbm's own
         first-round parameter reset and before the round's bagging and tree), and the callback hands it the
         booster."""
+        if reseed.columns:
+            params["feature_fraction_seed"] = 0  # no round's seed: the first round restarts the sampler too
         if not custom:
             def reseed_round(env):
                 reseed(env.model)
