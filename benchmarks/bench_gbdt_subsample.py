@@ -13,7 +13,7 @@ queries (mean, sd over seeds, min, max) and the fit time (the fastest of the fit
 shared); and one fit without sampling per objective.
 
     PYTHONPATH=src RANKWISE_DATA=/work/shared/data python benchmarks/bench_gbdt_subsample.py \\
-        [--seeds 5] [--fraction 0.8] [--rounds 100] [--backends lightgbm xgboost]
+        [--seeds 5] [--first-seed 0] [--fraction 0.8] [--rounds 100] [--backends lightgbm xgboost] [--rows TEXT ...]
 """
 from __future__ import annotations
 
@@ -62,9 +62,11 @@ def rows(backend: str, f: float) -> list[tuple[str, str, dict, bool]]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--fraction", type=float, default=0.8)
     ap.add_argument("--rounds", type=int, default=100)
     ap.add_argument("--backends", nargs="+", default=["lightgbm", "xgboost"], choices=["lightgbm", "xgboost"])
+    ap.add_argument("--rows", nargs="*", help="only the rows whose label contains one of these strings")
     args = ap.parse_args(argv)
     from rankwise.data import read_svmlight
     from rankwise.metrics import ndcg
@@ -78,15 +80,18 @@ def main(argv=None) -> int:
     tr, te = read_svmlight(fold / "train.txt.gz"), read_svmlight(fold / "test.txt.gz")
     f = args.fraction
     print(f"MQ2008 Fold1: {tr.X.shape[0]} training rows, {len(te.query_ids)} test queries; fraction {f}, "
-          f"{args.rounds} rounds, n_jobs=1, seeds 0..{args.seeds - 1}\n")
+          f"{args.rounds} rounds, n_jobs=1, seeds {args.first_seed}..{args.first_seed + args.seeds - 1}\n")
     print("| backend | objective, sampling: drawn by | fits | test NDCG@10 mean | sd over seeds | min | max "
           "| fastest fit (s) |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for backend in args.backends:
         GBDTRanker("lambdarank", backend=backend, n_estimators=3, n_jobs=1, verbose=False).fit(tr)  # imports
         for label, loss, kw, reseeded in rows(backend, f):
+            if args.rows and not any(r in label for r in args.rows):
+                continue
             scores, times = [], []
-            for seed in range(args.seeds if kw or loss == "native:rank_xendcg" else 1):
+            n_fits = args.seeds if kw or loss == "native:rank_xendcg" else 1
+            for seed in range(args.first_seed, args.first_seed + n_fits):
                 m = GBDTRanker(loss, backend=backend, n_estimators=args.rounds, random_state=seed, n_jobs=1,
                                verbose=False, **kw)
                 with contextlib.nullcontext() if reseeded else library_generators_left_running():
