@@ -294,6 +294,11 @@ class _LgbReseeder:
         self.objective_key = int(params.get("objective_seed", seed))
         self.extra = str(params.get("extra_trees", False)).strip().lower() in ("true", "1", "+", "yes")
         self.extra_key = int(params.get("extra_seed", seed))
+        # GOSS re-creates its generators (from bagging_seed) at every parameter reset: without a new seed
+        # each round the resets above would have it draw the same numbers every round
+        self.goss = "goss" in (str(params.get("data_sample_strategy", "")).lower(),
+                               str(params.get("boosting", "")).lower())
+        self.bag_key = int(params.get("bagging_seed", seed))
 
     def __bool__(self) -> bool:
         return bool(self.bag or self.columns or self.objective or self.extra)
@@ -312,6 +317,8 @@ class _LgbReseeder:
                                                                             _LGB_OBJECTIVE_STREAM))
         if self.extra:
             new["extra_seed"] = _round_seed(self.extra_key, r, _LGB_EXTRA_STREAM)
+        if self.goss:
+            new["bagging_seed"] = _round_seed(self.bag_key, r, _LGB_BAG_STREAM)
         self.calls += 1
         booster.reset_parameter(new)
 
