@@ -43,13 +43,13 @@ def _neural(**kw):
                               verbose=False, random_state=3, **kw)
 
 
-def _gbdt(backend, subsample=1.0, colsample_bytree=1.0):
+def _gbdt(backend, subsample=1.0, colsample_bytree=1.0, loss="lambdarank", backend_params=None):
     def make(**kw):
         from rankwise.models import GBDTRanker
 
-        return GBDTRanker, dict(loss="lambdarank", backend=backend, n_estimators=12, num_leaves=7,
+        return GBDTRanker, dict(loss=loss, backend=backend, n_estimators=12, num_leaves=7,
                                 min_child_samples=5, subsample=subsample, colsample_bytree=colsample_bytree,
-                                verbose=False, random_state=3, **kw)
+                                backend_params=backend_params, verbose=False, random_state=3, **kw)
     return make
 
 
@@ -77,11 +77,37 @@ SUBSAMPLED = {
     "gbdt lightgbm, subsample=0.8, colsample_bytree=0.5": (_gbdt("lightgbm", 0.8, 0.5), {"checkpoint_every": 1}),
     "gbdt xgboost, subsample=0.8, colsample_bytree=0.5": (_gbdt("xgboost", 0.8, 0.5), {"checkpoint_every": 1}),
 }
+#: the libraries' own random draws, reseeded from (seed, round) every round: LightGBM's bagging (by row, by
+#: query, every k rounds), column sampling by tree and by node, rank_xendcg's per-query draws and
+#: extra_trees; XGBoost's row and column sampling (by tree, level, node) -- under native objectives and as
+#: backend_params. "large": 1500 rows, two of LightGBM's bagging blocks of 1024 rows (one generator each)
+LIBRARY_SAMPLED = {
+    "gbdt lightgbm native:lambdarank, subsample=0.8, colsample_bytree=0.5":
+        (_gbdt("lightgbm", 0.8, 0.5, "native:lambdarank"), {"checkpoint_every": 1, "data": "large"}),
+    "gbdt lightgbm native:rank_xendcg": (_gbdt("lightgbm", loss="native:rank_xendcg"), {"checkpoint_every": 1}),
+    "gbdt lightgbm native:rank_xendcg, bagging by query every 3 rounds, by-node columns": (
+        _gbdt("lightgbm", loss="native:rank_xendcg", backend_params={
+            "bagging_fraction": 0.6, "bagging_freq": 3, "bagging_by_query": True, "colsample_bynode": 0.6}),
+        {"checkpoint_every": 1, "data": "large"}),
+    "gbdt lightgbm, backend_params bagging every 2 rounds, feature_fraction, extra_trees": (
+        _gbdt("lightgbm", backend_params={"bagging_fraction": 0.7, "bagging_freq": 2, "feature_fraction": 0.6,
+                                          "extra_trees": True}), {"checkpoint_every": 1, "data": "large"}),
+    "gbdt xgboost native:rank:ndcg, subsample=0.8, colsample_bytree=0.5":
+        (_gbdt("xgboost", 0.8, 0.5, "native:rank:ndcg"), {"checkpoint_every": 1}),
+    "gbdt xgboost native:rank:pairwise, backend_params subsample, colsample_bylevel, colsample_bynode": (
+        _gbdt("xgboost", loss="native:rank:pairwise", backend_params={
+            "subsample": 0.7, "colsample_bylevel": 0.7, "colsample_bynode": 0.6}), {"checkpoint_every": 1}),
+    "gbdt xgboost, backend_params subsample, colsample_bytree": (
+        _gbdt("xgboost", backend_params={"subsample": 0.7, "colsample_bytree": 0.6}), {"checkpoint_every": 1}),
+}
 TRAINERS.update(SUBSAMPLED)
+TRAINERS.update(LIBRARY_SAMPLED)
 ALL = TRAINERS
 
 
-def data():
+def data(large: bool = False):
+    if large:
+        return make_data(n_queries=150, list_len=10, n_features=6, seed=11), None
     X, y, qid = make_data(n_queries=20, list_len=8, n_features=6, seed=11)
     Xv, yv, qv = make_data(n_queries=10, list_len=8, n_features=6, seed=12)
     return (X, y, qid), (Xv, yv, qv)
@@ -115,8 +141,8 @@ def kill_after_writes(k: int):
 def _fit(name, n_jobs, **fit_kw):
     factory, extra = ALL[name]
     cls, params = factory(n_jobs=n_jobs)
-    (X, y, qid), val = data()
-    kw = {k: v for k, v in extra.items() if k != "eval"}
+    (X, y, qid), val = data(extra.get("data") == "large")
+    kw = {k: v for k, v in extra.items() if k not in ("eval", "data")}
     if extra.get("eval"):
         kw["eval_set"] = val
     with warnings.catch_warnings():

@@ -106,12 +106,15 @@ def test_a_checkpoint_without_lbfgs_state_restarts_from_its_coefficients(tmp_pat
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
-@pytest.mark.parametrize("name", list(h.SUBSAMPLED))
+@pytest.mark.parametrize("name", list(h.SUBSAMPLED) + list(h.LIBRARY_SAMPLED))
 def test_every_subsampled_gbdt_kill_point_resumes_to_the_same_model(tmp_path, uninterrupted, name, n_jobs):
-    """Row subsampling drawn by rankwise from (seed, round), LightGBM's column sampler reseeded from
-    (seed, round): a fit killed after any round k and resumed draws the rows and columns the
-    uninterrupted fit drew. Before, the backend's generators restarted with the resumed booster and
-    the later trees differed (max |Δscore| 0.7-0.9, BENCHMARKS.md)."""
+    """Row subsampling drawn by rankwise from (seed, round), the libraries' own generators reseeded from
+    (seed, round) every round (LightGBM's bagging, column samplers, rank_xendcg's and extra_trees'
+    draws; XGBoost's global generator with a new updater each round), under rankwise losses, native
+    objectives and sampling parameters in backend_params: a fit killed after any round k and resumed
+    draws what the uninterrupted fit drew. Before, the backend's generators restarted with the resumed
+    booster, the later trees differed (max |Δscore| 0.7-0.9, benchmarks/results/faults_resume.md) and
+    the resume warned (a warning fails this test)."""
     full, writes = uninterrupted(name, n_jobs)
     assert writes == 12
     import warnings
@@ -154,39 +157,84 @@ def test_the_row_subsample_is_a_function_of_seed_and_round():
     np.testing.assert_array_equal(_bag_rows(3, 5, 1000, 0.8), a[:1000])  # the first rows do not depend on n
 
 
-@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
-def test_gbdt_resume_with_library_sampling_warns_that_it_differs(tmp_path, backend):
-    """Column sampling (LightGBM's under a native objective; XGBoost's by node or level), and row
-    sampling under a native objective, are the library's: they restart with the resumed booster (measured, the later
-    trees differ), so a resume says so instead of passing for the uninterrupted fit."""
+@pytest.mark.parametrize("backend, loss, kw, drawn", [
+    ("lightgbm", "native:lambdarank", {"backend_params": {"data_sample_strategy": "goss", "learning_rate": 0.5}},
+     "data_sample_strategy='goss'"),
+    ("lightgbm", "lambdarank", {"backend_params": {"boosting": "dart"}}, "boosting='dart'"),
+    ("xgboost", "native:rank:ndcg", {"subsample": 0.6, "backend_params": {"updater": "grow_quantile_histmaker"}},
+     "subsample=0.6"),
+])
+def test_gbdt_resume_with_draws_that_cannot_restart_warns_that_it_differs(tmp_path, backend, loss, kw, drawn):
+    """What a resumed booster cannot repeat (LightGBM's GOSS, which samples only after a booster's first
+    1 / learning_rate rounds, counted again from 0 by a resumed one; DART, whose drops depend on the
+    booster's history; XGBoost sampling under an updater of the caller's, which rankwise cannot renew
+    every round) says so instead of passing for the uninterrupted fit (measured: the later trees differ)."""
     from rankwise.models import GBDTRanker
 
-    (X, y, qid), _ = h.data()
-    native = "native:lambdarank" if backend == "lightgbm" else "native:rank:ndcg"
-    cases = [(native, {"subsample": 0.6}, "subsample=0.6")]
-    if backend == "lightgbm":  # XGBoost's columns are pinned from (seed, round) under any objective
-        cases.insert(0, (native, {"colsample_bytree": 0.5}, "colsample_bytree=0.5"))
-    else:  # a column parameter of the library's own in backend_params is its generator again
-        cases.insert(0, ("lambdarank", {"backend_params": {"colsample_bynode": 0.5}}, "colsample_bynode=0.5"))
-    for loss, kw, drawn in cases:
-        params = dict(backend=backend, n_estimators=12, num_leaves=7, min_child_samples=5, random_state=3,
-                      verbose=False, **kw)
-        full = GBDTRanker(loss, **params).fit(X, y, qid=qid).predict(X)
-        ck = tmp_path / "ck.npz"
-        with h.kill_after_writes(3):
-            with pytest.raises(h.Killed):
-                GBDTRanker(loss, **params).fit(X, y, qid=qid, checkpoint=ck, checkpoint_every=1)
-        with pytest.warns(UserWarning, match=rf"with {drawn}: {backend} draws its row/column samples from a "
-                                             r"generator that restarts with the resumed booster, so rounds 3\.\.11"):
-            resumed = GBDTRanker(loss, **params).fit(X, y, qid=qid, resume=ck).predict(X)
-        assert not np.array_equal(resumed, full), loss  # what the warning says (if this fails, drop the warning)
-    ck = tmp_path / "plain.npz"
-    GBDTRanker("listnet", backend=backend, n_estimators=3, verbose=False).fit(X, y, qid=qid, checkpoint=ck)
+    (X, y, qid), _ = h.data(large=True)
+    params = dict(backend=backend, n_estimators=12, num_leaves=7, min_child_samples=5, random_state=3,
+                  verbose=False, **kw)
+    full = GBDTRanker(loss, **params).fit(X, y, qid=qid).predict(X)
+    ck = tmp_path / "ck.npz"
+    with h.kill_after_writes(5):
+        with pytest.raises(h.Killed):
+            GBDTRanker(loss, **params).fit(X, y, qid=qid, checkpoint=ck, checkpoint_every=1)
+    with pytest.warns(UserWarning, match=rf"with {re.escape(drawn)}: {backend} draws at random from a state that "
+                                         r"restarts with the resumed booster, so rounds 5\.\.11 differ"):
+        resumed = GBDTRanker(loss, **params).fit(X, y, qid=qid, resume=ck).predict(X)
+    assert not np.array_equal(resumed, full), loss  # what the warning says (if this fails, drop the warning)
+
+
+@pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
+def test_gbdt_resume_with_sampling_aliases_is_exact_and_silent(tmp_path, backend):
+    """LightGBM's aliases of its sampling parameters (``subsample``, ``subsample_freq``, ``sub_feature``,
+    ``colsample_bynode``) in backend_params are reseeded as the names they stand for; a plain resume is
+    silent too."""
     import warnings
 
+    from rankwise.models import GBDTRanker
+
+    (X, y, qid), _ = h.data(large=True)
+    bp = ({"subsample": 0.7, "subsample_freq": 1, "sub_feature": 0.7, "colsample_bynode": 0.7}
+          if backend == "lightgbm" else {"subsample": 0.7, "colsample_bynode": 0.7})
+    params = dict(backend=backend, n_estimators=10, num_leaves=7, min_child_samples=5, random_state=4,
+                  verbose=False, backend_params=bp)
+    for loss in ("lambdarank", "native:lambdarank" if backend == "lightgbm" else "native:rank:ndcg"):
+        full = GBDTRanker(loss, **params).fit(X, y, qid=qid).predict(X)
+        ck = tmp_path / "ck.npz"
+        with h.kill_after_writes(4):
+            with pytest.raises(h.Killed):
+                GBDTRanker(loss, **params).fit(X, y, qid=qid, checkpoint=ck, checkpoint_every=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            resumed = GBDTRanker(loss, **params).fit(X, y, qid=qid, resume=ck).predict(X)
+        np.testing.assert_array_equal(resumed, full, err_msg=loss)
+    ck = tmp_path / "plain.npz"
+    GBDTRanker("listnet", backend=backend, n_estimators=3, verbose=False).fit(X, y, qid=qid, checkpoint=ck)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         GBDTRanker("listnet", backend=backend, n_estimators=5, verbose=False).fit(X, y, qid=qid, resume=ck)
+
+
+@pytest.mark.parametrize("fraction", [0.5, 0.75, 0.8, 0.6, 0.1, 1 / 3, 0.999, 0.5 + 2 ** -53, 1 - 2 ** -15,
+                                      2 ** -15, 0.6000000000000001, 0.123456789])
+@pytest.mark.parametrize("n_rows", [1, 10, 1000, 1001, 123_457])
+@pytest.mark.parametrize("freq", [1, 3])
+def test_the_twin_bagging_fraction_draws_the_same_rows(fraction, n_rows, freq):
+    """LightGBM keeps a row when its uniform draw k / 32768 (k = 0 .. 32767, float32) is below
+    bagging_fraction, and from the bag size int(fraction * rows) chooses whether to bag into a copied
+    subset: the twin fraction that forces LightGBM to re-create its bagging generators agrees on every
+    k (brute force) and on that choice (and on the bag size itself unless no value can)."""
+    from rankwise.models.gbdt import _lgb_uses_subset, _twin_fraction
+
+    twin = _twin_fraction(fraction, n_rows, freq)
+    assert twin != fraction
+    u = np.arange(32768, dtype=np.float32) / np.float32(32768.0)
+    np.testing.assert_array_equal(u.astype(np.float64) < fraction, u.astype(np.float64) < twin)
+    assert _lgb_uses_subset(twin, n_rows, freq) == _lgb_uses_subset(fraction, n_rows, freq)
+    exact_k = fraction * 32768 == int(fraction * 32768)
+    if not (exact_k and fraction * n_rows == int(fraction * n_rows)):
+        assert int(twin * n_rows) == int(fraction * n_rows)
 
 
 def test_lbfgs_state_from_another_scipy_restarts_with_a_warning(tmp_path):

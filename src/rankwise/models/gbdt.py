@@ -107,6 +107,12 @@ _BAG_STREAM = 0x62616767
 _COLUMN_STREAM = 0x636f6c73
 #: the counter word of XGBoost's per-round column subsets (:func:`_xgb_columns`)
 _XGB_COLUMN_STREAM = 0x78636f6c
+#: the counter words of the other per-round library seeds (:func:`_round_seed`): LightGBM's ``bagging_seed``,
+#: ``objective_seed`` and ``extra_seed``, XGBoost's ``seed``
+_LGB_BAG_STREAM = 0x6c626167
+_LGB_OBJECTIVE_STREAM = 0x6c6f626a
+_LGB_EXTRA_STREAM = 0x6c657874
+_XGB_SEED_STREAM = 0x78736564
 
 
 def _bag_rows(seed: int, rnd: int, n: int, fraction: float) -> np.ndarray:
@@ -118,14 +124,20 @@ def _bag_rows(seed: int, rnd: int, n: int, fraction: float) -> np.ndarray:
     return gen.random(n) < fraction
 
 
-def _column_seed(seed: int, rnd: int) -> int:
-    """LightGBM's ``feature_fraction_seed`` for round ``rnd``: in 1 .. 2**31 - 1 and never the previous
-    round's, so that LightGBM restarts its column sampler every round."""
+def _round_seed(seed: int, rnd: int, stream: int = _COLUMN_STREAM) -> int:
+    """A library seed for round ``rnd`` drawn from ``(seed, rnd)`` alone (Philox, counter word ``stream``):
+    in 1 .. 2**31 - 1 and never the previous round's, so that a generator the library restarts only when
+    its seed changes restarts every round. ``stream=_COLUMN_STREAM``: LightGBM's ``feature_fraction_seed``."""
     def draw(r):
-        gen = np.random.Generator(np.random.Philox(key=int(seed), counter=[0, int(r), _COLUMN_STREAM, 0]))
+        gen = np.random.Generator(np.random.Philox(key=int(seed), counter=[0, int(r), int(stream), 0]))
         return int(gen.integers(1, 2 ** 31 - 1))
     s = draw(rnd)
     return s if rnd == 0 or s != draw(rnd - 1) else s % (2 ** 31 - 2) + 1
+
+
+def _column_seed(seed: int, rnd: int) -> int:
+    """LightGBM's ``feature_fraction_seed`` for round ``rnd`` (:func:`_round_seed`)."""
+    return _round_seed(seed, rnd, _COLUMN_STREAM)
 
 
 def _xgb_columns(seed: int, rnd: int, n_features: int, fraction: float) -> np.ndarray:
@@ -139,6 +151,59 @@ def _xgb_columns(seed: int, rnd: int, n_features: int, fraction: float) -> np.nd
     weights = np.zeros(n_features, dtype=np.float32)
     weights[gen.choice(n_features, size=k, replace=False)] = 1.0
     return weights
+
+
+#: LightGBM's names of the parameters that draw at random, with their aliases (LightGBM's ``config.h``):
+#: ``backend_params`` given under an alias are renamed, so that the per-round reseeding sees them
+_LGB_ALIASES = {"bagging_fraction": ("bagging", "sub_row", "subsample"), "bagging_freq": ("subsample_freq",),
+                "bagging_seed": ("bagging_fraction_seed",), "feature_fraction": ("sub_feature", "colsample_bytree"),
+                "feature_fraction_bynode": ("sub_feature_bynode", "colsample_bynode"),
+                "extra_trees": ("extra_tree",), "boosting": ("boost", "boosting_type")}
+#: LightGBM's bagging draws a row when ``NextFloat() < bagging_fraction``, NextFloat being k / 32768
+_LGB_FLOAT_STEPS = 32768
+
+
+def _lgb_canonical(params: dict) -> dict:
+    """``params`` with LightGBM's aliases of the sampling parameters (:data:`_LGB_ALIASES`) renamed."""
+    out = dict(params)
+    for name, aliases in _LGB_ALIASES.items():
+        for a in aliases:
+            if a in out:
+                out.setdefault(name, out.pop(a))
+    return out
+
+
+def _lgb_uses_subset(fraction: float, n_rows: int, freq: int) -> bool:
+    """LightGBM's choice of bagging into a copied subset (``ResetSampleConfig``), as far as the fraction
+    decides it: bag size ``int(fraction * rows)`` over rows over ``bagging_freq`` at most 0.5."""
+    return (int(fraction * n_rows) / n_rows) / freq <= 0.5 if n_rows else False
+
+
+def _twin_fraction(fraction: float, n_rows: int, freq: int = 1) -> float:
+    """Another ``bagging_fraction`` that draws exactly the rows ``fraction`` draws from the same generators:
+    the same count of LightGBM's uniform values k / 32768 below it, and the same bag size
+    ``int(fraction * n_rows)`` where one exists -- else (``fraction * n_rows`` a whole number and
+    ``fraction`` one of the k / 32768) the same choice of LightGBM's subset strategy, the one thing its
+    bag size decides before the bag is drawn. Setting the fraction to the other value of the pair is what
+    makes LightGBM re-create its bagging generators (it re-creates them only when a fraction changes, not
+    when ``bagging_seed`` alone does)."""
+    f = float(fraction)
+    below = int(np.ceil(f * _LGB_FLOAT_STEPS))  # k / 32768 < f  <=>  k < f * 32768 (exact in float64)
+    fallback = None
+    for direction in (0.0, 2.0):
+        g = f
+        for _ in range(64):
+            g = float(np.nextafter(g, direction))
+            if not (0.0 < g < 1.0 and int(np.ceil(g * _LGB_FLOAT_STEPS)) == below):
+                continue
+            if int(g * n_rows) == int(f * n_rows):
+                return g
+            if fallback is None and _lgb_uses_subset(g, n_rows, freq) == _lgb_uses_subset(f, n_rows, freq):
+                fallback = g
+    if fallback is None:
+        raise InputError(f"bagging_fraction={f!r} with {n_rows} training rows: LightGBM's bagging cannot be "
+                         "reseeded every round at this exact value; change it in its last digits")
+    return fallback
 
 
 def _started(obj, init: np.ndarray):
@@ -195,6 +260,97 @@ def _bagged(obj, fraction: float, seed: int, first_round: int):
     return bagged_objective
 
 
+class _LgbReseeder:
+    """Make every draw LightGBM makes in round r a function of ``(seed, r)``, whatever the booster's history.
+
+    LightGBM's generators live in the booster and a resumed booster starts them afresh, so, before each
+    round, ``__call__`` resets (``Booster.reset_parameter``) the seed of each generator the parameters use:
+
+    - bagging (``bagging_fraction < 1``, ``bagging_freq = k > 0``, by row or by query): ``bagging_seed`` of
+      the bag ``r // k``, with ``bagging_fraction`` switched to its twin value (:func:`_twin_fraction`) every
+      call -- LightGBM re-creates its bagging generators (seeded ``bagging_seed + block``) and bags again
+      only when a fraction changes. The bag of rounds ``jk .. jk + k - 1`` is drawn again in each of them
+      from the same seed: the same rows, as LightGBM keeps one bag for k rounds;
+    - column sampling (``feature_fraction`` or ``feature_fraction_bynode < 1``): ``feature_fraction_seed``
+      (LightGBM restarts its column sampler when that seed changes; :func:`_column_seed`);
+    - ``rank_xendcg``'s per-query generators: ``objective_seed`` with the objective itself (re-created);
+    - ``extra_trees``: ``extra_seed`` (the per-feature generators restart at every parameter reset).
+
+    The seeds of the parameters (``bagging_seed``, ...) given in ``backend_params`` are the streams' keys
+    instead of the fit's seed. The draws have LightGBM's distribution; only the generators are restarted.
+    """
+
+    def __init__(self, params: dict, seed: int, done: int, n_rows: int):
+        self.done, self.calls = int(done), 0
+        self.bag = None
+        fraction = float(params.get("bagging_fraction", 1.0))
+        freq = int(params.get("bagging_freq", 0))
+        if fraction < 1.0 and freq > 0:
+            self.bag = (fraction, _twin_fraction(fraction, n_rows, freq), freq, int(params.get("bagging_seed", seed)))
+        self.columns = (float(params.get("feature_fraction", 1.0)) < 1.0
+                        or float(params.get("feature_fraction_bynode", 1.0)) < 1.0)
+        self.column_key = int(params.get("feature_fraction_seed", seed))
+        self.objective = params.get("objective") if params.get("objective") == "rank_xendcg" else None
+        self.objective_key = int(params.get("objective_seed", seed))
+        self.extra = str(params.get("extra_trees", False)).strip().lower() in ("true", "1", "+", "yes")
+        self.extra_key = int(params.get("extra_seed", seed))
+        # GOSS re-creates its generators (from bagging_seed) at every parameter reset: without a new seed
+        # each round the resets above would have it draw the same numbers every round
+        self.goss = "goss" in (str(params.get("data_sample_strategy", "")).lower(),
+                               str(params.get("boosting", "")).lower())
+        self.bag_key = int(params.get("bagging_seed", seed))
+
+    def __bool__(self) -> bool:
+        return bool(self.bag or self.columns or self.objective or self.extra)
+
+    def __call__(self, booster) -> None:
+        r = self.done + self.calls
+        new = {}
+        if self.bag is not None:
+            fraction, twin, freq, key = self.bag
+            new["bagging_seed"] = _round_seed(key, r // freq, _LGB_BAG_STREAM)
+            new["bagging_fraction"] = twin if self.calls % 2 == 0 else fraction  # the booster starts at fraction
+        if self.columns:
+            new["feature_fraction_seed"] = _round_seed(self.column_key, r, _COLUMN_STREAM)
+        if self.objective is not None:
+            new.update(objective=self.objective, objective_seed=_round_seed(self.objective_key, r,
+                                                                            _LGB_OBJECTIVE_STREAM))
+        if self.extra:
+            new["extra_seed"] = _round_seed(self.extra_key, r, _LGB_EXTRA_STREAM)
+        if self.goss:
+            new["bagging_seed"] = _round_seed(self.bag_key, r, _LGB_BAG_STREAM)
+        self.calls += 1
+        booster.reset_parameter(new)
+
+
+#: XGBoost's tree updaters of ``tree_method="hist"``, alternated round to round (``sync`` does nothing in one
+#: process) so that XGBoost re-creates its updater -- and the column sampler that updater seeds from the
+#: global generator on its first tree -- every round, as it does in a resumed booster's first round
+_XGB_UPDATERS = ("grow_quantile_histmaker", "sync,grow_quantile_histmaker")
+
+
+def _xgb_updaters(params: dict, pinned: bool):
+    """The two updater sequences :class:`GBDTRanker` alternates when XGBoost samples rows or columns with its
+    own generator (``subsample``, ``colsample_bylevel`` / ``_bynode``, or ``colsample_bytree`` not pinned by
+    :func:`_xgb_columns`), else None.
+
+    XGBoost draws from one global generator, reseeded when the ``seed`` parameter changes, and from the
+    column sampler of its tree updater, seeded from the global generator on the updater's first tree. A
+    resumed booster has a new updater, so its first round draws once more than the uninterrupted fit's:
+    reseeding alone does not make a resume exact. Each round therefore sets ``seed`` from ``(seed, round)``
+    and the other sequence of the pair -- the updater of ``tree_method`` with or without ``sync`` in
+    front, which does nothing in one process -- so that XGBoost builds a new updater every round, in an
+    uninterrupted fit as in a resumed one. None too where the updater is the caller's (``updater`` in
+    ``backend_params``) or the tree method has no CPU updater here: those resumes warn."""
+    sampled = any(float(params.get(k, 1.0)) < 1.0 for k in ("subsample", "colsample_bylevel", "colsample_bynode"))
+    sampled = sampled or (float(params.get("colsample_bytree", 1.0)) < 1.0 and not pinned)
+    base = {"hist": "grow_quantile_histmaker", "approx": "grow_histmaker",
+            "exact": "grow_colmaker,prune"}.get(str(params.get("tree_method", "hist")))
+    if not sampled or base is None or "updater" in params or str(params.get("device", "cpu")) != "cpu":
+        return None
+    return base, "sync," + base
+
+
 class GBDTRanker(BaseRanker):
     """Gradient-boosted trees whose gradients come from a rankwise loss.
 
@@ -228,13 +384,17 @@ class GBDTRanker(BaseRanker):
         bagging every round (each row kept with that probability); with a rankwise loss the rows
         are drawn by rankwise from ``(random_state, round)`` alone and the others get gradient and
         Hessian 0, so a fit resumed from a checkpoint equals the uninterrupted one (docs/models.md,
-        "Row subsampling"); a native objective leaves it to the library. ``colsample_bytree < 1``
-        is the library's column sampling; on LightGBM with a rankwise loss its generator is reseeded
-        from ``(random_state, round)`` every round, for the same reason.
+        "Row subsampling"); a native objective uses the library's bagging. ``colsample_bytree < 1``
+        is the library's column sampling. Every draw left to a library (these, the sampling
+        parameters of ``backend_params``, LightGBM's ``rank_xendcg`` and ``extra_trees``) runs on
+        its generator reseeded from ``(random_state, round)`` before every round, for the same
+        reason (XGBoost's ``colsample_bytree`` is pinned to a subset drawn from it).
     backend_params : dict, optional
         Further parameters passed to the library unchanged (e.g. LightGBM's ``linear_tree`` or
-        ``categorical_feature="0,3"``). ``feature_types`` (XGBoost, e.g. ``["q", "c", ...]``) goes
-        to its ``DMatrix`` with ``enable_categorical``: ``"c"`` marks a categorical column.
+        ``categorical_feature="0,3"``; LightGBM's aliases of its sampling parameters, such as
+        ``subsample``, are renamed to the names they stand for). ``feature_types`` (XGBoost, e.g.
+        ``["q", "c", ...]``) goes to its ``DMatrix`` with ``enable_categorical``: ``"c"`` marks a
+        categorical column.
     eval_metric, early_stopping_rounds, random_state, n_jobs, verbose
         Validation metric string, patience in boosting rounds, seed, threads, progress bar.
     loss_every : int or None, default 10
@@ -377,18 +537,16 @@ class GBDTRanker(BaseRanker):
 
     def _bags_rows(self, native) -> bool:
         """Whether rankwise draws the row subsample itself (:func:`_bag_rows`): for its own objectives
-        with ``subsample < 1``; a native objective leaves it to the library."""
+        with ``subsample < 1``; a native objective uses the library's bagging, reseeded every round."""
         return native is None and self.subsample < 1
 
     def _reseeds_columns(self, native) -> bool:
-        """Whether the per-tree column sample is drawn from ``(seed, round)``: ``colsample_bytree < 1``,
-        no column-sampling parameter of the library's own in ``backend_params``, and on LightGBM a rankwise
-        loss (its sampler reseeded by the objective, :meth:`_column_reseeder`); on XGBoost any objective
-        (each round's columns pinned by ``feature_weights``, :func:`_xgb_columns`)."""
-        own = {"feature_fraction", "feature_fraction_bynode", "feature_fraction_seed", "colsample_bytree",
-               "sub_feature", "colsample_bynode", "colsample_bylevel", "feature_weights"}
-        return (self.colsample_bytree < 1 and not own & set(self.backend_params or {})
-                and (self.backend == "xgboost" or native is None))
+        """Whether rankwise pins XGBoost's per-tree columns to a subset drawn from ``(seed, round)``
+        (:func:`_xgb_columns`, under any objective): ``colsample_bytree < 1`` and no column-sampling parameter
+        of XGBoost's own in ``backend_params`` (those run on XGBoost's generator, reseeded every round:
+        :func:`_xgb_updaters`). LightGBM's column sampler is reseeded every round (:class:`_LgbReseeder`)."""
+        own = {"colsample_bytree", "colsample_bynode", "colsample_bylevel", "feature_weights"}
+        return self.backend == "xgboost" and self.colsample_bytree < 1 and not own & set(self.backend_params or {})
 
     def _lgb_params(self, native, seed, library_bagging=True):
         """LightGBM's parameters; ``library_bagging=False`` when rankwise draws the row subsample."""
@@ -404,8 +562,8 @@ class GBDTRanker(BaseRanker):
              "feature_pre_filter": False}
         p["num_threads"] = self._threads()
         if native:
-            p.update(self.loss_params or {})
-        p.update(self.backend_params or {})
+            p.update(_lgb_canonical(self.loss_params or {}))
+        p.update(_lgb_canonical(self.backend_params or {}))
         return p
 
     def _xgb_params(self, native, seed, library_bagging=True):
@@ -449,7 +607,10 @@ class GBDTRanker(BaseRanker):
         and ``predict`` uses the best round (without it the final booster is kept).
         ``checkpoint=path`` saves the booster every ``checkpoint_every`` rounds and ``resume=path``
         continues boosting from such a file (up to ``n_estimators`` rounds in all; a checkpoint
-        that already has them is loaded as it is).
+        that already has them is loaded as it is). The resumed fit equals the uninterrupted one bit for
+        bit, row and column sampling included (every random draw of round r comes from
+        ``(random_state, r)``); where the library's draws cannot restart (LightGBM's GOSS and DART,
+        XGBoost's DART, an ``updater`` of the caller's) the resume warns that its later trees differ.
 
         A Dask DataFrame ``X`` (``rankwise[dask]``, after ``import rankwise.distributed``) is
         boosted on its cluster by :func:`rankwise.distributed.fit_gbdt`; ``y`` and ``qid`` are then
@@ -646,28 +807,38 @@ class GBDTRanker(BaseRanker):
         eval_init = check_vector(eval_init_score, val.X.shape[0], name="eval_init_score")
         return init, eval_init if val.order is None else eval_init[val.order]
 
-    #: backend parameters that draw rows or columns at random each round
-    _SAMPLING_PARAMS = ("bagging_fraction", "feature_fraction", "feature_fraction_bynode", "subsample",
-                        "colsample_bytree", "colsample_bylevel", "colsample_bynode")
+    def _unreproducible_draws(self, native) -> list[str]:
+        """The parameters whose random draws a resumed booster cannot repeat (empty: a resume equals the
+        uninterrupted fit). Row and column sampling, LightGBM's ``rank_xendcg`` and ``extra_trees`` are
+        reseeded from ``(seed, round)`` every round (:class:`_LgbReseeder`, :func:`_xgb_updaters`,
+        :func:`_bag_rows`, :func:`_xgb_columns`); what remains: LightGBM's GOSS (it samples only after the
+        first ``1 / learning_rate`` rounds of a booster, counted again from 0 by a resumed one) and DART
+        (its drops depend on the whole ensemble's history in the booster), XGBoost's DART, and XGBoost's
+        sampling under an ``updater`` or ``device`` of the caller's."""
+        if self.backend == "lightgbm":
+            p = self._lgb_params(native, 0, library_bagging=not self._bags_rows(native))
+            out = [f"{k}={p[k]!r}" for k in ("boosting", "data_sample_strategy")
+                   if str(p.get(k, "")).lower() in ("goss", "dart")]
+            return out
+        p = self._xgb_params(native, 0, library_bagging=not self._bags_rows(native))
+        out = [f"booster={p['booster']!r}"] if str(p.get("booster", "")).lower() == "dart" else []
+        sampled = [f"{k}={p[k]!r}" for k in ("subsample", "colsample_bytree", "colsample_bylevel", "colsample_bynode")
+                   if float(p.get(k, 1.0)) < 1.0 and not (k == "colsample_bytree" and self._reseeds_columns(native))]
+        if sampled and _xgb_updaters(p, self._reseeds_columns(native)) is None:
+            out += sampled
+        return out
 
     def _warn_sampling_restarts(self, resume, done, total, native) -> None:
-        """A resumed booster restarts the backend's sampling stream (LightGBM's bagging and feature
-        fraction generators, XGBoost's): the later trees then differ from an uninterrupted fit's.
-        The row subsample rankwise draws itself (:func:`_bag_rows`), LightGBM's column sample reseeded
-        every round (:meth:`_column_reseeder`) and XGBoost's pinned by :func:`_xgb_columns` are exempt:
-        they depend only on the seed and the round."""
+        """A resume whose later trees cannot equal the uninterrupted fit's (:meth:`_unreproducible_draws`)
+        says so instead of passing for it."""
         if done >= total:
             return
-        sampled = {} if self._reseeds_columns(native) else {"colsample_bytree": self.colsample_bytree}
-        if not self._bags_rows(native):
-            sampled = {"subsample": self.subsample, **sampled}
-        sampled.update({k: v for k, v in (self.backend_params or {}).items() if k in self._SAMPLING_PARAMS})
-        drawn = [f"{k}={v}" for k, v in sampled.items() if isinstance(v, (int, float)) and v < 1]
+        drawn = self._unreproducible_draws(native)
         if drawn:
-            warn_user(f"resume={str(resume)!r} with {', '.join(drawn)}: {self.backend} draws its row/column samples "
-                      f"from a generator that restarts with the resumed booster, so rounds {done}..{total - 1} "
-                      "differ from those of an uninterrupted fit (same distribution, other trees); with subsample=1 "
-                      "and colsample_bytree=1 a resume equals the uninterrupted fit")
+            warn_user(f"resume={str(resume)!r} with {', '.join(drawn)}: {self.backend} draws at random from a "
+                      f"state that restarts with the resumed booster, so rounds {done}..{total - 1} differ from "
+                      "those of an uninterrupted fit (same distribution, other trees); row and column sampling "
+                      "(subsample, colsample_*, bagging_*, feature_fraction*) resume exactly")
 
     def _untrained_hint(self) -> str:
         return (f"No tree split the training rows: lower min_child_samples (now {self.min_child_samples}), check that "
@@ -743,6 +914,7 @@ class GBDTRanker(BaseRanker):
         import lightgbm as lgb
 
         params = self._lgb_params(native, seed, library_bagging=not self._bags_rows(native))
+        reseed = _LgbReseeder(params, seed, done, train.X.shape[0])
         if obj is not None:
             params["objective"] = obj
         sizes = np.diff(train.offsets)
@@ -775,25 +947,31 @@ class GBDTRanker(BaseRanker):
                 raise lgb.callback.EarlyStopException(env.iteration, [])
 
         callbacks = [callback]
-        if obj is not None and self._reseeds_columns(native):
-            callbacks.append(self._column_reseeder(params, seed, done))
+        if reseed:
+            callbacks.append(self._lgb_reseeding(params, reseed, obj is not None))
         booster = lgb.train(params, dtrain, num_boost_round=rounds, init_model=init, valid_sets=valid_sets,
                             feval=feval, callbacks=callbacks)
         self.booster_ = booster
 
     @staticmethod
-    def _column_reseeder(params, seed, done):
-        """Make LightGBM's columns of round r a function of ``(seed, r)``: its column sampler restarts its
-        generator whenever ``feature_fraction_seed`` changes, so the objective (called once per round,
-        after lightgbm's own first-round parameter reset and before the tree is grown) sets the seed of
-        :func:`_column_seed` first. Returns the callback that hands the objective the booster."""
-        params["feature_fraction_seed"] = 0  # no round's seed: round 0 restarts the sampler too
-        inner, holder, calls = params["objective"], {}, [int(done)]
+    def _lgb_reseeding(params, reseed, custom):
+        """The ``before_iteration`` callback that runs ``reseed`` (:class:`_LgbReseeder`) before each round.
+        Under a custom objective the objective runs it instead (once per round, after lightgbm's own
+        first-round parameter reset and before the round's bagging and tree), and the callback hands it the
+        booster."""
+        if reseed.columns:
+            params["feature_fraction_seed"] = 0  # no round's seed: the first round restarts the sampler too
+        if not custom:
+            def reseed_round(env):
+                reseed(env.model)
+            reseed_round.before_iteration = True
+            return reseed_round
+        inner, holder = params["objective"], {}
 
         def reseeded_objective(preds, data):
-            holder["booster"].reset_parameter({"feature_fraction_seed": _column_seed(seed, calls[0])})
-            calls[0] += 1
+            reseed(holder["booster"])
             return inner(preds, data)
+        reseeded_objective.__name__ = getattr(inner, "__name__", "objective")
         params["objective"] = reseeded_objective
 
         def hand_booster(env):
@@ -835,11 +1013,15 @@ class GBDTRanker(BaseRanker):
 
         pinned = self._reseeds_columns(native)
         fraction = float(self.colsample_bytree)
+        updaters = _xgb_updaters(params, pinned)
 
         class CB(xgb.callback.TrainingCallback):
             def before_iteration(cb, model, epoch, evals_log):
                 if pinned:  # the tree of round done + epoch samples its columns from these weights only
                     dtrain.set_info(feature_weights=_xgb_columns(seed, done + epoch, train.X.shape[1], fraction))
+                if updaters is not None:  # XGBoost's draws of this round from (seed, round) alone
+                    model.set_param({"seed": _round_seed(seed, done + epoch, _XGB_SEED_STREAM),
+                                     "updater": updaters[epoch % 2]})
                 return False
 
             def after_iteration(cb, model, epoch, evals_log):
