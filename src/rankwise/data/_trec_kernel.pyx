@@ -14,6 +14,7 @@ the Python side turns it into a ``path:line:`` message.
 """
 import numpy as np
 
+from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
 from rankwise._native.sort cimport argsort_u64
@@ -570,3 +571,111 @@ def join(const int64_t[::1] r_off, const uint64_t[::1] r_h, const uint8_t[::1] r
                     v = <int64_t>tab[SLOT_WORDS * slot]
                     rel[r] = v if v >= 0 else unjudged
     return rel_a
+
+
+# ---------------------------------------------------------------------------- dicts to ids
+
+cdef extern from "Python.h":
+    bint _is_str "PyUnicode_CheckExact"(PyObject* o) noexcept
+    bint _is_float "PyFloat_CheckExact"(PyObject* o) noexcept
+    bint _is_int "PyLong_CheckExact"(PyObject* o) noexcept
+    bint _is_dict "PyDict_CheckExact"(PyObject* o) noexcept
+    bint _is_ascii "PyUnicode_IS_COMPACT_ASCII"(PyObject* o) noexcept
+    void* _str_data "PyUnicode_DATA"(PyObject* o) noexcept
+    Py_ssize_t _str_len "PyUnicode_GET_LENGTH"(PyObject* o) noexcept
+    double _float_value "PyFloat_AS_DOUBLE"(PyObject* o) noexcept
+    long long _int_value "PyLong_AsLongLongAndOverflow"(PyObject* o, int* overflow) noexcept
+    Py_ssize_t _dict_len "PyDict_GET_SIZE"(PyObject* o) noexcept
+    int _dict_next "PyDict_Next"(PyObject* d, Py_ssize_t* pos, PyObject** key, PyObject** value) noexcept
+
+
+def dict_rows(list dicts, int64_t n):
+    """The keys and values of ``dicts`` (``{docno: value}`` dicts, in order) in one walk of the
+    dicts: the keys as ``"\\n".join`` of them all, UTF-8 (what ``_Ids.from_keys`` builds), their
+    spans and hashes (``_hash``, the value ``split_hash`` gives), and the values as doubles (the
+    value ``float()`` gives). Returns ``(buf, s, e, h, values)``, or None where a dict, key or
+    value is not of the plain kinds this walk reads (a ``dict``, a ``str`` without a line break,
+    a ``float``, an ``int`` within 64 bits), or the dicts hold other than ``n`` items: the caller
+    then takes its general path, which reads or refuses them (with the same result as here where
+    both apply). Each key is hashed as it is copied (its bytes in cache); ``buf`` is a view of
+    a buffer with room to spare (no second copy)."""
+    cdef int64_t n_dicts = len(dicts), i, r = 0, cap = 16 * n + 64, used = 0, ln, t
+    cdef Py_ssize_t pos
+    cdef PyObject* d
+    cdef PyObject* k
+    cdef PyObject* v
+    cdef const uint8_t* src
+    cdef bytes encoded
+    cdef int overflow = 0
+    cdef long long iv
+    cdef bint line_break = False
+    for i in range(n_dicts):
+        d = <PyObject*>dicts[i]
+        if not _is_dict(d):
+            return None
+        r += _dict_len(d)
+    if r != n or n == 0:
+        return None
+    buf_a = np.empty(cap, dtype=np.uint8)
+    s_a = np.empty(n, dtype=np.int64)
+    e_a = np.empty(n, dtype=np.int64)
+    h_a = np.empty(n, dtype=np.uint64)
+    val_a = np.empty(n, dtype=np.float64)
+    cdef uint8_t[::1] bv = buf_a
+    cdef int64_t[::1] s = s_a, e = e_a
+    cdef uint64_t[::1] h = h_a
+    cdef double[::1] val = val_a
+    cdef uint8_t* buf = &bv[0]
+    cdef uint8_t c
+    r = 0
+    for i in range(n_dicts):
+        d = <PyObject*>dicts[i]
+        pos = 0
+        # borrowed references: the dict holds them, and no Python code runs until the walk's end
+        while _dict_next(d, &pos, &k, &v):
+            if r == n:
+                return None
+            if _is_float(v):
+                val[r] = _float_value(v)
+            elif _is_int(v):
+                iv = _int_value(v, &overflow)
+                if overflow:
+                    return None
+                val[r] = <double>iv
+            else:
+                return None
+            if not _is_str(k):
+                return None
+            if _is_ascii(k):
+                src = <const uint8_t*>_str_data(k)
+                ln = _str_len(k)
+            else:
+                try:
+                    encoded = (<object>k).encode("utf-8")
+                except UnicodeEncodeError:
+                    return None
+                src = <const uint8_t*><const char*>encoded
+                ln = len(encoded)
+            if used + ln + 9 > cap:  # the key, its separator, and the 8 bytes a word load may read past it
+                while used + ln + 9 > cap:
+                    cap *= 2
+                grown = np.empty(cap, dtype=np.uint8)
+                grown[:used] = buf_a[:used]
+                buf_a = grown
+                bv = buf_a
+                buf = &bv[0]
+            if r > 0:
+                buf[used] = 10
+                used += 1
+            for t in range(ln):
+                c = src[t]
+                line_break |= c == 10
+                buf[used + t] = c
+            s[r] = used
+            e[r] = used + ln
+            h[r] = _hash(buf, cap, used, used + ln)
+            used += ln
+            r += 1
+    if r != n or line_break:
+        return None
+    return buf_a[:used], s_a, e_a, h_a, val_a
