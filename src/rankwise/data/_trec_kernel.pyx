@@ -104,6 +104,32 @@ def fallback_tokens(const uint8_t[::1] buf, const int64_t[:, ::1] fb):
     return out_a
 
 
+# the bytes that end a field: space, tab, line feed, carriage return, the other control bytes and
+# DEL (``_scan_lines`` refuses the last two kinds: where one ends a field, the line is refused)
+cdef uint8_t _STOP[256]
+cdef int _b
+for _b in range(256):
+    _STOP[_b] = _b <= 32 or _b == 127
+
+
+cdef inline int64_t _field_end(const uint8_t* buf, int64_t j, int64_t n_buf) noexcept nogil:
+    """The first position from ``j`` on whose byte is in ``_STOP`` (or ``n_buf``), 8 bytes at a
+    time: in a word, the bytes below 0x21 are flagged by ``(w - 0x21..) & ~w`` and DEL by the
+    zero-byte test on ``w ^ 0x7F..``; a borrow can flag a byte only above a flagged one, so the
+    lowest flag is exact (bytes from 0x80 on, UTF-8's, are never flagged: they are a field's)."""
+    cdef uint64_t w, d, t
+    while j + 8 <= n_buf:
+        w = _load8_word(buf + j)
+        d = w ^ 0x7F7F7F7F7F7F7F7FULL
+        t = (((w - 0x2121212121212121ULL) & ~w) | ((d - 0x0101010101010101ULL) & ~d)) & 0x8080808080808080ULL
+        if t:
+            return j + (_ctz64(t) >> 3)
+        j += 8
+    while j < n_buf and not _STOP[buf[j]]:
+        j += 1
+    return j
+
+
 cdef struct _ScanState:
     int64_t pos, lineno, eol, n, n_fb, tag_s, tag_e
 
@@ -128,19 +154,34 @@ cdef int64_t _scan_lines(const uint8_t* buf, int64_t n_buf, int64_t kind, const 
             err = _E_FALLBACK_FULL
             break
         lineno += 1
-        # find the end of the line, checking bytes on the way
-        end = pos
-        while end < n_buf and buf[end] != 10:
-            c = buf[end]
-            if c == 13:
-                if end + 1 < n_buf and buf[end + 1] == 10:
-                    break
-                err = _E_CR
+        # one pass over the line: its fields (spans of bytes other than space and tab) and its end,
+        # checking bytes on the way (a control byte, or a CR not followed by LF, stops the scan)
+        nf = 0
+        i = pos
+        while True:
+            while i < n_buf and (buf[i] == 32 or buf[i] == 9):
+                i += 1
+            if i >= n_buf:
+                end = n_buf
                 break
-            if (c < 32 and c != 9) or c == 127:
+            c = buf[i]
+            if _STOP[c]:  # not a field's byte, nor a separator: the line's end or a refused byte
+                end = i
+                if c == 10:
+                    break
+                if c == 13:
+                    if i + 1 < n_buf and buf[i + 1] == 10:
+                        break
+                    err = _E_CR
+                    break
                 err = _E_CONTROL
                 break
-            end += 1
+            j = _field_end(buf, i + 1, n_buf)
+            if nf < 8:
+                starts[nf] = i
+                ends[nf] = j
+            nf += 1
+            i = j
         if err:
             break
         nxt = end + 1
@@ -155,22 +196,6 @@ cdef int64_t _scan_lines(const uint8_t* buf, int64_t n_buf, int64_t kind, const 
                 err = _E_MIXED_EOL
                 break
             eol = 1
-        # split into fields
-        nf = 0
-        i = pos
-        while i < end:
-            while i < end and (buf[i] == 32 or buf[i] == 9):
-                i += 1
-            if i >= end:
-                break
-            j = i
-            while j < end and not (buf[j] == 32 or buf[j] == 9):
-                j += 1
-            if nf < 8:
-                starts[nf] = i
-                ends[nf] = j
-            nf += 1
-            i = j
         if nf == 0 or buf[starts[0]] == 35:  # blank line or '#' comment
             st.pos = pos = nxt
             st.lineno = lineno
@@ -230,7 +255,7 @@ cdef int64_t _scan_lines(const uint8_t* buf, int64_t n_buf, int64_t kind, const 
 
 def scan(const uint8_t[::1] buf, int64_t kind, int64_t max_rows, const double[::1] pow10):
     """Scan a qrels (``kind`` 0: ``qid iter docno rel``) or run (1: ``qid Q0 docno rank score tag
-    [more]``) buffer.
+    [more]``) buffer of at most ``max_rows`` records (-1: counted here, ``count_lines``).
 
     Returns ``(err, err_line, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e)``:
     per record its 1-based line, the spans of query id and document id and their hashes
@@ -245,6 +270,8 @@ def scan(const uint8_t[::1] buf, int64_t kind, int64_t max_rows, const double[::
     Blank lines and lines starting with ``#`` are skipped.
     """
     cdef int64_t n_buf = buf.shape[0]
+    if max_rows < 0:  # the caller leaves the count to the kernel: line breaks + 1
+        max_rows = count_lines(buf)
     max_rows = max(max_rows, 1)  # the row pointers below need one (the caller's count is line breaks + 1)
     line_a = np.empty(max_rows, dtype=np.int64)
     qs_a = np.empty(max_rows, dtype=np.int64)
@@ -288,6 +315,16 @@ def scan(const uint8_t[::1] buf, int64_t kind, int64_t max_rows, const double[::
         err_line = st.lineno
     return (err, err_line, st.n, line_a, qs_a, qe_a, ds_a, de_a, qh_a, dh_a, ival_a, fval_a, fb_a, st.n_fb,
             st.tag_s, st.tag_e)
+
+
+def count_lines(const uint8_t[::1] buf):
+    """The number of line breaks (LF bytes) in ``buf``, plus one: the most records it can hold."""
+    cdef int64_t n = buf.shape[0], i, count = 1
+    cdef const uint8_t* b = _ptr8(buf)
+    with nogil:
+        for i in range(n):
+            count += b[i] == 10
+    return count
 
 
 def hashes(const uint8_t[::1] buf, const int64_t[::1] s, const int64_t[::1] e):

@@ -177,9 +177,8 @@ def _scan(path, kind: int, allow_truncated: bool = False):
     path = Path(path)
     raw = _read_bytes(path)
     buf = np.frombuffer(raw, dtype=np.uint8)
-    max_rows = raw.count(b"\n") + 1
     (err, line, n, lines, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e) = \
-        TK.scan(buf, kind, max_rows, TK._POW10)
+        TK.scan(buf, kind, -1, TK._POW10)
     if err:
         _raise_scan(path, raw, err, line, ival, kind)
     if not allow_truncated:
