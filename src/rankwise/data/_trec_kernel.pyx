@@ -16,6 +16,7 @@ import numpy as np
 
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libcpp.algorithm cimport sort
 
 from rankwise._native.sort cimport argsort_u64
 from rankwise.data._decimal cimport EL_MAX, EL_MIN, _parse_int, _parse_number
@@ -719,3 +720,69 @@ def dict_rows(list dicts, int64_t n):
     if r != n or line_break:
         return None
     return buf_a[:used], s_a, e_a, h_a, val_a
+
+
+# ---------------------------------------------------------------------------- judged grades
+
+cdef enum:
+    _FEW_GRADES = 32  # distinct grades of a group kept in a sorted list; beyond, the group is sorted
+
+
+def grade_levels(const int64_t[::1] offsets, const int64_t[::1] grades):
+    """Per group (rows ``offsets[g]:offsets[g+1]``), its distinct grades >= 0, ascending, and how
+    many rows hold each: ``(off, levels, counts)`` flat, group ``g``'s in ``off[g]:off[g+1]``.
+
+    A group's grades go into a short sorted list (a qrels topic has a handful of distinct grades);
+    a group with more than ``_FEW_GRADES`` of them is sorted instead (``std::sort``), then counted."""
+    cdef int64_t ng = offsets.shape[0] - 1, g, r, k = 0, m, i, j, x, longest = 0
+    for g in range(ng):
+        longest = max(longest, offsets[g + 1] - offsets[g])
+    off_a = np.zeros(ng + 1, dtype=np.int64)
+    lv_a = np.empty(grades.shape[0], dtype=np.int64)
+    cnt_a = np.empty(grades.shape[0], dtype=np.int64)
+    tmp_a = np.empty(longest, dtype=np.int64)
+    cdef int64_t[::1] off = off_a, lv = lv_a, cnt = cnt_a, tmp = tmp_a
+    cdef bint many
+    with nogil:
+        for g in range(ng):
+            m = 0  # distinct grades so far, sorted, in lv[k:k+m] / cnt[k:k+m]
+            many = False
+            for r in range(offsets[g], offsets[g + 1]):
+                x = grades[r]
+                if x < 0:
+                    continue
+                i = k
+                while i < k + m and lv[i] < x:
+                    i += 1
+                if i < k + m and lv[i] == x:
+                    cnt[i] += 1
+                    continue
+                if m == _FEW_GRADES:
+                    many = True
+                    break
+                j = k + m
+                while j > i:
+                    lv[j] = lv[j - 1]
+                    cnt[j] = cnt[j - 1]
+                    j -= 1
+                lv[i] = x
+                cnt[i] = 1
+                m += 1
+            if many:
+                j = 0
+                for r in range(offsets[g], offsets[g + 1]):
+                    if grades[r] >= 0:
+                        tmp[j] = grades[r]
+                        j += 1
+                sort(&tmp[0], &tmp[0] + j)
+                m = 0
+                for i in range(j):
+                    if i > 0 and tmp[i] == tmp[i - 1]:
+                        cnt[k + m - 1] += 1
+                    else:
+                        lv[k + m] = tmp[i]
+                        cnt[k + m] = 1
+                        m += 1
+            k += m
+            off[g + 1] = k
+    return off_a, lv_a[:k].copy(), cnt_a[:k].copy()

@@ -301,15 +301,7 @@ def grade_levels(offsets, grades):
     """``(offsets, grades, counts)``: per group, its distinct grades >= 0 (ascending) and their counts."""
     from rankwise.data import _trec_kernel as TK
 
-    nq = len(offsets) - 1
-    grades = np.asarray(grades, dtype=np.int64)
-    q = np.repeat(np.arange(nq, dtype=np.int64), np.diff(offsets))
-    keep = grades >= 0
-    key = q[keep] * (TK.REL_MAX + 1) + grades[keep]  # grades are <= REL_MAX
-    uniq, counts = np.unique(key, return_counts=True)
-    lv_q, lv_g = np.divmod(uniq, TK.REL_MAX + 1)
-    off = np.searchsorted(lv_q, np.arange(nq + 1)).astype(np.int64)
-    return off, lv_g.astype(np.int64), counts.astype(np.int64)
+    return TK.grade_levels(np.ascontiguousarray(offsets, dtype=np.int64), np.ascontiguousarray(grades, dtype=np.int64))
 
 
 class Qrels:
