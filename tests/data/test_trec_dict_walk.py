@@ -77,6 +77,18 @@ def test_the_walk_declines_what_it_does_not_read(dicts, n):
     assert _dict_columns(dicts, n) is None
 
 
+def test_a_line_break_anywhere_in_any_key_is_seen():
+    # the walk tests the copied bytes a word at a time: every position of the break in every
+    # length around the 8-byte words, as the only key or after others
+    for length in range(1, 26):
+        for at in range(length):
+            key = "".join("\n" if i == at else "abcdefghijklmnopqrstuvwxyz"[i] for i in range(length))
+            assert _dict_columns([{key: 1.0}], 1) is None
+            assert _dict_columns([{"x" * (length % 9): 1.0}, {"y": 2.0, key: 1.0}], 3) is None
+        key = "abcdefghijklmnopqrstuvwxyz"[:length]
+        assert _dict_columns([{"z": 0.5}, {key: 1.0}], 2) is not None  # and none where there is none
+
+
 def _run_dict(rng, n_topics=6, n_docs=60):
     run = {}
     for t in range(n_topics):

@@ -16,6 +16,7 @@ import numpy as np
 
 from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.string cimport memcpy
 from libcpp.algorithm cimport sort
 
 from rankwise._native.sort cimport argsort_u64
@@ -627,6 +628,27 @@ cdef extern from "Python.h":
     int _dict_next "PyDict_Next"(PyObject* d, Py_ssize_t* pos, PyObject** key, PyObject** value) noexcept
 
 
+cdef inline uint64_t _hash_lf(const uint8_t* buf, int64_t s, int64_t e, bint* lf) noexcept nogil:
+    """``_hash`` of ``buf[s:e]`` (the 8 bytes from ``e - 1`` on readable), and ``lf`` set where the
+    bytes hold a line feed (the zero-byte test on each word xor ``\\n``, on the span's bytes only)."""
+    cdef uint64_t x = 0, w, v, found = 0
+    cdef int64_t p = s
+    while p + 8 <= e:
+        w = _load8_word(buf + p)
+        v = w ^ 0x0A0A0A0A0A0A0A0AULL
+        found |= (v - 0x0101010101010101ULL) & ~v & 0x8080808080808080ULL
+        x = _mix(x, w)
+        p += 8
+    if p < e:
+        w = _load8_word(buf + p) & _low(e - p)
+        v = (w ^ 0x0A0A0A0A0A0A0A0AULL) | ~_low(e - p)  # the bytes past the span never test as a line feed
+        found |= (v - 0x0101010101010101ULL) & ~v & 0x8080808080808080ULL
+        x = _mix(x, w)
+    if found:
+        lf[0] = True
+    return _final(x, e - s)
+
+
 def dict_rows(list dicts, int64_t n):
     """The keys and values of ``dicts`` (``{docno: value}`` dicts, in order) in one walk of the
     dicts: the keys as ``"\\n".join`` of them all, UTF-8 (what ``_Ids.from_keys`` builds), their
@@ -637,7 +659,7 @@ def dict_rows(list dicts, int64_t n):
     then takes its general path, which reads or refuses them (with the same result as here where
     both apply). Each key is hashed as it is copied (its bytes in cache); ``buf`` is a view of
     a buffer with room to spare (no second copy)."""
-    cdef int64_t n_dicts = len(dicts), i, r = 0, cap = 16 * n + 64, used = 0, ln, t
+    cdef int64_t n_dicts = len(dicts), i, r = 0, cap = 16 * n + 64, used = 0, ln
     cdef Py_ssize_t pos
     cdef PyObject* d
     cdef PyObject* k
@@ -667,7 +689,6 @@ def dict_rows(list dicts, int64_t n):
     cdef uint64_t[::1] h = h_a
     cdef double[::1] val = val_a
     cdef uint8_t* buf = &bv[0]
-    cdef uint8_t c
     r = 0
     for i in range(n_dicts):
         d = <PyObject*>dicts[i]
@@ -708,13 +729,10 @@ def dict_rows(list dicts, int64_t n):
             if r > 0:
                 buf[used] = 10
                 used += 1
-            for t in range(ln):
-                c = src[t]
-                line_break |= c == 10
-                buf[used + t] = c
+            memcpy(buf + used, src, ln)
             s[r] = used
             e[r] = used + ln
-            h[r] = _hash(buf, cap, used, used + ln)
+            h[r] = _hash_lf(buf, used, used + ln, &line_break)
             used += ln
             r += 1
     if r != n or line_break:
