@@ -60,12 +60,27 @@ def test_the_walk_grows_its_buffer_for_long_ids():
     assert values.tolist() == ref_values.tolist()
 
 
+class _OwnFloat(float):
+    def __float__(self):
+        return 99.0
+
+
+def test_numpy_float64_scores_are_walked_and_other_float_subclasses_are_not():
+    scores = np.random.default_rng(3).normal(size=50) * 1e-7
+    dicts = [dict(zip([f"d{i}" for i in range(50)], scores))]  # numpy.float64 values, as a model's scores give
+    ids, values = _dict_columns(dicts, 50)
+    assert values.view(np.uint64).tolist() == _general(dicts, 50)[1].view(np.uint64).tolist()
+    run = Run.from_dict({"q": {"a": _OwnFloat(0.5), "b": 1.0}})  # the general path: numpy's conversion
+    assert run.scores.tolist() == [99.0, 1.0]
+
+
 @pytest.mark.parametrize("dicts, n", [
     ([{1: 1.0}], 1),  # a key that is not a str
     ([{"a\nb": 1.0}], 1),  # a line break in a key
     ([{"ok": 1.0, "a\ud800": 1.0}], 2),  # not encodable as UTF-8
     ([{"a": True}], 1),  # bool (an int subclass), numpy scalars, strings, None: np.fromiter's rules
-    ([{"a": np.float64(0.5)}], 1),
+    ([{"a": np.float32(0.5)}], 1),
+    ([{"a": _OwnFloat(0.5)}], 1),  # a float subclass of its own: numpy converts it by its __float__
     ([{"a": "0.5"}], 1),
     ([{"a": None}], 1),
     ([{"a": 2 ** 64}], 1),  # beyond 64 bits

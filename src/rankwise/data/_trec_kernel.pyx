@@ -626,6 +626,11 @@ cdef extern from "Python.h":
     long long _int_value "PyLong_AsLongLongAndOverflow"(PyObject* o, int* overflow) noexcept
     Py_ssize_t _dict_len "PyDict_GET_SIZE"(PyObject* o) noexcept
     int _dict_next "PyDict_Next"(PyObject* d, Py_ssize_t* pos, PyObject** key, PyObject** value) noexcept
+    PyObject* _type_of "(PyObject*)Py_TYPE"(PyObject* o) noexcept
+
+# numpy.float64: a subclass of float that keeps its value where a float does (numpy converts it
+# as it is; other float subclasses may convert through their own __float__: the general path)
+cdef PyObject* _NP_FLOAT64 = <PyObject*>np.float64
 
 
 cdef inline uint64_t _hash_lf(const uint8_t* buf, int64_t s, int64_t e, bint* lf) noexcept nogil:
@@ -655,7 +660,7 @@ def dict_rows(list dicts, int64_t n):
     spans and hashes (``_hash``, the value ``split_hash`` gives), and the values as doubles (the
     value ``float()`` gives). Returns ``(buf, s, e, h, values)``, or None where a dict, key or
     value is not of the plain kinds this walk reads (a ``dict``, a ``str`` without a line break,
-    a ``float``, an ``int`` within 64 bits), or the dicts hold other than ``n`` items: the caller
+    a ``float`` or ``numpy.float64``, an ``int`` within 64 bits), or the dicts hold other than ``n`` items: the caller
     then takes its general path, which reads or refuses them (with the same result as here where
     both apply). Each key is hashed as it is copied (its bytes in cache); ``buf`` is a view of
     a buffer with room to spare (no second copy)."""
@@ -697,7 +702,7 @@ def dict_rows(list dicts, int64_t n):
         while _dict_next(d, &pos, &k, &v):
             if r == n:
                 return None
-            if _is_float(v):
+            if _is_float(v) or _type_of(v) == _NP_FLOAT64:  # a float, or numpy's float64 (a float's layout)
                 val[r] = _float_value(v)
             elif _is_int(v):
                 iv = _int_value(v, &overflow)
