@@ -82,7 +82,8 @@ def _base_text(rng: random.Random, kind: int) -> bytes:
     lines = []
     for q in range(rng.randint(1, 4)):
         for r in range(rng.randint(1, 6)):
-            doc = rng.choice(["d", "FBIS3-0951184", "LA0101-1576057-extra-long-id", "é日本", "x" * rng.randint(1, 17)])
+            doc = rng.choice(["d", "FBIS3-0951184", "LA0101-1576057-extra-long-id", "é日本",
+                              "x" * rng.randint(1, 17)])
             sep = rng.choice([" ", "\t", "  ", " \t "])
             if kind == 0:
                 fields = [f"q{q}", "0", f"{doc}{r}", str(rng.randint(-1, 3))]
@@ -97,8 +98,8 @@ def _base_text(rng: random.Random, kind: int) -> bytes:
     return (eol.join(lines) + (eol if rng.random() < 0.9 else "")).encode("utf-8")
 
 
-MUTATIONS = [b"\x00", b"\x01", b"\t", b"\x0b", b"\x0c", b"\r", b"\n", b"\r\n", b" ", b"\x7f", b"\x80", b"\xc3\xa9", b"#",
-             b"x", b".", b"e", b"-", b"\xef\xbb\xbf"]
+MUTATIONS = [b"\x00", b"\x01", b"\t", b"\x0b", b"\x0c", b"\r", b"\n", b"\r\n", b" ", b"\x7f", b"\x80", b"\xc3\xa9",
+             b"#", b"x", b".", b"e", b"-", b"\xef\xbb\xbf"]
 
 
 @pytest.mark.parametrize("kind", [0, 1])
