@@ -21,7 +21,8 @@ to 3 decimals first (ties). Each tool evaluates them:
   the total of the 17 processes, against ``rankwise evaluate --qrels Q --format trec_eval RUN...``
   (one process, Python start-up and imports included).
 
-In-process timings are the best of 3 after one warm-up call; the CLI and the first-call
+In-process timings are the best of 3 after one warm-up call (wall seconds, and for rankwise and
+pytrec_eval from plain files and from dicts the process's CPU seconds too, every thread); the CLI and the first-call
 figures run in fresh processes: "cold" with new, empty bytecode and JIT caches
 (``PYTHONPYCACHEPREFIX``, ``NUMBA_CACHE_DIR``), "warm" with the caches a run left. The kernels
 of this path (reader, join, measures) are compiled when the package is built, so nothing is
@@ -47,7 +48,6 @@ import sys
 import tempfile
 import time
 import timeit
-from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -129,6 +129,17 @@ def best_of(fn, repeat=3):
     return min(times)
 
 
+def best_cpu(fn, repeat=3):
+    """CPU seconds of the process (every thread: user + system), best of ``repeat`` after a warm-up."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.process_time()
+        fn()
+        best = min(best, time.process_time() - t0)
+    return best
+
+
 def fresh_process(code: str, env=None) -> float:
     e = dict(os.environ, PYTHONPATH=str(SRC), OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
     e.update(env or {})
@@ -154,6 +165,7 @@ def rankwise_dicts(qrels_d, runs_d):
 def dict_breakdown(qrels_d, runs_d, repeat=3):
     """Where the dict path's time goes: CPU seconds of one thread (best of ``repeat``), the
     runs evaluated one after the other."""
+    from rankwise.data import _trec_kernel as TK
     from rankwise.data.trec import Run
     from rankwise.metrics import evaluate_runs
     from rankwise.metrics.trec import PreparedQrels
@@ -173,11 +185,9 @@ def dict_breakdown(qrels_d, runs_d, repeat=3):
     try:
         out = {
             "qrels prepared (PreparedQrels)": cpu(lambda: PreparedQrels(qrels_d)),
-            "run dicts -> Run (Python: id join, score fromiter)": cpu(
-                lambda: [("\n".join(["\n".join(d) for d in r.values() if d]).encode(),
-                          np.fromiter(chain.from_iterable(d.values() for d in r.values()), np.float64))
-                         for r in runs_d.values()]),
-            "run dicts -> Run (all, hashing included)": cpu(lambda: [Run.from_dict(r) for r in runs_d.values()]),
+            "run dicts -> ids, hashes and scores (the compiled walk, dict_rows)": cpu(
+                lambda: [TK.dict_rows(list(r.values()), sum(map(len, r.values()))) for r in runs_d.values()]),
+            "run dicts -> Run (all)": cpu(lambda: [Run.from_dict(r) for r in runs_d.values()]),
             "Runs evaluated (join, rank, 98 measures, result frames)": cpu(lambda: evaluate_runs(pq, objs, "all_trec")),
             "  of which the compiled pass (eval_run: join, rank, measures)": cpu(lambda: _eval_run_only(pq, objs)),
             "evaluate_runs(dicts), one thread, end to end": cpu(lambda: evaluate_runs(qrels_d, runs_d, "all_trec")),
@@ -392,6 +402,12 @@ def main(argv=None) -> int:
         rows["ranx, files (plain), 16 measures"] = best_of(lambda: ranx_files(qrels, plain), repeat=1)
         rows["ranx, dicts, 16 measures"] = best_of(lambda: ranx_dicts(qrels_d, runs_d), repeat=1)
         print("ranx done", flush=True)
+        cpu_rows = {  # the same jobs in CPU seconds (every thread), alternated, a figure less bent by other load
+            "rankwise, files (plain)": best_cpu(lambda: rankwise_files(qrels, plain)),
+            "pytrec_eval, files (plain)": best_cpu(lambda: pytrec_files(qrels, plain)),
+            "rankwise, dicts": best_cpu(lambda: rankwise_dicts(qrels_d, runs_d)),
+            "pytrec_eval, dicts": best_cpu(lambda: pytrec_dicts(qrels_d, runs_d)),
+        }
         breakdown = dict_breakdown(qrels_d, runs_d)
         pytrec_cpu = min(timeit.repeat(lambda: pytrec_dicts(qrels_d, runs_d), number=1, repeat=3,
                                        timer=time.thread_time))
@@ -457,6 +473,11 @@ def main(argv=None) -> int:
         f"Goal rankwise >= 5x pytrec_eval: from files {pf / rows['rankwise, files (plain)']:.1f}x "
         f"({'met' if pf / rows['rankwise, files (plain)'] >= 5 else 'NOT met'}), from dicts "
         f"{pd_ / rows['rankwise, dicts']:.1f}x ({'met' if pd_ / rows['rankwise, dicts'] >= 5 else 'NOT met'}).",
+        f"In CPU seconds of the process (every thread, best of 3): rankwise {cpu_rows['rankwise, files (plain)']:.3f} "
+        f"against pytrec_eval {cpu_rows['pytrec_eval, files (plain)']:.3f} from files "
+        f"({cpu_rows['pytrec_eval, files (plain)'] / cpu_rows['rankwise, files (plain)']:.1f}x), "
+        f"{cpu_rows['rankwise, dicts']:.3f} against {cpu_rows['pytrec_eval, dicts']:.3f} from dicts "
+        f"({cpu_rows['pytrec_eval, dicts'] / cpu_rows['rankwise, dicts']:.1f}x).",
         "",
         "Where the dict path's time goes (CPU seconds of one thread, best of 3, the 17 runs one after "
         "the other; the in-process figures above are wall times with the runs on "

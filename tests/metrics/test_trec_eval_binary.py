@@ -93,6 +93,42 @@ def test_a_run_in_rank_order_with_tied_scores_equals_the_binary(tmp_path, capsys
         assert res.strings["relstring_30"][q] == _reference_relstring(qrels[q], run[q], 30)
 
 
+def _strictly_descending(seed):
+    """``_collection``'s qrels and a run in rank order with distinct full-precision scores (a
+    sprinkling in scientific notation's range): the ranking is the rows' own order."""
+    qrels, run = _collection(seed=seed)
+    rng = np.random.default_rng(seed)
+    for q, docs in run.items():
+        scores = np.sort(rng.normal(size=len(docs)) * 10.0 ** rng.integers(-8, 8))[::-1]
+        assert np.all(np.diff(scores) < 0)
+        run[q] = dict(zip(docs, scores.tolist()))
+    return qrels, run
+
+
+@pytest.mark.parametrize("options", [[], ["-M", "7"], ["-J"], ["-c"]], ids=["default", "M7", "J", "c"])
+def test_a_run_in_rank_order_without_ties_equals_the_binary(tmp_path, capsys, trec_eval_binary, options):
+    # the ranking pass takes such a run's rows as they come (no sort): the binary decides
+    qrels, run = _strictly_descending(seed=11)
+    if "-c" in options:
+        qrels["50"] = {"a": 1, "b": 0}
+    qp, rp = _write(tmp_path, qrels, run)
+    want = subprocess.run([str(trec_eval_binary), "-q", *options, "-m", "all_trec", str(qp), str(rp)],
+                          capture_output=True, text=True, check=True).stdout.splitlines()
+    assert main(["evaluate", "--qrels", str(qp), "-q", *options, "--format", "trec_eval", str(rp)]) == 0
+    assert capsys.readouterr().out.splitlines() == want
+
+
+def test_a_run_in_rank_order_and_the_same_run_shuffled_evaluate_alike():
+    qrels, run = _strictly_descending(seed=12)
+    rng = np.random.default_rng(1)
+    shuffled = {q: dict([list(docs.items())[i] for i in rng.permutation(len(docs))]) for q, docs in run.items()}
+    for kw in ({}, {"profile": "trec_eval9"}, {"max_docs": 5}, {"judged_only": True}):
+        a = evaluate_runs(qrels, {"r": run}, "all_trec", **kw)["r"]
+        b = evaluate_runs(qrels, {"r": shuffled}, "all_trec", **kw)["r"]
+        assert a.mean == b.mean and a.per_query.equals(b.per_query), kw
+        assert a.strings["relstring"].tolist() == b.strings["relstring"].tolist()
+
+
 def test_relstring_lengths_and_python_api_against_a_reference(tmp_path, trec_eval_binary):
     qrels, run = _collection(seed=4)
     qp, rp = _write(tmp_path, qrels, run)

@@ -15,7 +15,6 @@
 # References: W. D. Clinger, "How to read floating point numbers accurately", PLDI 1990;
 # D. Lemire, "Number parsing at a gigabyte per second", Software: Practice and Experience 51(8), 2021
 # (the variant of N. Tao, with its fallback condition, as in Go's ``strconv``).
-from libc.math cimport ldexp
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
 cdef extern from *:
@@ -23,6 +22,7 @@ cdef extern from *:
     #ifndef RW_DECIMAL_H
     #define RW_DECIMAL_H
     #include <cstdint>
+    #include <cstring>
     #if defined(_MSC_VER)
     #include <intrin.h>
     #endif
@@ -40,6 +40,12 @@ cdef extern from *:
         return p3 + (p1 >> 32) + (p2 >> 32) + (mid >> 32);
     #endif
     }
+    /* the double whose IEEE-754 bits are b */
+    static inline double rw_double_of_bits(uint64_t b) {
+        double d;
+        std::memcpy(&d, &b, 8);
+        return d;
+    }
     /* leading zero bits of x > 0 */
     static inline int rw_clz64(uint64_t x) {
     #if defined(_MSC_VER)
@@ -54,6 +60,7 @@ cdef extern from *:
     """
     uint64_t _mul128 "rw_mul128"(uint64_t a, uint64_t b, uint64_t* lo) noexcept nogil
     int _clz64 "rw_clz64"(uint64_t x) noexcept nogil
+    double _double_of_bits "rw_double_of_bits"(uint64_t b) noexcept nogil
 
 cdef enum:
     EL_MIN = -348  # decimal exponents of the Eisel-Lemire table
@@ -101,7 +108,8 @@ cdef inline bint _eisel_lemire(int64_t man_in, int64_t exp10, const uint64_t* ph
         exp2 += 1
     if exp2 <= 0 or exp2 >= 0x7FF:  # subnormal, or beyond the doubles
         return False
-    out[0] = ldexp(<double>mant, <int>(exp2 - 1075))
+    # mant is in [2**52, 2**53): the double mant * 2**(exp2 - 1075), its biased exponent exp2, built from its bits
+    out[0] = _double_of_bits((<uint64_t>exp2 << 52) | (mant & 0xFFFFFFFFFFFFFULL))
     return True
 
 

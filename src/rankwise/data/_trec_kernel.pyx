@@ -14,7 +14,10 @@ the Python side turns it into a ``path:line:`` message.
 """
 import numpy as np
 
+from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.string cimport memcpy
+from libcpp.algorithm cimport sort
 
 from rankwise._native.sort cimport argsort_u64
 from rankwise.data._decimal cimport EL_MAX, EL_MIN, _parse_int, _parse_number
@@ -103,6 +106,32 @@ def fallback_tokens(const uint8_t[::1] buf, const int64_t[:, ::1] fb):
     return out_a
 
 
+# the bytes that end a field: space, tab, line feed, carriage return, the other control bytes and
+# DEL (``_scan_lines`` refuses the last two kinds: where one ends a field, the line is refused)
+cdef uint8_t _STOP[256]
+cdef int _b
+for _b in range(256):
+    _STOP[_b] = _b <= 32 or _b == 127
+
+
+cdef inline int64_t _field_end(const uint8_t* buf, int64_t j, int64_t n_buf) noexcept nogil:
+    """The first position from ``j`` on whose byte is in ``_STOP`` (or ``n_buf``), 8 bytes at a
+    time: in a word, the bytes below 0x21 are flagged by ``(w - 0x21..) & ~w`` and DEL by the
+    zero-byte test on ``w ^ 0x7F..``; a borrow can flag a byte only above a flagged one, so the
+    lowest flag is exact (bytes from 0x80 on, UTF-8's, are never flagged: they are a field's)."""
+    cdef uint64_t w, d, t
+    while j + 8 <= n_buf:
+        w = _load8_word(buf + j)
+        d = w ^ 0x7F7F7F7F7F7F7F7FULL
+        t = (((w - 0x2121212121212121ULL) & ~w) | ((d - 0x0101010101010101ULL) & ~d)) & 0x8080808080808080ULL
+        if t:
+            return j + (_ctz64(t) >> 3)
+        j += 8
+    while j < n_buf and not _STOP[buf[j]]:
+        j += 1
+    return j
+
+
 cdef struct _ScanState:
     int64_t pos, lineno, eol, n, n_fb, tag_s, tag_e
 
@@ -127,19 +156,34 @@ cdef int64_t _scan_lines(const uint8_t* buf, int64_t n_buf, int64_t kind, const 
             err = _E_FALLBACK_FULL
             break
         lineno += 1
-        # find the end of the line, checking bytes on the way
-        end = pos
-        while end < n_buf and buf[end] != 10:
-            c = buf[end]
-            if c == 13:
-                if end + 1 < n_buf and buf[end + 1] == 10:
-                    break
-                err = _E_CR
+        # one pass over the line: its fields (spans of bytes other than space and tab) and its end,
+        # checking bytes on the way (a control byte, or a CR not followed by LF, stops the scan)
+        nf = 0
+        i = pos
+        while True:
+            while i < n_buf and (buf[i] == 32 or buf[i] == 9):
+                i += 1
+            if i >= n_buf:
+                end = n_buf
                 break
-            if (c < 32 and c != 9) or c == 127:
+            c = buf[i]
+            if _STOP[c]:  # not a field's byte, nor a separator: the line's end or a refused byte
+                end = i
+                if c == 10:
+                    break
+                if c == 13:
+                    if i + 1 < n_buf and buf[i + 1] == 10:
+                        break
+                    err = _E_CR
+                    break
                 err = _E_CONTROL
                 break
-            end += 1
+            j = _field_end(buf, i + 1, n_buf)
+            if nf < 8:
+                starts[nf] = i
+                ends[nf] = j
+            nf += 1
+            i = j
         if err:
             break
         nxt = end + 1
@@ -154,22 +198,6 @@ cdef int64_t _scan_lines(const uint8_t* buf, int64_t n_buf, int64_t kind, const 
                 err = _E_MIXED_EOL
                 break
             eol = 1
-        # split into fields
-        nf = 0
-        i = pos
-        while i < end:
-            while i < end and (buf[i] == 32 or buf[i] == 9):
-                i += 1
-            if i >= end:
-                break
-            j = i
-            while j < end and not (buf[j] == 32 or buf[j] == 9):
-                j += 1
-            if nf < 8:
-                starts[nf] = i
-                ends[nf] = j
-            nf += 1
-            i = j
         if nf == 0 or buf[starts[0]] == 35:  # blank line or '#' comment
             st.pos = pos = nxt
             st.lineno = lineno
@@ -229,7 +257,7 @@ cdef int64_t _scan_lines(const uint8_t* buf, int64_t n_buf, int64_t kind, const 
 
 def scan(const uint8_t[::1] buf, int64_t kind, int64_t max_rows, const double[::1] pow10):
     """Scan a qrels (``kind`` 0: ``qid iter docno rel``) or run (1: ``qid Q0 docno rank score tag
-    [more]``) buffer.
+    [more]``) buffer of at most ``max_rows`` records (-1: counted here, ``count_lines``).
 
     Returns ``(err, err_line, n, line, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e)``:
     per record its 1-based line, the spans of query id and document id and their hashes
@@ -244,6 +272,8 @@ def scan(const uint8_t[::1] buf, int64_t kind, int64_t max_rows, const double[::
     Blank lines and lines starting with ``#`` are skipped.
     """
     cdef int64_t n_buf = buf.shape[0]
+    if max_rows < 0:  # the caller leaves the count to the kernel: line breaks + 1
+        max_rows = count_lines(buf)
     max_rows = max(max_rows, 1)  # the row pointers below need one (the caller's count is line breaks + 1)
     line_a = np.empty(max_rows, dtype=np.int64)
     qs_a = np.empty(max_rows, dtype=np.int64)
@@ -287,6 +317,16 @@ def scan(const uint8_t[::1] buf, int64_t kind, int64_t max_rows, const double[::
         err_line = st.lineno
     return (err, err_line, st.n, line_a, qs_a, qe_a, ds_a, de_a, qh_a, dh_a, ival_a, fval_a, fb_a, st.n_fb,
             st.tag_s, st.tag_e)
+
+
+def count_lines(const uint8_t[::1] buf):
+    """The number of line breaks (LF bytes) in ``buf``, plus one: the most records it can hold."""
+    cdef int64_t n = buf.shape[0], i, count = 1
+    cdef const uint8_t* b = _ptr8(buf)
+    with nogil:
+        for i in range(n):
+            count += b[i] == 10
+    return count
 
 
 def hashes(const uint8_t[::1] buf, const int64_t[::1] s, const int64_t[::1] e):
@@ -570,3 +610,202 @@ def join(const int64_t[::1] r_off, const uint64_t[::1] r_h, const uint8_t[::1] r
                     v = <int64_t>tab[SLOT_WORDS * slot]
                     rel[r] = v if v >= 0 else unjudged
     return rel_a
+
+
+# ---------------------------------------------------------------------------- dicts to ids
+
+cdef extern from "Python.h":
+    bint _is_str "PyUnicode_CheckExact"(PyObject* o) noexcept
+    bint _is_float "PyFloat_CheckExact"(PyObject* o) noexcept
+    bint _is_int "PyLong_CheckExact"(PyObject* o) noexcept
+    bint _is_dict "PyDict_CheckExact"(PyObject* o) noexcept
+    bint _is_ascii "PyUnicode_IS_COMPACT_ASCII"(PyObject* o) noexcept
+    void* _str_data "PyUnicode_DATA"(PyObject* o) noexcept
+    Py_ssize_t _str_len "PyUnicode_GET_LENGTH"(PyObject* o) noexcept
+    double _float_value "PyFloat_AS_DOUBLE"(PyObject* o) noexcept
+    long long _int_value "PyLong_AsLongLongAndOverflow"(PyObject* o, int* overflow) noexcept
+    Py_ssize_t _dict_len "PyDict_GET_SIZE"(PyObject* o) noexcept
+    int _dict_next "PyDict_Next"(PyObject* d, Py_ssize_t* pos, PyObject** key, PyObject** value) noexcept
+    PyObject* _type_of "(PyObject*)Py_TYPE"(PyObject* o) noexcept
+
+# numpy.float64: a subclass of float that keeps its value where a float does (numpy converts it
+# as it is; other float subclasses may convert through their own __float__: the general path)
+cdef PyObject* _NP_FLOAT64 = <PyObject*>np.float64
+
+
+cdef inline uint64_t _hash_lf(const uint8_t* buf, int64_t s, int64_t e, bint* lf) noexcept nogil:
+    """``_hash`` of ``buf[s:e]`` (the 8 bytes from ``e - 1`` on readable), and ``lf`` set where the
+    bytes hold a line feed (the zero-byte test on each word xor ``\\n``, on the span's bytes only)."""
+    cdef uint64_t x = 0, w, v, found = 0
+    cdef int64_t p = s
+    while p + 8 <= e:
+        w = _load8_word(buf + p)
+        v = w ^ 0x0A0A0A0A0A0A0A0AULL
+        found |= (v - 0x0101010101010101ULL) & ~v & 0x8080808080808080ULL
+        x = _mix(x, w)
+        p += 8
+    if p < e:
+        w = _load8_word(buf + p) & _low(e - p)
+        v = (w ^ 0x0A0A0A0A0A0A0A0AULL) | ~_low(e - p)  # the bytes past the span never test as a line feed
+        found |= (v - 0x0101010101010101ULL) & ~v & 0x8080808080808080ULL
+        x = _mix(x, w)
+    if found:
+        lf[0] = True
+    return _final(x, e - s)
+
+
+def dict_rows(list dicts, int64_t n):
+    """The keys and values of ``dicts`` (``{docno: value}`` dicts, in order) in one walk of the
+    dicts: the keys as ``"\\n".join`` of them all, UTF-8 (what ``_Ids.from_keys`` builds), their
+    spans and hashes (``_hash``, the value ``split_hash`` gives), and the values as doubles (the
+    value ``float()`` gives). Returns ``(buf, s, e, h, values)``, or None where a dict, key or
+    value is not of the plain kinds this walk reads (a ``dict``, a ``str`` without a line break,
+    a ``float`` or ``numpy.float64``, an ``int`` within 64 bits), or the dicts hold other than ``n`` items: the caller
+    then takes its general path, which reads or refuses them (with the same result as here where
+    both apply). Each key is hashed as it is copied (its bytes in cache); ``buf`` is a view of
+    a buffer with room to spare (no second copy)."""
+    cdef int64_t n_dicts = len(dicts), i, r = 0, cap = 16 * n + 64, used = 0, ln
+    cdef Py_ssize_t pos
+    cdef PyObject* d
+    cdef PyObject* k
+    cdef PyObject* v
+    cdef const uint8_t* src
+    cdef bytes encoded
+    cdef int overflow = 0
+    cdef long long iv
+    cdef bint line_break = False
+    for i in range(n_dicts):
+        d = <PyObject*>dicts[i]
+        if not _is_dict(d):
+            return None
+        r += _dict_len(d)
+    if r != n or n == 0:
+        return None
+    # one block for the five arrays (views of it): one allocation, which numpy asks the system to
+    # back with huge pages when it is large enough, instead of five faulted in page by page
+    block = np.empty(32 * n + cap, dtype=np.uint8)
+    s_a = block[:8 * n].view(np.int64)
+    e_a = block[8 * n:16 * n].view(np.int64)
+    h_a = block[16 * n:24 * n].view(np.uint64)
+    val_a = block[24 * n:32 * n].view(np.float64)
+    buf_a = block[32 * n:]
+    cdef uint8_t[::1] bv = buf_a
+    cdef int64_t[::1] s = s_a, e = e_a
+    cdef uint64_t[::1] h = h_a
+    cdef double[::1] val = val_a
+    cdef uint8_t* buf = &bv[0]
+    r = 0
+    for i in range(n_dicts):
+        d = <PyObject*>dicts[i]
+        pos = 0
+        # borrowed references: the dict holds them, and no Python code runs until the walk's end
+        while _dict_next(d, &pos, &k, &v):
+            if r == n:
+                return None
+            if _is_float(v) or _type_of(v) == _NP_FLOAT64:  # a float, or numpy's float64 (a float's layout)
+                val[r] = _float_value(v)
+            elif _is_int(v):
+                iv = _int_value(v, &overflow)
+                if overflow:
+                    return None
+                val[r] = <double>iv
+            else:
+                return None
+            if not _is_str(k):
+                return None
+            if _is_ascii(k):
+                src = <const uint8_t*>_str_data(k)
+                ln = _str_len(k)
+            else:
+                try:
+                    encoded = (<object>k).encode("utf-8")
+                except UnicodeEncodeError:
+                    return None
+                src = <const uint8_t*><const char*>encoded
+                ln = len(encoded)
+            if used + ln + 9 > cap:  # the key, its separator, and the 8 bytes a word load may read past it
+                while used + ln + 9 > cap:
+                    cap *= 2
+                grown = np.empty(cap, dtype=np.uint8)
+                grown[:used] = buf_a[:used]
+                buf_a = grown
+                bv = buf_a
+                buf = &bv[0]
+            if r > 0:
+                buf[used] = 10
+                used += 1
+            memcpy(buf + used, src, ln)
+            s[r] = used
+            e[r] = used + ln
+            h[r] = _hash_lf(buf, used, used + ln, &line_break)
+            used += ln
+            r += 1
+    if r != n or line_break:
+        return None
+    return buf_a[:used], s_a, e_a, h_a, val_a
+
+
+# ---------------------------------------------------------------------------- judged grades
+
+cdef enum:
+    _FEW_GRADES = 32  # distinct grades of a group kept in a sorted list; beyond, the group is sorted
+
+
+def grade_levels(const int64_t[::1] offsets, const int64_t[::1] grades):
+    """Per group (rows ``offsets[g]:offsets[g+1]``), its distinct grades >= 0, ascending, and how
+    many rows hold each: ``(off, levels, counts)`` flat, group ``g``'s in ``off[g]:off[g+1]``.
+
+    A group's grades go into a short sorted list (a qrels topic has a handful of distinct grades);
+    a group with more than ``_FEW_GRADES`` of them is sorted instead (``std::sort``), then counted."""
+    cdef int64_t ng = offsets.shape[0] - 1, g, r, k = 0, m, i, j, x, longest = 0
+    for g in range(ng):
+        longest = max(longest, offsets[g + 1] - offsets[g])
+    off_a = np.zeros(ng + 1, dtype=np.int64)
+    lv_a = np.empty(grades.shape[0], dtype=np.int64)
+    cnt_a = np.empty(grades.shape[0], dtype=np.int64)
+    tmp_a = np.empty(longest, dtype=np.int64)
+    cdef int64_t[::1] off = off_a, lv = lv_a, cnt = cnt_a, tmp = tmp_a
+    cdef bint many
+    with nogil:
+        for g in range(ng):
+            m = 0  # distinct grades so far, sorted, in lv[k:k+m] / cnt[k:k+m]
+            many = False
+            for r in range(offsets[g], offsets[g + 1]):
+                x = grades[r]
+                if x < 0:
+                    continue
+                i = k
+                while i < k + m and lv[i] < x:
+                    i += 1
+                if i < k + m and lv[i] == x:
+                    cnt[i] += 1
+                    continue
+                if m == _FEW_GRADES:
+                    many = True
+                    break
+                j = k + m
+                while j > i:
+                    lv[j] = lv[j - 1]
+                    cnt[j] = cnt[j - 1]
+                    j -= 1
+                lv[i] = x
+                cnt[i] = 1
+                m += 1
+            if many:
+                j = 0
+                for r in range(offsets[g], offsets[g + 1]):
+                    if grades[r] >= 0:
+                        tmp[j] = grades[r]
+                        j += 1
+                sort(&tmp[0], &tmp[0] + j)
+                m = 0
+                for i in range(j):
+                    if i > 0 and tmp[i] == tmp[i - 1]:
+                        cnt[k + m - 1] += 1
+                    else:
+                        lv[k + m] = tmp[i]
+                        cnt[k + m] = 1
+                        m += 1
+            k += m
+            off[g + 1] = k
+    return off_a, lv_a[:k].copy(), cnt_a[:k].copy()

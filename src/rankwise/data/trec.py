@@ -143,6 +143,23 @@ class _Ids:
         return [self.string(r) for r in range(a, b)]
 
 
+def _dict_columns(dicts: list, n: int):
+    """``(ids, values)`` of the ``n`` items of ``dicts`` (``{docno: value}`` dicts, in order) in
+    one compiled walk (``_trec_kernel.dict_rows``): the ids those of ``_Ids.from_keys``, the
+    values float64 as ``np.fromiter`` makes them. None where an item is not of the plain kinds
+    the walk reads (``str`` keys without a line break, ``float`` or ``int`` values): the caller
+    takes its general path then, which reads or refuses them."""
+    from rankwise.data import _trec_kernel as TK
+
+    got = TK.dict_rows(dicts, n)
+    if got is None:
+        return None
+    buf, s, e, h, values = got
+    ids = _Ids(buf, s, e, h)
+    ids.all_str = True
+    return ids, values
+
+
 def _check_final_newline(path: Path, raw: bytes) -> None:
     """A last line without a line break is a file cut short (a killed writer, a partial copy):
     refused, since its prefix would score as a whole run. trec_eval's formats have no comment or
@@ -160,9 +177,8 @@ def _scan(path, kind: int, allow_truncated: bool = False):
     path = Path(path)
     raw = _read_bytes(path)
     buf = np.frombuffer(raw, dtype=np.uint8)
-    max_rows = raw.count(b"\n") + 1
     (err, line, n, lines, qs, qe, ds, de, qh, dh, ival, fval, fb, n_fb, tag_s, tag_e) = \
-        TK.scan(buf, kind, max_rows, TK._POW10)
+        TK.scan(buf, kind, -1, TK._POW10)
     if err:
         _raise_scan(path, raw, err, line, ival, kind)
     if not allow_truncated:
@@ -285,15 +301,7 @@ def grade_levels(offsets, grades):
     """``(offsets, grades, counts)``: per group, its distinct grades >= 0 (ascending) and their counts."""
     from rankwise.data import _trec_kernel as TK
 
-    nq = len(offsets) - 1
-    grades = np.asarray(grades, dtype=np.int64)
-    q = np.repeat(np.arange(nq, dtype=np.int64), np.diff(offsets))
-    keep = grades >= 0
-    key = q[keep] * (TK.REL_MAX + 1) + grades[keep]  # grades are <= REL_MAX
-    uniq, counts = np.unique(key, return_counts=True)
-    lv_q, lv_g = np.divmod(uniq, TK.REL_MAX + 1)
-    off = np.searchsorted(lv_q, np.arange(nq + 1)).astype(np.int64)
-    return off, lv_g.astype(np.int64), counts.astype(np.int64)
+    return TK.grade_levels(np.ascontiguousarray(offsets, dtype=np.int64), np.ascontiguousarray(grades, dtype=np.int64))
 
 
 class Qrels:
@@ -360,11 +368,15 @@ class Qrels:
         names = [str(q) for q in qrels]
         sizes = [len(d) for d in qrels.values()]
         n = int(sum(sizes))
-        docs = _Ids.from_keys(list(qrels.values()), n, "document id")
-        try:
-            rel = np.fromiter(chain.from_iterable(d.values() for d in qrels.values()), dtype=np.float64, count=n)
-        except (TypeError, ValueError):
-            raise InputError("qrels grades must be integers: {qid: {docno: rel}}") from None
+        walked = _dict_columns(list(qrels.values()), n)
+        if walked is not None:
+            docs, rel = walked
+        else:
+            docs = _Ids.from_keys(list(qrels.values()), n, "document id")
+            try:
+                rel = np.fromiter(chain.from_iterable(d.values() for d in qrels.values()), dtype=np.float64, count=n)
+            except (TypeError, ValueError):
+                raise InputError("qrels grades must be integers: {qid: {docno: rel}}") from None
         if not np.all(np.isfinite(rel)) or np.any(rel != np.round(rel)) or np.any(np.abs(rel) > 1e6):
             raise InputError("qrels grades must be integers with |rel| <= 1,000,000")
         offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
@@ -467,11 +479,16 @@ class Run:
         names = [str(q) for q in run]
         sizes = [len(d) for d in run.values()]
         n = int(sum(sizes))
-        docs = _Ids.from_keys(list(run.values()), n, "document id")
-        try:
-            scores = np.fromiter(chain.from_iterable(d.values() for d in run.values()), dtype=np.float64, count=n)
-        except (TypeError, ValueError):
-            raise InputError("run scores must be numbers: {qid: {docno: score}}") from None
+        walked = _dict_columns(list(run.values()), n)
+        if walked is not None:
+            docs, scores = walked
+        else:
+            docs = _Ids.from_keys(list(run.values()), n, "document id")
+            try:
+                scores = np.fromiter(chain.from_iterable(d.values() for d in run.values()), dtype=np.float64,
+                                     count=n)
+            except (TypeError, ValueError):
+                raise InputError("run scores must be numbers: {qid: {docno: score}}") from None
         if not np.all(np.isfinite(scores)):
             raise InputError(f"run scores must be finite; {int((~np.isfinite(scores)).sum())} are NaN or inf")
         offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)

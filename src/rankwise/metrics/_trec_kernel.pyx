@@ -404,6 +404,8 @@ def eval_run(const int64_t[::1] r_off, const uint8_t[::1] r_buf, const int64_t[:
     cdef int64_t* idx = &work[1, 0]
     cdef int64_t* tmp = &work[2, 0]
     cdef int64_t* ranked = &work[3, 0]
+    cdef int64_t* ranking
+    cdef bint descending
     cdef const uint64_t* tab = &table[0, 0] if table.shape[0] > 0 else NULL
     cdef const uint8_t* rb = _pb(r_buf)
     cdef const uint8_t* jb = _pb(j_buf)
@@ -432,6 +434,7 @@ def eval_run(const int64_t[::1] r_off, const uint8_t[::1] r_buf, const int64_t[:
             mask = <uint64_t>(size - 1)
             for k in range(min(n, <int64_t>PREFETCH_ROWS)):
                 _prefetch(tab, base + <int64_t>(r_h[a + k] & mask))
+            descending = True
             for k in range(n):
                 r = a + k
                 if k + PREFETCH_ROWS < n:
@@ -445,21 +448,31 @@ def eval_run(const int64_t[::1] r_off, const uint8_t[::1] r_buf, const int64_t[:
                         v = UNJUDGED
                 rel[k] = v
                 key[k] = <double>(<float>scores[r]) if v9 else scores[r]
-                idx[k] = k
-            _rank_order(idx, tmp, n, &key[0], rb, &r_s[0] + a, &r_e[0] + a)
-            m = 0
+                if k > 0 and key[k] >= key[k - 1]:  # not strictly descending: ranked by _rank_order
+                    descending = False
             stop = min(n, max_docs)
-            for k in range(stop):
-                v = rel[idx[k]]
-                if judged_only and v < 0:
-                    continue
-                ranked[m] = v
-                m += 1
+            if descending and not judged_only and stop == n:
+                # scores strictly descending (a run in rank order without ties): trec_eval's order is
+                # the rows' own, the ranking is ``rel`` as it is
+                ranking = rel
+                m = n
+            else:
+                for k in range(n):
+                    idx[k] = k
+                _rank_order(idx, tmp, n, &key[0], rb, &r_s[0] + a, &r_e[0] + a)
+                m = 0
+                for k in range(stop):
+                    v = rel[idx[k]]
+                    if judged_only and v < 0:
+                        continue
+                    ranked[m] = v
+                    m += 1
+                ranking = ranked
             for k in range(min(m, rs_len)):  # m_relstring.c
-                v = ranked[k]
+                v = ranking[k]
                 rs[i, k] = 62 if v > 9 else (48 + v if v >= 0 else (45 if v == NONPOOL else 46))
             rs_n[i] = min(m, rs_len)
-            _topic_row(ranked, m, la, lb, &P, &row[0], &S, &ig_all[0] + (i_off[t] - t),
+            _topic_row(ranking, m, la, lb, &P, &row[0], &S, &ig_all[0] + (i_off[t] - t),
                        i_off[t + 1] - i_off[t] - 1, &icum_all[0] + i_off[t])
             for c in range(width):
                 out[i, c] = row[c]
