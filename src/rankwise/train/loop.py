@@ -240,7 +240,7 @@ def run_epochs(*, module, optimizer, loss_fn, train, val, metric, epochs: int, b
                     loss = hooks.empty_batch_loss(forward, X.shape[1])
                 if penalty is not None:
                     loss = loss + penalty()
-                if not hooks.check_gradients and not math.isfinite(float(loss)):
+                if not hooks.check_gradients and not math.isfinite(loss.item()):
                     raise TrainingDivergedError(f"training loss became {float(loss)} at epoch {epoch}; "
                                                 "lower the learning rate or standardise the features")
                 loss.backward()
