@@ -50,9 +50,12 @@ def gather_padded(X, y, offsets: np.ndarray, queries: np.ndarray, weights=None):
     """Padded ``[B, L, d]`` features (float32), ``[B, L]`` labels and weights (0 where padded), the ``where``
     mask and the row index (:func:`padded_rows`)."""
     rows, where = padded_rows(offsets, queries)
-    Xr = X[rows.ravel()]
-    if sp.issparse(Xr):
-        Xr = Xr.toarray()
+    if isinstance(X, np.ndarray):
+        Xr = np.take(X, rows.ravel(), axis=0)  # the same rows as X[rows], in half the time
+    else:
+        Xr = X[rows.ravel()]
+        if sp.issparse(Xr):
+            Xr = Xr.toarray()
     Xb = np.asarray(Xr, dtype=np.float32).reshape(rows.shape + (X.shape[1],))
     yb = None if y is None else np.where(where, y[rows], 0.0)
     wb = None if weights is None else np.where(where, weights[rows], 0.0)
