@@ -172,9 +172,9 @@ def _merge_repeated_pages(train):
     if n_pages == n_sessions and train.sample_weight is None:
         return train
     src_rows, new_off = _rows_of(off, first)
-    # every row's target: the same rank on its page's merged copy
-    rank0 = np.arange(off[-1]) - np.repeat(off[:-1], sizes)
-    target = new_off[np.repeat(page_of, sizes)] + rank0
+    # every row's target: the same rank on its page's merged copy (row i of session s: new_off[page of s] + i - off[s])
+    target = np.repeat(new_off[page_of] - off[:-1], sizes)
+    target += np.arange(off[-1])
     clicks = train.y if train.sample_weight is None else train.y * train.sample_weight
     y = np.bincount(target, weights=clicks, minlength=new_off[-1]) * (n_pages / n_sessions)
     return RankingInput(X[src_rows], y, new_off, np.asarray(train.qids)[first], None, None)
