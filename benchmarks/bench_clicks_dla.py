@@ -12,8 +12,8 @@ before the new one, on the same log (same simulation code and seed; the log's ch
 test NDCG@10 on the true labels (per query, rankwise conventions; each query's value averaged over the seeds),
 the paired randomisation test new vs old on those, the ratio to the same MLP trained on the true labels
 (``NeuralRanker``, ``op_pairwise``, 20 epochs, as part 3's *full*), the relative error of the propensities
-(averaged over the seeds) at ranks 2-10 against the truth, and the median fit time of each (the new one's
-``session_dataset`` time apart, once per log).
+(averaged over the seeds) at ranks 2-10 against the truth, and the median fit time of each, wall clock and CPU
+time, with their ratios new/old (the new one's ``session_dataset`` time apart, once per log).
 
 Usage: python benchmarks/bench_clicks_dla.py [--data DIR] [--sessions N]
 Writes benchmarks/results/bench_clicks_dla.md.
@@ -85,9 +85,10 @@ name, tr, te = next(d for d in datasets(ddir) if d[0] == want)
 sim, digest = simulate(tr, eta, n_sessions)
 runs = []
 for seed in seeds:
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     m = DLA(max_iter=epochs, random_state=seed).fit(sim.log, sim.features)
-    runs.append({"fit_s": time.perf_counter() - t, "propensity": m.propensity_.tolist(),
+    runs.append({"fit_s": time.perf_counter() - t, "cpu_s": time.process_time() - c,
+                 "propensity": m.propensity_.tolist(),
                  "ndcg": ndcg10(m.predict(te.X), te).tolist()})
 print("RESULT " + json.dumps({"digest": digest, "runs": runs, "file": rankwise.__file__,
                               "new": issubclass(DLA, NeuralRanker)}))
@@ -134,7 +135,7 @@ def main(argv=None):
     from rankwise.models import NeuralRanker
     from rankwise.report.significance import paired_randomization_test
 
-    t_all = time.perf_counter()
+    t_all, load0 = time.perf_counter(), os.getloadavg()[0]
     ns["warm_up"](DLA, lambda m, sim: m.set_params(verbose=False).fit(session_dataset(sim.log, sim.features)))
     rows = []
     for name, tr, te in ns["datasets"](ddir):
@@ -151,9 +152,10 @@ def main(argv=None):
             ds_s = time.perf_counter() - t
             new = []
             for seed in SEEDS:
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 m = DLA(max_iter=EPOCHS, random_state=seed, verbose=False).fit(ds)
-                new.append({"fit_s": time.perf_counter() - t, "propensity": m.propensity_,
+                new.append({"fit_s": time.perf_counter() - t, "cpu_s": time.process_time() - c,
+                            "propensity": m.propensity_,
                             "ndcg": ns["ndcg10"](m.predict(te.X), te)})
             true = sim.propensity / sim.propensity[0]
             r = {"data": name, "eta": eta, "full": full_nd.mean(), "ds_s": ds_s, "sessions": sim.log.n_sessions,
@@ -164,6 +166,7 @@ def main(argv=None):
                 r["theta_" + tag] = np.mean([x["propensity"] for x in runs], 0)
                 r["err_" + tag] = np.abs(r["theta_" + tag][1:10] / true[1:10] - 1)
                 r["fit_" + tag] = float(np.median([x["fit_s"] for x in runs]))
+                r["cpu_" + tag] = float(np.median([x["cpu_s"] for x in runs]))
             r["p"] = paired_randomization_test(r["new"], r["old"])
             rows.append(r)
             print(f"  {name} η={eta:g}: old {r['old'].mean():.4f} new {r['new'].mean():.4f}", flush=True)
@@ -181,11 +184,13 @@ def main(argv=None):
         "*full* = the same MLP on the true labels (`op_pairwise`, 20 epochs); p = paired randomisation test new vs "
         "old over the test queries (it does not count the variation between training seeds: compare the seeds' "
         "ranges). Propensity errors: |θ̂_k/θ_k − 1| at ranks 2-10 of θ̂ averaged over the seeds. Fit: median over the "
-        "seeds, seconds (torch warmed up in each process).\n",
+        "seeds, seconds (torch warmed up in each process): wall clock, and CPU time (the process's, one thread; less "
+        "sensitive to the other jobs on the machine than the wall clock); new/old = the ratio of the medians. "
+        f"Load average at the start: {load0:.1f}, at the end: {os.getloadavg()[0]:.1f}.\n",
         "| data | η | full | old | new | old, seeds min-max | new, seeds min-max | new/full | p (new vs old) | "
-        "max rel. error θ old | new | mean rel. error old | new | fit s old | fit s new | session_dataset s | "
-        "sessions → rows |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "max rel. error θ old | new | mean rel. error old | new | fit s old | fit s new | new/old | fit CPU s old | "
+        "new | new/old | session_dataset s | sessions → rows |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(f"| {r['data']} | {r['eta']:g} | {r['full']:.4f} | {r['old'].mean():.4f} | "
@@ -193,7 +198,9 @@ def main(argv=None):
                      f"{r['range_new'][0]:.4f}-{r['range_new'][1]:.4f} | "
                      f"{r['new'].mean() / r['full']:.3f} | {r['p']:.4f} | {r['err_old'].max():.3f} | "
                      f"{r['err_new'].max():.3f} | {r['err_old'].mean():.3f} | {r['err_new'].mean():.3f} | "
-                     f"{r['fit_old']:.1f} | {r['fit_new']:.1f} | {r['ds_s']:.1f} | "
+                     f"{r['fit_old']:.2f} | {r['fit_new']:.2f} | {r['fit_new'] / r['fit_old']:.2f} | "
+                     f"{r['cpu_old']:.2f} | "
+                     f"{r['cpu_new']:.2f} | {r['cpu_new'] / r['cpu_old']:.2f} | {r['ds_s']:.1f} | "
                      f"{r['sessions']:,} → {r['rows']:,} |")
     lines += ["", "Propensities θ_k/θ_1 (true; old and new averaged over the seeds):\n",
               "| data | η | estimate | " + " | ".join(f"r{k}" for k in range(2, 11)) + " |",

@@ -73,6 +73,29 @@ def test_inverse_weights_are_clipped_at_e20():
     assert float(l_rank) == pytest.approx(math.exp(20) * math.log(2), rel=1e-12)
 
 
+def test_a_row_without_results_adds_nothing_and_passes_no_nan_back():
+    """A padded batch row with no real item (the log-softmax over it is -inf everywhere) contributes 0 to both
+    losses and a zero gradient; the other rows' values and gradients are those of the batch without it."""
+    from rankwise.clicks.dla import dla_losses
+
+    rng = np.random.default_rng(1)
+    for dtype in (torch.float32, torch.float64):
+        where = torch.tensor([[True, True, True], [False, False, False], [True, True, False]])
+        s0 = torch.tensor(rng.normal(size=(3, 3)), dtype=dtype)
+        g0 = torch.tensor(rng.normal(size=3), dtype=dtype)
+        clicks = torch.tensor([[0.0, 1.0, 1.0], [0.0, 0.0, 0.0], [1.0, 2.0, 0.0]], dtype=dtype)
+        keep = torch.tensor([0, 2])
+        got, want = [], []
+        for rows, out in ((torch.arange(3), got), (keep, want)):
+            s, g = s0[rows].clone().requires_grad_(True), g0.clone().requires_grad_(True)
+            l_rank, l_prop = dla_losses(s, g, clicks[rows], where[rows])
+            (l_rank + l_prop).backward()
+            out += [l_rank.detach(), l_prop.detach(), s.grad, g.grad]
+        assert torch.isfinite(got[2]).all() and torch.all(got[2][1] == 0)
+        assert torch.allclose(got[0], want[0]) and torch.allclose(got[1], want[1])
+        assert torch.allclose(got[2][keep], want[2]) and torch.allclose(got[3], want[3])
+
+
 def test_unbound_loss_refuses_and_the_bound_loss_reads_the_tower():
     from rankwise.clicks.dla import _build_dla_module, _DLALoss, dla_losses
 

@@ -186,11 +186,6 @@ class NeuralRanker(_TorchRanker):
     def _sync_from_module(self):
         pass
 
-    def _val_score_fn(self, module):
-        if self.architecture == "mlp":
-            return None
-        return lambda Xs, offs: score_padded(module, Xs, offs)
-
     def _transform(self, X):
         return Standardizer(self.scaler_mean_, self.scaler_scale_).transform(X)
 

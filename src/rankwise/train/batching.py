@@ -4,7 +4,6 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from rankwise.data.groups import padded_index
 
 
 def query_batches(offsets: np.ndarray, batch_queries: int, *, rng: np.random.Generator | None = None,
@@ -33,15 +32,30 @@ def query_batches(offsets: np.ndarray, batch_queries: int, *, rng: np.random.Gen
     return batches
 
 
+def padded_rows(offsets: np.ndarray, queries: np.ndarray):
+    """``(rows, where)`` of a padded ``[B, L]`` batch of ``queries``: ``rows[i, j]`` is the row of item ``j`` of
+    query ``queries[i]``, ``where`` is True on real items; padded cells hold the batch's first row (so that
+    ``X[rows]`` reads real rows only)."""
+    queries = np.asarray(queries, dtype=np.int64)
+    starts = offsets[queries].astype(np.int64, copy=False)
+    sizes = offsets[queries + 1] - starts
+    cols = np.arange(int(sizes.max(initial=0)), dtype=np.int64)
+    where = cols[None, :] < sizes[:, None]
+    nonempty = np.flatnonzero(sizes)
+    fill = starts[nonempty[0]] if len(nonempty) else 0
+    return np.where(where, starts[:, None] + cols[None, :], fill), where
+
+
 def gather_padded(X, y, offsets: np.ndarray, queries: np.ndarray, weights=None):
-    """Padded ``[B, L, d]`` features, ``[B, L]`` labels and weights, the ``where`` mask and row index."""
-    sub = np.concatenate(([0], np.cumsum(np.diff(offsets)[queries]))).astype(np.int64)
-    idx_local, where = padded_index(sub)
-    rows_flat = np.concatenate([np.arange(offsets[q], offsets[q + 1]) for q in queries]) if len(queries) else np.zeros(0, np.int64)
-    rows = rows_flat[idx_local] if rows_flat.size else idx_local
-    Xr = X[rows.ravel()]
-    if sp.issparse(Xr):
-        Xr = Xr.toarray()
+    """Padded ``[B, L, d]`` features (float32), ``[B, L]`` labels and weights (0 where padded), the ``where``
+    mask and the row index (:func:`padded_rows`)."""
+    rows, where = padded_rows(offsets, queries)
+    if isinstance(X, np.ndarray):
+        Xr = np.take(X, rows.ravel(), axis=0)  # the same rows as X[rows], in half the time
+    else:
+        Xr = X[rows.ravel()]
+        if sp.issparse(Xr):
+            Xr = Xr.toarray()
     Xb = np.asarray(Xr, dtype=np.float32).reshape(rows.shape + (X.shape[1],))
     yb = None if y is None else np.where(where, y[rows], 0.0)
     wb = None if weights is None else np.where(where, weights[rows], 0.0)

@@ -1,6 +1,8 @@
 """The minibatch training loop shared by the torch models (LinearRanker ogd/adam, NeuralRanker)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from rankwise.errors import InputError, TrainingDivergedError
@@ -106,18 +108,53 @@ def epoch_seed(seed: int, epoch: int) -> int:
     return int(np.random.SeedSequence([int(seed), int(epoch)]).generate_state(1)[0])
 
 
-def score_padded(module, X, offsets, *, batch_queries: int = 256) -> np.ndarray:
-    """Scores of every row, computed by ``module`` over padded batches of whole queries."""
+class PaddedBatches:
+    """The batches of whole queries of the fixed schedule ``query_batches(offsets, batch_queries)`` (no
+    shuffling), padded, for the passes that visit every query after each epoch -- the training objective, the
+    validation scores: iterating gives ``(Xb, yb, wb, where, rows)`` per batch (features and mask as tensors,
+    labels, weights and rows as arrays, as :func:`~rankwise.train.batching.gather_padded`).
+
+    The first batches are padded once and kept, up to ``max_bytes`` in all; the others (large data) are
+    padded again on each pass, so memory stays bounded. ``max_bytes=0`` keeps nothing: one pass.
+    """
+
+    def __init__(self, X, y, offsets, weights=None, *, batch_queries: int = 256, max_bytes: int = 64 << 20):
+        self.X, self.y, self.offsets, self.weights = X, y, offsets, weights
+        self.batches, budget = [], int(max_bytes)
+        for qs in query_batches(offsets, batch_queries):
+            cells = int(np.diff(offsets)[qs].max(initial=0)) * len(qs)
+            cost = cells * (4 * X.shape[1] + 8 * (1 + (y is not None) + (weights is not None)) + 1)
+            if cost <= budget:
+                budget -= cost
+                self.batches.append(self._pad(qs))
+            else:
+                self.batches.append(qs)
+
+    def _pad(self, qs):
+        import torch
+
+        Xb, yb, wb, where, rows = gather_padded(self.X, self.y, self.offsets, qs, self.weights)
+        return torch.from_numpy(Xb), yb, wb, torch.from_numpy(where), rows
+
+    def __iter__(self):
+        for b in self.batches:
+            yield self._pad(b) if isinstance(b, np.ndarray) else b
+
+
+def score_padded(module, X, offsets, *, batch_queries: int = 256, batches: PaddedBatches | None = None) -> np.ndarray:
+    """Scores of every row, computed by ``module`` over padded batches of whole queries (``batches``: the
+    same schedule padded once, :class:`PaddedBatches` of ``X`` and ``offsets``)."""
     import torch
 
     out = np.zeros(X.shape[0], dtype=np.float64)
     was_training = module.training
     module.eval()
     with torch.no_grad():
-        for qs in query_batches(offsets, batch_queries):
-            Xb, _, _, where, rows = gather_padded(X, None, offsets, qs)
-            s = module(torch.from_numpy(Xb), torch.from_numpy(where)).double().numpy()
-            out[rows[where]] = s[where]
+        for Xb, _, _, where, rows in (batches if batches is not None else
+                                      PaddedBatches(X, None, offsets, batch_queries=batch_queries, max_bytes=0)):
+            s = module(Xb, where).double().numpy()
+            w = where.numpy()
+            out[rows[w]] = s[w]
     module.train(was_training)
     return out
 
@@ -129,7 +166,10 @@ def bind_loss(loss_fn, module):
     return loss_fn if bind is None else bind(module)
 
 
-def train_loss_sum(module, loss_fn, X, y, offsets, weights, *, batch_queries: int = 256) -> float:
+def train_loss_sum(module, loss_fn, X, y, offsets, weights, *, batch_queries: int = 256,
+                   batches: PaddedBatches | None = None) -> float:
+    """The summed loss of every query at ``module``'s current parameters (eval mode, no gradient), over the
+    padded batches of whole queries (``batches``: the same schedule padded once, :class:`PaddedBatches`)."""
     import torch
 
     loss_fn = bind_loss(loss_fn, module)
@@ -137,10 +177,10 @@ def train_loss_sum(module, loss_fn, X, y, offsets, weights, *, batch_queries: in
     was_training = module.training
     module.eval()
     with torch.no_grad():
-        for qs in query_batches(offsets, batch_queries):
-            Xb, yb, wb, where, _ = gather_padded(X, y, offsets, qs, weights)
-            s = module(torch.from_numpy(Xb), torch.from_numpy(where))
-            total += float(loss_fn(s, torch.from_numpy(yb).to(s.dtype), torch.from_numpy(where),
+        for Xb, yb, wb, where, _ in (batches if batches is not None else
+                                     PaddedBatches(X, y, offsets, weights, batch_queries=batch_queries, max_bytes=0)):
+            s = module(Xb, where)
+            total += float(loss_fn(s, torch.from_numpy(yb).to(s.dtype), where,
                                    None if wb is None else torch.from_numpy(wb).to(s.dtype)))
     module.train(was_training)
     return total
@@ -175,13 +215,19 @@ def run_epochs(*, module, optimizer, loss_fn, train, val, metric, epochs: int, b
         verbose = hooks.verbose
     X, y, offsets, weights = train
     n_q = hooks.n_queries(offsets)
-    score_fn = score_fn or (lambda Xs, offs: score_padded(module, Xs, offs))
+    # the passes after each epoch visit the same batches every time: padded once, here
+    loss_batches = PaddedBatches(X, y, offsets, weights)
+    if score_fn is None and val is not None:
+        val_batches = PaddedBatches(val[0], None, val[2])
+        score_fn = lambda Xs, offs: score_padded(module, Xs, offs, batches=val_batches)  # noqa: E731
     forward = hooks.wrap(module)
     with Progress(epochs, desc=desc, verbose=verbose, initial=start_epoch) as bar:
         for epoch in range(start_epoch, epochs):
             es = epoch_seed(seed, epoch)
             rng = np.random.default_rng(es)
-            torch.manual_seed(es)
+            # the epoch's dropout masks: the models compute on the CPU, so the CPU generator is the one that
+            # draws (torch.manual_seed would also queue the seed for every other device, ~0.4 ms each epoch)
+            torch.default_generator.manual_seed(es)
             forward.train()
             for qs, divisor in hooks.batches(offsets, batch_queries, rng):
                 optimizer.zero_grad(set_to_none=True)
@@ -194,7 +240,7 @@ def run_epochs(*, module, optimizer, loss_fn, train, val, metric, epochs: int, b
                     loss = hooks.empty_batch_loss(forward, X.shape[1])
                 if penalty is not None:
                     loss = loss + penalty()
-                if not hooks.check_gradients and not torch.isfinite(loss):
+                if not hooks.check_gradients and not math.isfinite(loss.item()):
                     raise TrainingDivergedError(f"training loss became {float(loss)} at epoch {epoch}; "
                                                 "lower the learning rate or standardise the features")
                 loss.backward()
@@ -205,7 +251,8 @@ def run_epochs(*, module, optimizer, loss_fn, train, val, metric, epochs: int, b
                 optimizer.step()
             if before_eval is not None:
                 before_eval()
-            objective = hooks.reduce_sum(train_loss_sum(module, loss_fn, X, y, offsets, weights)) / n_q
+            objective = hooks.reduce_sum(train_loss_sum(module, loss_fn, X, y, offsets, weights,
+                                                        batches=loss_batches)) / n_q
             record = {"epoch": epoch, "loss": objective}
             stop = False
             if val is not None:
