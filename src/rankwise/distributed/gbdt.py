@@ -1,4 +1,4 @@
-"""Distributed gradient boosting on ``xgboost.dask`` and LightGBM's own network, driven by rankwise losses.
+"""Distributed gradient boosting over XGBoost's and LightGBM's own collectives, driven by rankwise losses.
 
 .. math::
 
@@ -11,7 +11,10 @@ because every query lives on one worker (whole-query partitions, see
 booster library then allreduces the gradient histograms across workers over its own
 collective (XGBoost's rabit/collective, LightGBM's socket network), so the trees it grows are
 the single-machine trees whenever the split candidates agree (features with at most
-``max_bin`` distinct values, or a pre-computed quantile sketch).
+``max_bin`` distinct values, or a pre-computed quantile sketch). rankwise starts the ranks itself,
+one per worker, rank r on partitions r, r + n, r + 2n, ... (workers in address order), so the
+rows each rank sketches and bins, hence the model, do not depend on where Dask placed the
+partitions.
 
 References
 ----------
@@ -65,9 +68,10 @@ def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label
     ----------
     model : rankwise.models.GBDTRanker
         Configured (``loss``, ``backend``, tree parameters, ``random_state``); fitted in place.
-        ``backend="xgboost"`` trains with ``xgboost.dask.train``; ``backend="lightgbm"`` with LightGBM's
-        data-parallel network, one rank per worker, rank r on partitions r, r + n, ... (n ranks, workers in
-        address order), so that the same fit on the same cluster size gives the same model every run.
+        ``backend="xgboost"`` trains with ``xgboost.train`` over XGBoost's tracker and collective;
+        ``backend="lightgbm"`` with LightGBM's data-parallel network; both one rank per worker, rank r on
+        partitions r, r + n, ... (n ranks, workers in address order), so that the same fit on the same
+        cluster size gives the same model every run.
     frame : dask.dataframe.DataFrame
         Rows with ``qid``, ``label`` and feature columns, any layout (reshuffled into whole
         queries when needed).
