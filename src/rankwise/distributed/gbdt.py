@@ -172,10 +172,12 @@ def _xgb_rank(params, rounds, obj, collective, rank, feats, qid, label, *parts):
     sizes = np.concatenate([_group_sizes(p, qid).to_numpy() for p in parts])
     # the tracker sorts ranks by task id as strings: zero-padded, so that rank 10 comes after rank 9
     with coll.CommunicatorContext(**collective, dmlc_task_id=f"rankwise-xgboost-{rank:06d}"):
+        if coll.get_rank() != rank:  # pragma: no cover - the tracker sorts by task id
+            raise RuntimeError(f"XGBoost's tracker made rank {rank} rank {coll.get_rank()}")
         dtrain = xgb.DMatrix(X, label=y, missing=np.nan, nthread=int(params["nthread"]))
         dtrain.set_group(sizes)
         booster = xgb.train(params, dtrain, num_boost_round=rounds, obj=obj, verbose_eval=False)
-        return bytes(booster.save_raw("ubj")) if coll.get_rank() == 0 else None
+        return bytes(booster.save_raw("ubj")) if rank == 0 else None
 
 
 def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed, watch):
