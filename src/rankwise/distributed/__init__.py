@@ -1,7 +1,7 @@
 """rankwise past one machine: Dask collections of whole queries, and PyTorch DDP training.
 
 Everything here runs on an existing distributed engine — Dask (``dask.distributed``) for
-reading, evaluation, gradient boosting (``xgboost.dask``, LightGBM's own network) and scoring, and
+reading, evaluation, gradient boosting (XGBoost's and LightGBM's own collectives) and scoring, and
 PyTorch ``DistributedDataParallel`` (gloo, CPU) for data-parallel linear and neural training.
 The invariant every function keeps: **a query is never split across partitions** (or ranks),
 so per-query quantities — metrics, listwise gradients — are the single-machine ones.

@@ -1,4 +1,4 @@
-"""Distributed gradient boosting on ``xgboost.dask`` and LightGBM's own network, driven by rankwise losses.
+"""Distributed gradient boosting over XGBoost's and LightGBM's own collectives, driven by rankwise losses.
 
 .. math::
 
@@ -11,7 +11,10 @@ because every query lives on one worker (whole-query partitions, see
 booster library then allreduces the gradient histograms across workers over its own
 collective (XGBoost's rabit/collective, LightGBM's socket network), so the trees it grows are
 the single-machine trees whenever the split candidates agree (features with at most
-``max_bin`` distinct values, or a pre-computed quantile sketch).
+``max_bin`` distinct values, or a pre-computed quantile sketch). rankwise starts the ranks itself,
+one per worker, rank r on partitions r, r + n, r + 2n, ... (workers in address order), so the
+rows each rank sketches and bins, hence the model, do not depend on where Dask placed the
+partitions.
 
 References
 ----------
@@ -34,23 +37,8 @@ from rankwise.models.gbdt import register_collection_fit
 
 __all__ = ["fit_gbdt"]
 
-GROUP = "_rankwise_group"
 #: LightGBM's distributed tree learners (names and aliases)
 PARALLEL_LEARNERS = frozenset({"data", "data_parallel", "feature", "feature_parallel", "voting", "voting_parallel"})
-
-
-def _add_group_code(part, qid, starts, partition_info=None):
-    """Dense group code increasing across partitions: groups before this partition + local group index.
-
-    XGBoost stores qid as uint32 and needs it non-decreasing on each worker, so the codes are
-    0..n_queries-1 in partition order.
-    """
-    k = 0 if partition_info is None else int(partition_info["number"])
-    q = part[qid].to_numpy()
-    if len(q) == 0:
-        return part.assign(**{GROUP: np.zeros(0, dtype=np.int64)})
-    new = np.concatenate(([True], q[1:] != q[:-1]))
-    return part.assign(**{GROUP: np.int64(starts[k]) + np.cumsum(new).astype(np.int64) - 1})
 
 
 def _n_groups(part, qid):
@@ -80,9 +68,10 @@ def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label
     ----------
     model : rankwise.models.GBDTRanker
         Configured (``loss``, ``backend``, tree parameters, ``random_state``); fitted in place.
-        ``backend="xgboost"`` trains with ``xgboost.dask.train``; ``backend="lightgbm"`` with LightGBM's
-        data-parallel network, one rank per worker, rank r on partitions r, r + n, ... (n ranks, workers in
-        address order), so that the same fit on the same cluster size gives the same model every run.
+        ``backend="xgboost"`` trains with ``xgboost.train`` over XGBoost's tracker and collective;
+        ``backend="lightgbm"`` with LightGBM's data-parallel network; both one rank per worker, rank r on
+        partitions r, r + n, ... (n ranks, workers in address order), so that the same fit on the same
+        cluster size gives the same model every run.
     frame : dask.dataframe.DataFrame
         Rows with ``qid``, ``label`` and feature columns, any layout (reshuffled into whole
         queries when needed).
@@ -159,36 +148,82 @@ def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label
     return model
 
 
-def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed, watch):
-    import xgboost as xgb
-    import xgboost.dask as dxgb
+def _xgb_tracker(n_workers, host):
+    """Start XGBoost's tracker for ``n_workers`` ranks ordered by task id, listening on ``host``; its worker
+    arguments. Runs on the scheduler, which every worker reaches; the tracker thread ends with the collective."""
+    import threading
 
-    dask, _ = require_dask()
+    from xgboost.tracker import RabitTracker
+
+    tracker = RabitTracker(n_workers=n_workers, host_ip=host, sortby="task")
+    tracker.start()
+    threading.Thread(target=tracker.wait_for, name="rankwise-xgboost-tracker", daemon=True).start()
+    return tracker.worker_args()
+
+
+def _xgb_rank(params, rounds, obj, collective, rank, feats, qid, label, *parts):
+    """One XGBoost rank: its whole-query partitions concatenated in partition order, trained over the tracker's
+    collective as rank ``rank``; rank 0 returns the model (UBJSON bytes, every rank ends with the same one)."""
+    import xgboost as xgb
+    from xgboost import collective as coll
+
+    X = np.concatenate([p[feats].to_numpy(dtype=np.float32) for p in parts])
+    y = np.concatenate([p[label].to_numpy() for p in parts])
+    sizes = np.concatenate([_group_sizes(p, qid).to_numpy() for p in parts])
+    # the tracker sorts ranks by task id as strings: zero-padded, so that rank 10 comes after rank 9
+    with coll.CommunicatorContext(**collective, dmlc_task_id=f"rankwise-xgboost-{rank:06d}"):
+        if coll.get_rank() != rank:  # pragma: no cover - the tracker sorts by task id
+            raise RuntimeError(f"XGBoost's tracker made rank {rank} rank {coll.get_rank()}")
+        dtrain = xgb.DMatrix(X, label=y, missing=np.nan, nthread=int(params["nthread"]))
+        dtrain.set_group(sizes)
+        booster = xgb.train(params, dtrain, num_boost_round=rounds, obj=obj, verbose_eval=False)
+        return bytes(booster.save_raw("ubj")) if rank == 0 else None
+
+
+def _fit_xgboost(model, frame, client, qid, label, feats, native, obj, seed, watch):
+    """XGBoost's distributed ``hist`` training, one rank per worker, launched here rather than by
+    ``xgboost.dask``: that module gives each worker the partitions it happens to hold, and a rank's rows decide
+    its share of the quantile sketch (the split candidates), so the same fit gave another model in 3 runs of 4
+    (8 partitions, 2 workers). Here rank r holds partitions r, r + n, r + 2n, ... (n ranks, workers in address
+    order): the model is a function of the data, the parameters and the number of workers."""
+    import xgboost as xgb
+
     distributed = require_distributed()
-    frame = frame.persist()
-    counts = dask.compute(*[dask.delayed(_n_groups)(p, qid) for p in frame.to_delayed()])
-    starts = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-    if starts[-1] >= 2 ** 32:
-        raise InputError(f"{int(starts[-1])} queries: XGBoost stores query ids as uint32 (at most 2**32 queries)")
-    meta = frame._meta.assign(**{GROUP: np.zeros(0, dtype=np.int64)})
-    framed = frame.map_partitions(_add_group_code, qid, starts, meta=meta).persist()
-    distributed.wait(framed)
-    # framed holds the same rows plus the group codes: release the first persisted copy now, so
-    # that the workers do not keep both for the whole training (one copy of the rows fewer)
-    del frame
-    X = framed[feats].astype(np.float32)
-    dtrain = dxgb.DaskDMatrix(client, X, framed[label], qid=framed[GROUP], missing=np.nan)
     params = model._xgb_params(native, seed)
-    out = watched(client, lambda: dxgb.train(client, params, dtrain, num_boost_round=int(model.n_estimators),
-                                             obj=obj, verbose_eval=False),
-                  what="fit_gbdt (xgboost)", timeout=watch[0], start=watch[1])
-    booster = out["booster"]
-    if not isinstance(booster, xgb.Booster):  # pragma: no cover
-        raise RuntimeError("xgboost.dask.train returned no booster")
-    # GBDTRanker predicts on plain arrays: drop the column names the DataFrame gave the booster
+    rounds = int(model.n_estimators)
+
+    def train():  # every step that waits on a worker runs watched: a task pinned to a dead one never runs
+        parts, ranks = _rank_parts(client, frame)  # computed once, here: one copy of the rows on the workers
+        n = len(ranks)
+        queries = sum(client.gather(client.map(_n_groups, parts, qid=qid, pure=False)))
+        if queries >= 2 ** 32:
+            raise InputError(f"{queries} queries: XGBoost stores query ids as uint32 (at most 2**32 queries)")
+        host = distributed.comm.get_address_host(client.scheduler.address)
+        collective = client.run_on_scheduler(_xgb_tracker, n, host)
+        ncores = client.ncores()
+        futures = [client.submit(_xgb_rank, dict(params, nthread=int(ncores.get(w, 1))), rounds, obj, collective,
+                                 r, feats, qid, label, *parts[r::n], workers=[w], allow_other_workers=False,
+                                 pure=False)
+                   for r, w in enumerate(ranks)]
+        return client.gather(futures)[0]
+
+    raw = watched(client, train, what="fit_gbdt (xgboost)", timeout=watch[0], start=watch[1])
+    booster = xgb.Booster(model_file=bytearray(raw))
+    # GBDTRanker predicts on plain arrays: the booster has no column names (none were given to the DMatrix)
     booster.feature_names = None
     booster.feature_types = None
     return booster
+
+
+def _rank_parts(client, frame):
+    """The frame's non-empty partitions (futures, in partition order) and the workers that train on them, one
+    rank each, in address order: rank r takes partitions r, r + n, r + 2n, ... (n = len(ranks))."""
+    parts = client.compute(frame.to_delayed())  # futures, in partition order
+    lengths = client.gather(client.map(len, parts, pure=False))
+    parts = [p for p, k in zip(parts, lengths) if k > 0]
+    if not parts:
+        raise InputError("fit_gbdt: the frame has no rows")
+    return parts, sorted(workers(client) or ())[:len(parts)]
 
 
 def _free_port() -> int:
@@ -237,12 +272,7 @@ def _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed, wa
     frame = frame.persist()
 
     def train():  # every step that waits on a worker runs watched: a task pinned to a dead one never runs
-        parts = client.compute(frame.to_delayed())  # futures, in partition order
-        lengths = client.gather(client.map(len, parts, pure=False))
-        parts = [p for p, k in zip(parts, lengths) if k > 0]
-        if not parts:
-            raise InputError("fit_gbdt: the frame has no rows")
-        ranks = sorted(workers(client) or ())[:len(parts)]
+        parts, ranks = _rank_parts(client, frame)
         n = len(ranks)
         ports = client.gather([client.submit(_free_port, workers=[w], allow_other_workers=False, pure=False)
                                for w in ranks])
