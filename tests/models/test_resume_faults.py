@@ -164,11 +164,12 @@ def test_the_row_subsample_is_a_function_of_seed_and_round():
     ("xgboost", "native:rank:ndcg", {"subsample": 0.6, "backend_params": {"updater": "grow_quantile_histmaker"}},
      "subsample=0.6"),
 ])
-def test_gbdt_resume_with_draws_that_cannot_restart_warns_that_it_differs(tmp_path, backend, loss, kw, drawn):
+def test_gbdt_resume_with_draws_that_cannot_restart_is_refused_unless_asked(tmp_path, backend, loss, kw, drawn):
     """What a resumed booster cannot repeat (LightGBM's GOSS, which samples only after a booster's first
     1 / learning_rate rounds, counted again from 0 by a resumed one; DART, whose drops depend on the
     booster's history; XGBoost sampling under an updater of the caller's, which rankwise cannot renew
-    every round) says so instead of passing for the uninterrupted fit (measured: the later trees differ)."""
+    every round) is refused with the reason; asked for with resume_inexact=True, it goes on and warns (measured:
+    the later trees differ)."""
     from rankwise.models import GBDTRanker
 
     (X, y, qid), _ = h.data(large=True)
@@ -179,10 +180,13 @@ def test_gbdt_resume_with_draws_that_cannot_restart_warns_that_it_differs(tmp_pa
     with h.kill_after_writes(5):
         with pytest.raises(h.Killed):
             GBDTRanker(loss, **params).fit(X, y, qid=qid, checkpoint=ck, checkpoint_every=1)
-    with pytest.warns(UserWarning, match=rf"with {re.escape(drawn)}: {backend} draws at random from a state that "
-                                         r"restarts with the resumed booster, so rounds 5\.\.11 differ"):
-        resumed = GBDTRanker(loss, **params).fit(X, y, qid=qid, resume=ck).predict(X)
-    assert not np.array_equal(resumed, full), loss  # what the warning says (if this fails, drop the warning)
+    says = rf"with {re.escape(drawn)}: {backend} draws at random from a state that restarts with the resumed " \
+           r"booster, so rounds 5\.\.11 differ"
+    with pytest.raises(InputError, match=says + r".*pass resume_inexact=True"):
+        GBDTRanker(loss, **params).fit(X, y, qid=qid, resume=ck)
+    with pytest.warns(UserWarning, match=says):
+        resumed = GBDTRanker(loss, **params).fit(X, y, qid=qid, resume=ck, resume_inexact=True).predict(X)
+    assert not np.array_equal(resumed, full), loss  # what the refusal says (if this fails, drop the refusal)
 
 
 @pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])

@@ -599,7 +599,7 @@ class GBDTRanker(BaseRanker):
 
     def fit(self, X, y=None, *, qid=None, sample_weight=None, eval_set=None, group=None, checkpoint=None,
             checkpoint_every=10, resume=None, init_score=None, eval_init_score=None, eval_sample_weight=None,
-            objective=None):
+            objective=None, resume_inexact=False):
         """Boost ``n_estimators`` rounds on rows ``X`` grouped by ``qid`` (or a RankingDataset).
 
         ``eval_set`` is scored with ``eval_metric`` each round and recorded in ``history_``;
@@ -610,7 +610,8 @@ class GBDTRanker(BaseRanker):
         that already has them is loaded as it is). The resumed fit equals the uninterrupted one bit for
         bit, row and column sampling included (every random draw of round r comes from
         ``(random_state, r)``); where the library's draws cannot restart (LightGBM's GOSS and DART,
-        XGBoost's DART, an ``updater`` of the caller's) the resume warns that its later trees differ.
+        XGBoost's DART, an ``updater`` of the caller's) a resume is refused, with the reason, unless
+        ``resume_inexact=True``: it then goes on and warns that its later trees differ.
 
         A Dask DataFrame ``X`` (``rankwise[dask]``, after ``import rankwise.distributed``) is
         boosted on its cluster by :func:`rankwise.distributed.fit_gbdt`; ``y`` and ``qid`` are then
@@ -685,7 +686,7 @@ class GBDTRanker(BaseRanker):
             history = state.get("history", {})
             stopper.load_state(tstate.get("stopper", {}))
             seed = int(tstate.get("seed", seed))  # the interrupted fit's (random_state=None drew one)
-            self._warn_sampling_restarts(resume, done, total, native)
+            self._warn_sampling_restarts(resume, done, total, native, resume_inexact)
         init, eval_init = self._check_init_scores(init_score, eval_init_score, train, val, native, resume)
         native, obj = self._objective(on_value, start=done)
         if objective is not None:
@@ -828,17 +829,22 @@ class GBDTRanker(BaseRanker):
             out += sampled
         return out
 
-    def _warn_sampling_restarts(self, resume, done, total, native) -> None:
-        """A resume whose later trees cannot equal the uninterrupted fit's (:meth:`_unreproducible_draws`)
-        says so instead of passing for it."""
+    def _warn_sampling_restarts(self, resume, done, total, native, inexact=False) -> None:
+        """A resume whose later trees cannot equal the uninterrupted fit's (:meth:`_unreproducible_draws`) is
+        refused, or, with ``resume_inexact=True``, says so instead of passing for it."""
         if done >= total:
             return
         drawn = self._unreproducible_draws(native)
-        if drawn:
-            warn_user(f"resume={str(resume)!r} with {', '.join(drawn)}: {self.backend} draws at random from a "
-                      f"state that restarts with the resumed booster, so rounds {done}..{total - 1} differ from "
-                      "those of an uninterrupted fit (same distribution, other trees); row and column sampling "
-                      "(subsample, colsample_*, bagging_*, feature_fraction*) resume exactly")
+        if not drawn:
+            return
+        why = (f"resume={str(resume)!r} with {', '.join(drawn)}: {self.backend} draws at random from a state that "
+               f"restarts with the resumed booster, so rounds {done}..{total - 1} differ from those of an "
+               "uninterrupted fit (same distribution, other trees)")
+        if not inexact:
+            raise InputError(f"{why}; pass resume_inexact=True to resume all the same, or fit from the start. Row "
+                             "and column sampling (subsample, colsample_*, bagging_*, feature_fraction*) resume exactly")
+        warn_user(f"{why}; row and column sampling (subsample, colsample_*, bagging_*, feature_fraction*) resume "
+                  "exactly")
 
     def _untrained_hint(self) -> str:
         return (f"No tree split the training rows: lower min_child_samples (now {self.min_child_samples}), check that "
