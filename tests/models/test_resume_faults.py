@@ -260,8 +260,6 @@ def test_xgboost_trees_split_only_on_the_columns_of_their_round(fraction, n_feat
     """XGBoost's column sample of round r is the subset :func:`_xgb_columns` draws from (seed, r): every tree
     splits only on its round's columns, and the subset has XGBoost's size for the fraction (a smaller one
     would let XGBoost add zero-weight columns, a larger one leave the choice to its generator)."""
-    import json
-
     from rankwise.models import GBDTRanker
     from rankwise.models.gbdt import _xgb_columns
 

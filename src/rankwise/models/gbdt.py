@@ -942,9 +942,10 @@ class GBDTRanker(BaseRanker):
             valid_sets = [lgb.Dataset(val.X, label=val.y, group=np.diff(val.offsets), reference=dtrain,
                                       params={"verbosity": -1})]
 
-            def feval(preds, data):
+            def keep_scores(preds, data):
                 latest["scores"] = np.array(preds, dtype=np.float64)
                 return "rankwise", 0.0, True
+            feval = keep_scores
 
         def callback(env):
             val_scores = latest.pop("scores", None)
