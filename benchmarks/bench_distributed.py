@@ -366,21 +366,24 @@ def main():
         "thresholds) differ slightly from those of one sketch over all rows, and the trees differ. The second "
         "table removes that one cause: with at most 32 distinct values per feature every sketch keeps all of "
         "them, the bins are the same for any number of workers, and the score difference to the single-machine "
-        f"model is {q1} with 1 worker and {q2} with 2. With continuous features the 2-worker model also depends "
-        "on which partitions each worker holds (Dask's task placement), so it can change from run to run.",
+        f"model is {q1} with 1 worker and {q2} with 2. Rank r trains on partitions r, r + n, ... whichever worker "
+        "Dask placed them on (rankwise starts XGBoost's ranks itself), so the 2-worker model is the same in every "
+        "run (tested: tests/distributed/test_dask.py, the same model with the partitions on either worker or "
+        "spread); through `xgboost.dask` it depended on Dask's task placement.",
         "",
         "**Memory**: the client process also runs the LocalCluster scheduler. The single-machine process holds "
         f"the whole data set in memory ({base['rss_start_fit']:,.0f} MB resident when the GBDT phase started, "
         "included in its peak); the Dask client holds no rows, only the per-query table (evaluation) or the "
         "booster (GBDT). During GBDT training each worker holds its share of the rows several times: "
-        "`fit_gbdt` persists the rows with their group codes, the DaskDMatrix persists its float32 feature "
-        "partitions, and XGBoost builds its DMatrix and quantised histogram index from them: the GBDT peak "
+        "the partitions it trains on (those another worker held are copied to it for the fit), its local float32 "
+        "DMatrix built from them, and XGBoost's quantised histogram index: the GBDT peak "
         f"minus the start RSS was {growth('dask-1')} (1 worker) and {growth('dask-2')} (2 workers) times the "
         "worker's share of the float32 feature bytes.",
         "",
         "Ratios are wall time relative to the single-machine row (>1 = slower). The Dask rows include task "
         "scheduling, serialisation, reading Parquet (evaluation; the GBDT's frame is read inside `fit_gbdt` "
-        "too) and, for GBDT, building the DaskDMatrix and XGBoost's collective setup. **This is not a scaling "
+        "too) and, for GBDT, moving partitions to their ranks, building each rank's DMatrix and XGBoost's "
+        "collective setup. **This is not a scaling "
         "test**: the machine has 2 cores shared by the client, the scheduler, the workers and other jobs (load "
         "average above), and the times of one setup vary by a factor of 2 or more between runs of this "
         "script, so read no speed-up or slow-down between the rows from them; the results (identical or not) "
