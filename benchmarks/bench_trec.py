@@ -119,25 +119,26 @@ def generate(out: Path, n_topics=100, n_docs=1000, n_runs=17, seed=0) -> tuple[P
     return qrels, plain, gz
 
 
-def best_of(fn, repeat=3):
-    fn()  # warm-up (JIT, caches)
-    times = []
+def least_time(fn, repeat=3, clock=time.perf_counter):
+    """The least ``clock`` time of ``repeat`` calls of ``fn``."""
+    best = float("inf")
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+        best = min(best, clock() - t0)
+    return best
+
+
+def best_of(fn, repeat=3):
+    """Wall seconds, best of ``repeat`` after a warm-up."""
+    fn()  # warm-up (JIT, caches)
+    return least_time(fn, repeat)
 
 
 def best_cpu(fn, repeat=3):
     """CPU seconds of the process (every thread: user + system), best of ``repeat`` after a warm-up."""
     fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t0)
-    return best
+    return least_time(fn, repeat, time.process_time)
 
 
 def fresh_process(code: str, env=None) -> float:
@@ -171,12 +172,7 @@ def dict_breakdown(qrels_d, runs_d, repeat=3):
     from rankwise.metrics.trec import PreparedQrels
 
     def cpu(fn):
-        best = float("inf")
-        for _ in range(repeat):
-            t0 = time.thread_time()
-            fn()
-            best = min(best, time.thread_time() - t0)
-        return best
+        return least_time(fn, repeat, time.thread_time)
 
     pq = PreparedQrels(qrels_d)
     objs = {n: Run.from_dict(r, name=n) for n, r in runs_d.items()}
