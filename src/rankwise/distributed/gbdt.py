@@ -41,19 +41,25 @@ __all__ = ["fit_gbdt"]
 PARALLEL_LEARNERS = frozenset({"data", "data_parallel", "feature", "feature_parallel", "voting", "voting_parallel"})
 
 
-def _n_groups(part, qid):
-    q = part[qid].to_numpy()
-    return int(np.count_nonzero(q[1:] != q[:-1]) + 1) if len(q) else 0
-
-
-def _group_sizes(part, qid):
-    import pandas as pd
-
+def _group_sizes(part, qid) -> np.ndarray:
+    """The sizes of the consecutive runs of one query id in a whole-query partition, in row order."""
     q = part[qid].to_numpy()
     if len(q) == 0:
-        return pd.Series([], dtype=np.int64)
+        return np.zeros(0, dtype=np.int64)
     starts = np.flatnonzero(np.concatenate(([True], q[1:] != q[:-1])))
-    return pd.Series(np.diff(np.append(starts, len(q))).astype(np.int64))
+    return np.diff(np.append(starts, len(q))).astype(np.int64)
+
+
+def _n_groups(part, qid) -> int:
+    return len(_group_sizes(part, qid))
+
+
+def _rank_rows(parts, feats, qid, label):
+    """One rank's rows: its whole-query partitions concatenated in partition order, as float32 features,
+    labels and query sizes."""
+    X = np.concatenate([p[feats].to_numpy(dtype=np.float32) for p in parts])
+    y = np.concatenate([p[label].to_numpy() for p in parts])
+    return X, y, np.concatenate([_group_sizes(p, qid) for p in parts])
 
 
 def fit_gbdt(model, frame, *, client=None, qid: str = "qid", label: str = "label", features=None,
@@ -167,9 +173,7 @@ def _xgb_rank(params, rounds, obj, collective, rank, feats, qid, label, *parts):
     import xgboost as xgb
     from xgboost import collective as coll
 
-    X = np.concatenate([p[feats].to_numpy(dtype=np.float32) for p in parts])
-    y = np.concatenate([p[label].to_numpy() for p in parts])
-    sizes = np.concatenate([_group_sizes(p, qid).to_numpy() for p in parts])
+    X, y, sizes = _rank_rows(parts, feats, qid, label)
     # the tracker sorts ranks by task id as strings: zero-padded, so that rank 10 comes after rank 9
     with coll.CommunicatorContext(**collective, dmlc_task_id=f"rankwise-xgboost-{rank:06d}"):
         if coll.get_rank() != rank:  # pragma: no cover - the tracker sorts by task id
@@ -240,9 +244,7 @@ def _lgb_rank(params, rounds, feats, qid, label, *parts):
     over the network ``params`` describe; the model text (every rank ends with the same model)."""
     import lightgbm as lgb
 
-    X = np.concatenate([p[feats].to_numpy(dtype=np.float32) for p in parts])
-    y = np.concatenate([p[label].to_numpy() for p in parts])
-    sizes = np.concatenate([_group_sizes(p, qid).to_numpy() for p in parts])
+    X, y, sizes = _rank_rows(parts, feats, qid, label)
     data = lgb.Dataset(X, label=y, group=sizes, params={"verbosity": -1}, free_raw_data=True)
     booster = lgb.train(params, data, num_boost_round=rounds)
     text = booster.model_to_string()
@@ -269,10 +271,9 @@ def _fit_lightgbm(model, frame, client, qid, label, feats, native, obj, seed, wa
         raise InputError(f"backend_params tree_learner={learner!r}: a Dask fit trains one LightGBM rank per worker, "
                          f"which needs a parallel tree learner, one of {sorted(PARALLEL_LEARNERS)} (default 'data')")
     rounds = int(model.n_estimators)
-    frame = frame.persist()
 
     def train():  # every step that waits on a worker runs watched: a task pinned to a dead one never runs
-        parts, ranks = _rank_parts(client, frame)
+        parts, ranks = _rank_parts(client, frame)  # computed once, here: one copy of the rows on the workers
         n = len(ranks)
         ports = client.gather([client.submit(_free_port, workers=[w], allow_other_workers=False, pure=False)
                                for w in ranks])
