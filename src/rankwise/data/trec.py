@@ -160,6 +160,20 @@ def _dict_columns(dicts: list, n: int):
     return ids, values
 
 
+def _dict_values(dicts: list, n: int, refused: str):
+    """``(ids, values)`` of the ``n`` items of ``dicts``: :func:`_dict_columns`' walk, else the general path,
+    which reads the other kinds of keys and values or refuses a value that is not a number
+    (``InputError(refused)``)."""
+    walked = _dict_columns(dicts, n)
+    if walked is not None:
+        return walked
+    ids = _Ids.from_keys(dicts, n, "document id")
+    try:
+        return ids, np.fromiter(chain.from_iterable(d.values() for d in dicts), dtype=np.float64, count=n)
+    except (TypeError, ValueError):
+        raise InputError(refused) from None
+
+
 def _check_final_newline(path: Path, raw: bytes) -> None:
     """A last line without a line break is a file cut short (a killed writer, a partial copy):
     refused, since its prefix would score as a whole run. trec_eval's formats have no comment or
@@ -368,15 +382,7 @@ class Qrels:
         names = [str(q) for q in qrels]
         sizes = [len(d) for d in qrels.values()]
         n = int(sum(sizes))
-        walked = _dict_columns(list(qrels.values()), n)
-        if walked is not None:
-            docs, rel = walked
-        else:
-            docs = _Ids.from_keys(list(qrels.values()), n, "document id")
-            try:
-                rel = np.fromiter(chain.from_iterable(d.values() for d in qrels.values()), dtype=np.float64, count=n)
-            except (TypeError, ValueError):
-                raise InputError("qrels grades must be integers: {qid: {docno: rel}}") from None
+        docs, rel = _dict_values(list(qrels.values()), n, "qrels grades must be integers: {qid: {docno: rel}}")
         if not np.all(np.isfinite(rel)) or np.any(rel != np.round(rel)) or np.any(np.abs(rel) > 1e6):
             raise InputError("qrels grades must be integers with |rel| <= 1,000,000")
         offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
@@ -479,16 +485,7 @@ class Run:
         names = [str(q) for q in run]
         sizes = [len(d) for d in run.values()]
         n = int(sum(sizes))
-        walked = _dict_columns(list(run.values()), n)
-        if walked is not None:
-            docs, scores = walked
-        else:
-            docs = _Ids.from_keys(list(run.values()), n, "document id")
-            try:
-                scores = np.fromiter(chain.from_iterable(d.values() for d in run.values()), dtype=np.float64,
-                                     count=n)
-            except (TypeError, ValueError):
-                raise InputError("run scores must be numbers: {qid: {docno: score}}") from None
+        docs, scores = _dict_values(list(run.values()), n, "run scores must be numbers: {qid: {docno: score}}")
         if not np.all(np.isfinite(scores)):
             raise InputError(f"run scores must be finite; {int((~np.isfinite(scores)).sum())} are NaN or inf")
         offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
