@@ -103,7 +103,7 @@ def _on_engine(loss: str, loss_params) -> bool:
 
 #: the Philox counter word that separates the row-subsample stream from any other draw keyed by the seed
 _BAG_STREAM = 0x62616767
-#: the counter word of LightGBM's per-round column-sampler seeds (:func:`_column_seed`)
+#: the counter word of LightGBM's per-round column-sampler seeds (:func:`_round_seed`)
 _COLUMN_STREAM = 0x636f6c73
 #: the counter word of XGBoost's per-round column subsets (:func:`_xgb_columns`)
 _XGB_COLUMN_STREAM = 0x78636f6c
@@ -133,11 +133,6 @@ def _round_seed(seed: int, rnd: int, stream: int = _COLUMN_STREAM) -> int:
         return int(gen.integers(1, 2 ** 31 - 1))
     s = draw(rnd)
     return s if rnd == 0 or s != draw(rnd - 1) else s % (2 ** 31 - 2) + 1
-
-
-def _column_seed(seed: int, rnd: int) -> int:
-    """LightGBM's ``feature_fraction_seed`` for round ``rnd`` (:func:`_round_seed`)."""
-    return _round_seed(seed, rnd, _COLUMN_STREAM)
 
 
 def _xgb_columns(seed: int, rnd: int, n_features: int, fraction: float) -> np.ndarray:
@@ -272,7 +267,7 @@ class _LgbReseeder:
       only when a fraction changes. The bag of rounds ``jk .. jk + k - 1`` is drawn again in each of them
       from the same seed: the same rows, as LightGBM keeps one bag for k rounds;
     - column sampling (``feature_fraction`` or ``feature_fraction_bynode < 1``): ``feature_fraction_seed``
-      (LightGBM restarts its column sampler when that seed changes; :func:`_column_seed`);
+      (LightGBM restarts its column sampler when that seed changes; :func:`_round_seed`);
     - ``rank_xendcg``'s per-query generators: ``objective_seed`` with the objective itself (re-created);
     - ``extra_trees``: ``extra_seed`` (the per-feature generators restart at every parameter reset).
 
