@@ -218,6 +218,14 @@ def test_refusals_each_with_its_message(mq_fold1, linear_model, mq_names):
         to_onnx(linear_model, feature_names=mq_names[:-1])
 
 
+@pytest.mark.parametrize("arch", ["mlp", "attention"])
+def test_neural_double_is_refused_float32_arithmetic_is_no_double_target(neural_models, mq_names, arch):
+    with pytest.raises(ExportError, match=rf"NeuralRanker\[{arch}\] with dtype='double': the network's weights and "
+                                          r"predict's arithmetic are float32.*not a double target.*Export with "
+                                          r"dtype='float32'"):
+        to_onnx(neural_models[arch], feature_names=mq_names, dtype="double")
+
+
 def test_import_rankwise_loads_no_onnx():
     code = ("import sys, rankwise, rankwise.export\n"
             "print(sorted(m for m in ('onnx', 'onnxruntime') if m in sys.modules))")

@@ -135,7 +135,8 @@ def add_export_parser(sub) -> None:
                    help="--check: auto (default), svmlight, parquet, npz, or a feature log: opensearch, "
                         "elasticsearch, solr, vespa (with --judgments; its columns are read in the model's order)")
     p.add_argument("--onnx-dtype", choices=("float32", "double"), default="float32",
-                   help="onnx (and vespa --vespa-format onnx): element type of the input")
+                   help="onnx (and vespa --vespa-format onnx): element type of the input, and the arithmetic of "
+                        "tree and linear graphs (double: refused for neural models, which compute in float32)")
     p.add_argument("--vespa-format", choices=("native", "onnx"), default="native",
                    help="vespa: lightgbm()/xgboost() model files or a linear expression (native), or an ONNX model")
     p.add_argument("--schema", default="doc", help="vespa: the schema the rank profile goes under (--out is the "

@@ -24,7 +24,8 @@ output, ``score`` (``[n_docs, 1]``):
 - a :class:`~rankwise.models.LinearRanker` as ``MatMul`` + ``Add`` with the standardiser folded
   into the weights and the intercept (``w_j / s_j``, ``b - sum_j w_j m_j / s_j``, in double);
 - a :class:`~rankwise.models.NeuralRanker` through ``torch.onnx.export``: the MLP scores each row,
-  its standardiser computed in double and cast to float32 as ``predict`` does; the attention
+  its standardiser computed in double and cast to float32 as ``predict`` does (float32 only:
+  ``dtype="double"`` is refused, the network computing in float32); the attention
   scorer takes one query's documents per call (``[n_docs, n_features]``, the documents attend to
   each other), so a serving engine must pass a whole query at once.
 
@@ -356,7 +357,9 @@ def to_onnx(model, *, feature_names=None, dtype: str = "float32") -> OnnxExport:
         Names of the input's columns (default: ``model.feature_names_in_``, else ``f0..``); kept in the
         graph's metadata (``rankwise_feature_names``).
     dtype : {"float32", "double"}
-        Element type of the input (and, for linear and neural graphs, of the output).
+        Element type of the input (and, for tree and linear graphs, of the output): ``"double"`` is a
+        double-precision target (trees and linear models computed in double, equal to ``predict`` within
+        1e-12); refused for a NeuralRanker, whose arithmetic is float32.
 
     Returns
     -------
@@ -378,6 +381,12 @@ def to_onnx(model, *, feature_names=None, dtype: str = "float32") -> OnnxExport:
         names = _names(model, len(model.coef_), feature_names)
         out = OnnxExport(_linear_graph(model, names, dtype), names, dtype, False, "linear")
     elif hasattr(model, "module_") and getattr(model, "architecture", None) in ("mlp", "attention"):
+        if dtype == "double":
+            raise ExportError(f"NeuralRanker[{model.architecture}] with dtype='double': the network's weights and "
+                              "predict's arithmetic are float32, so a graph that matches predict computes in float32 "
+                              "whatever its input type -- it is not a double target (and a graph computing in double "
+                              "would differ from predict by float32 rounding, not by 1e-12). Export with "
+                              "dtype='float32' (parity within 1e-6 of the score range)")
         names = _names(model, int(model.n_features_in_), feature_names)
         attention = model.architecture == "attention"
         out = OnnxExport(_neural_graph(model, names, dtype), names, dtype, attention, model.architecture)
