@@ -67,7 +67,16 @@ class XGBoostByHand:
         self.base = float(np.float32(-math.log(1.0 / base - 1.0) if logit else base))
 
     def leaves(self, X) -> np.ndarray:
-        """``(n_rows, n_trees)``: the float32 leaf value each row reaches in each tree (as float64)."""
+        """``(n_rows, n_trees)``: the float32 leaf value each row reaches in each tree (as float64); the walk of
+        the last array given is kept (the methods below ask for it in turn)."""
+        kept = getattr(self, "_kept", None)
+        if kept is not None and kept[0] is X:
+            return kept[1]
+        out = self._walk(X)
+        self._kept = (X, out)
+        return out
+
+    def _walk(self, X) -> np.ndarray:
         import math
 
         X = np.asarray(X, dtype=np.float32)

@@ -50,10 +50,16 @@ def _rounds(m):
     return m.n_estimators_ if best is None else best + 1
 
 
+@pytest.fixture(scope="module")
+def hands(models, xgb_by_hand):
+    """{name: the model's trees (the rounds predict uses) walked by hand}; each walk of the test rows is kept."""
+    return {name: xgb_by_hand(m.booster_, _rounds(m)) for name, m in models.items()}
+
+
 @pytest.mark.parametrize("name", list(MODELS))
-def test_predict_is_the_double_sum_of_the_float32_leaves_in_tree_order(models, data, xgb_by_hand, name):
+def test_predict_is_the_double_sum_of_the_float32_leaves_in_tree_order(models, data, hands, name):
     m, Xt = models[name], data[2]
-    hand = xgb_by_hand(m.booster_, _rounds(m))
+    hand = hands[name]
     got = m.predict(Xt)
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, hand.margin(Xt), rtol=0, atol=1e-12)
@@ -61,9 +67,9 @@ def test_predict_is_the_double_sum_of_the_float32_leaves_in_tree_order(models, d
 
 
 @pytest.mark.parametrize("name", list(MODELS))
-def test_predict_differs_from_xgboosts_float32_sum_by_its_rounding_only(models, data, xgb_by_hand, name):
+def test_predict_differs_from_xgboosts_float32_sum_by_its_rounding_only(models, data, hands, name):
     m, Xt = models[name], data[2]
-    hand = xgb_by_hand(m.booster_, _rounds(m))
+    hand = hands[name]
     theirs = m.booster_.predict(xgb.DMatrix(Xt, missing=np.nan), output_margin=True,
                                 iteration_range=(0, _rounds(m))).astype(np.float64)
     np.testing.assert_array_equal(hand.float32_margin(Xt), theirs)  # the walk by hand is XGBoost's, leaf for leaf
