@@ -146,7 +146,8 @@ def main(argv=None) -> int:
              "double on both backends (XGBoost's float32 leaves too), so the XGBoost rows show the float32 "
              "sum's rounding; the double targets (Elasticsearch's `learning_to_rank`, Vespa, ONNX `double`) "
              "are in `bench_export.md`.", "",
-             "| target | family | precision | max \\|Δ\\| | max \\|Δ\\| / range | identical rankings | top-10 equal | "
+             "| target | family | precision | max \\|Δ\\| | max \\|Δ\\| / range | identical rankings | "
+             "top-10 equal | "
              "1e-6 × range, rankings | adversarial: max \\|Δ\\| / range (rows beyond 1e-6) |",
              "|---|---|---|---|---|---|---|---|---|", *rows, "",
              "Where the adversarial rows differ, the export says so in its notes: RankLib sees an absent feature "

@@ -170,7 +170,8 @@ def test_xgboost_base_margin_is_a_first_one_leaf_tree():
     _, dattrs = _tree_node(double)
     root = dattrs["tree_roots"][0]  # the base margin: a first tree whose split reaches one leaf on both sides
     assert len(dattrs["tree_roots"]) == len(ens.trees) + 1 and dattrs["nodes_trueleafs"][root] == 1
-    assert dattrs["nodes_falseleafs"][root] == 1 and dattrs["nodes_truenodeids"][root] == dattrs["nodes_falsenodeids"][root]
+    assert dattrs["nodes_falseleafs"][root] == 1
+    assert dattrs["nodes_truenodeids"][root] == dattrs["nodes_falsenodeids"][root]
     assert onnx.numpy_helper.to_array(dattrs["leaf_weights"])[dattrs["nodes_truenodeids"][root]] == ens.base_score
     np.testing.assert_array_equal(double.predict(rows), ens.raw_score(rows.astype(np.float32), sum_dtype=np.float64))
 
