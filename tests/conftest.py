@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,3 +35,96 @@ def mq2008_dir(data_dir) -> Path:
     if not (d / "Fold1" / "train.txt.gz").exists():
         pytest.skip(f"MQ2008 absent: expected {d}/Fold1..5/{{train,vali,test}}.txt.gz")
     return d
+
+
+# -- XGBoost's trees walked by hand: the reference of GBDTRanker's double-precision XGBoost scores --------------
+class XGBoostByHand:
+    """A booster's trees read from its JSON dump (``get_dump``) and walked row by row in plain Python:
+    XGBoost's rule (``float32(x) < t``, NaN to ``missing``, a categorical split sends the listed
+    categories to ``yes``), the float32 leaf values, and the base margin from the booster's config. No
+    rankwise code is involved. (gbtree boosters only: a DART tree's weight is not in the dump.)"""
+
+    def __init__(self, booster, n_rounds=None):
+        import json
+        import math
+
+        config = json.loads(booster.save_config())["learner"]
+        assert config["gradient_booster"]["name"] == "gbtree", "by-hand XGBoost walks gbtree boosters only"
+        per_round = int(config["gradient_booster"]["gbtree_model_param"].get("num_parallel_tree", "1"))
+        dumps = booster.get_dump(dump_format="json")
+        self.trees = []
+        for text in dumps[: None if n_rounds is None else n_rounds * per_round]:
+            nodes, stack = {}, [json.loads(text)]
+            while stack:
+                node = stack.pop()
+                nodes[node["nodeid"]] = node
+                stack.extend(node.get("children", []))
+            self.trees.append(nodes)
+        names = booster.feature_names
+        self.index = {n: i for i, n in enumerate(names)} if names else None
+        base = float(config["learner_model_param"]["base_score"].strip("[]"))
+        logit = config["objective"]["name"] in ("binary:logistic", "reg:logistic", "binary:logitraw")
+        self.base = float(np.float32(-math.log(1.0 / base - 1.0) if logit else base))
+
+    def leaves(self, X) -> np.ndarray:
+        """``(n_rows, n_trees)``: the float32 leaf value each row reaches in each tree (as float64); the walk of
+        the last array given is kept (the methods below ask for it in turn)."""
+        kept = getattr(self, "_kept", None)
+        if kept is not None and kept[0] is X:
+            return kept[1]
+        out = self._walk(X)
+        self._kept = (X, out)
+        return out
+
+    def _walk(self, X) -> np.ndarray:
+        import math
+
+        X = np.asarray(X, dtype=np.float32)
+        out = np.empty((X.shape[0], len(self.trees)))
+        for i, row in enumerate(X.astype(np.float64).tolist()):  # float32 values, exactly, as Python floats
+            for t, nodes in enumerate(self.trees):
+                node = nodes[0]
+                while "leaf" not in node:
+                    f = self.index[node["split"]] if self.index else int(node["split"][1:])
+                    x, cond = row[f], node["split_condition"]
+                    if math.isnan(x):
+                        node = nodes[node["missing"]]
+                    elif isinstance(cond, list):
+                        node = nodes[node["yes"] if int(x) in cond else node["no"]]
+                    else:
+                        node = nodes[node["yes"] if x < float(np.float32(cond)) else node["no"]]
+                out[i, t] = float(np.float32(node["leaf"]))
+        return out
+
+    def margins(self, X) -> np.ndarray:
+        """``(n_rows, n_trees + 1)``: column k is the double sum of the base margin and the first k trees'
+        leaves, added one at a time in tree order (``numpy.cumsum`` adds sequentially)."""
+        leaves = self.leaves(X)
+        return np.cumsum(np.column_stack([np.full(len(leaves), self.base), leaves]), axis=1)
+
+    def margin(self, X) -> np.ndarray:
+        return self.margins(X)[:, -1]
+
+    def float32_margin(self, X) -> np.ndarray:
+        """The same leaves summed as XGBoost's own predictor does: a float32 accumulator from the base margin."""
+        leaves = self.leaves(X).astype(np.float32)
+        acc = np.full(len(leaves), self.base, dtype=np.float32)
+        for k in range(leaves.shape[1]):
+            acc = acc + leaves[:, k]
+        return acc.astype(np.float64)
+
+    def float32_rounding(self, X) -> np.ndarray:
+        """Per row, a bound on the rounding of that float32 sum: half an ulp of each partial sum."""
+        leaves = self.leaves(X).astype(np.float32)
+        acc = np.full(len(leaves), self.base, dtype=np.float32)
+        bound = np.zeros(len(leaves))
+        for k in range(leaves.shape[1]):
+            acc = acc + leaves[:, k]
+            bound += np.spacing(np.abs(acc)).astype(np.float64) / 2
+        return bound
+
+
+@pytest.fixture(scope="session")
+def xgb_by_hand():
+    """``xgb_by_hand(booster, n_rounds=None)``: :class:`XGBoostByHand` of the booster's first rounds."""
+    return XGBoostByHand

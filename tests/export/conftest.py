@@ -49,3 +49,18 @@ def linear_model(mq_fold1):
 @pytest.fixture(scope="session")
 def test_with_nan(mq_fold1):
     return _with_nan(mq_fold1[1].X, 0.05, 2)
+
+
+@pytest.fixture(scope="session")
+def xgb_margin():
+    """``xgb_margin(model, X)``: XGBoost's own margin (its float32 sum of the leaves, from the base margin) of
+    rows read as float32, over the rounds ``predict`` uses. The float32 targets reproduce it bit for bit;
+    ``GBDTRanker.predict`` sums the same leaves in double."""
+    def margin(model, X):
+        import xgboost as xgb
+
+        best = getattr(model, "best_iteration_", None)
+        X32 = np.asarray(X, dtype=np.float64).astype(np.float32)
+        return model.booster_.predict(xgb.DMatrix(X32, missing=np.nan), output_margin=True,
+                                      iteration_range=(0, 0) if best is None else (0, best + 1)).astype(np.float64)
+    return margin

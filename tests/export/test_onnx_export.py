@@ -28,7 +28,7 @@ def neural_models(mq_fold1):
 
 @pytest.mark.parametrize("dtype", ["float32", "double"])
 @pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
-def test_tree_parity_on_mq2008_and_adversarial_rows(gbdt_models, mq_fold1, mq_names, backend, dtype):
+def test_tree_parity_on_mq2008_and_adversarial_rows(gbdt_models, mq_fold1, mq_names, backend, dtype, xgb_margin):
     model = gbdt_models[backend, False]
     test = mq_fold1[1]
     export = to_onnx(model, feature_names=mq_names, dtype=dtype)
@@ -36,23 +36,79 @@ def test_tree_parity_on_mq2008_and_adversarial_rows(gbdt_models, mq_fold1, mq_na
     print(f"\nONNX {backend} {dtype} MQ2008: {report.max_abs_diff:.3g} ({report.max_rel_diff:.3g} of range)")
     assert report.n_queries == 156 and report.identical_rankings == 1.0 and report.top10_equal == 1.0
     assert report.max_rel_diff <= 1e-6 and report.passed, str(report)
-    if backend == "xgboost" and dtype == "float32":  # float32 decisions, float32 sum from the base: bit for bit
-        assert report.max_abs_diff == 0.0
+    if backend == "xgboost" and dtype == "float32":  # float32 decisions, float32 sum from the base: XGBoost's own
+        np.testing.assert_array_equal(export.predict(test.X), xgb_margin(model, test.X))
     rows = adversarial_rows(tree_ensemble(model), test.X[0])
     adv = parity_report(model, export, rows, np.arange(len(rows)) // 20)
     print(f"ONNX {backend} {dtype} adversarial ({len(rows)} rows): {adv.max_abs_diff:.3g}")
     assert adv.max_rel_diff <= 1e-6 and adv.differing_rows == [] and adv.identical_rankings == 1.0, str(adv)
+    if dtype == "double":  # a double target: the leaves summed in double, as predict sums them
+        assert report.max_abs_diff <= 1e-12 and adv.max_abs_diff <= 1e-12, (str(report), str(adv))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "double"])
 @pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
-def test_tree_missing_values_follow_the_booster(gbdt_models, mq_fold1, test_with_nan, mq_names, backend):
+def test_tree_missing_values_follow_the_booster(gbdt_models, mq_fold1, test_with_nan, mq_names, backend, dtype):
     model = gbdt_models[backend, True]
-    export = to_onnx(model, feature_names=mq_names)
+    export = to_onnx(model, feature_names=mq_names, dtype=dtype)
     report = parity_report(model, export, test_with_nan, mq_fold1[1].qid)
     assert report.passed and report.identical_rankings == 1.0, str(report)
     rows = adversarial_rows(tree_ensemble(model), test_with_nan[3])  # a base row with NaN in it
     adv = parity_report(model, export, rows, np.arange(len(rows)) // 20)
     assert adv.passed and adv.differing_rows == [], str(adv)
+    if dtype == "double":
+        assert report.max_abs_diff <= 1e-12 and adv.max_abs_diff <= 1e-12, (str(report), str(adv))
+
+
+def _tree_node(export):
+    import onnx
+
+    (node,) = export.model.graph.node
+    return node, {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def test_double_tree_graph_is_an_opset5_tree_ensemble_with_double_splits_leaves_and_output(gbdt_models, mq_names):
+    """dtype="double": ai.onnx.ml TreeEnsemble (ml opset 5) -- per-node modes (LightGBM x <= t with its own
+    double threshold, XGBoost x < t with its float32 one), the booster's NaN side per node, double leaves."""
+    from onnx import TensorProto, numpy_helper
+
+    model = gbdt_models["lightgbm", True]
+    export = to_onnx(model, feature_names=mq_names, dtype="double")
+    node, attrs = _tree_node(export)
+    assert node.op_type == "TreeEnsemble" and node.domain == "ai.onnx.ml"
+    assert {o.domain: o.version for o in export.model.opset_import}["ai.onnx.ml"] == 5
+    assert export.model.graph.output[0].type.tensor_type.elem_type == TensorProto.DOUBLE
+    modes = numpy_helper.to_array(attrs["nodes_modes"])
+    splits = numpy_helper.to_array(attrs["nodes_splits"])
+    leaves = numpy_helper.to_array(attrs["leaf_weights"])
+    assert modes.dtype == np.uint8 and set(modes.tolist()) == {0}  # BRANCH_LEQ
+    assert splits.dtype == np.float64 and leaves.dtype == np.float64
+    ens = tree_ensemble(model)
+    assert len(attrs["tree_roots"]) == len(ens.trees)
+    tree = ens.trees[0]
+    assert splits[attrs["tree_roots"][0]] == tree.threshold[0]  # LightGBM's double threshold itself
+    assert float(np.float32(tree.threshold[0])) != tree.threshold[0]  # (not a float32 value)
+    assert sorted(leaves.tolist()) == sorted(v for t in ens.trees for v in t.value[t.feature < 0])
+    tracks = np.array(attrs["nodes_missing_value_tracks_true"])
+    assert 0 < tracks.sum() < len(tracks)  # trained with NaN: both sides occur
+    xmodel = gbdt_models["xgboost", True]
+    _, xattrs = _tree_node(to_onnx(xmodel, feature_names=mq_names, dtype="double"))
+    xens = tree_ensemble(xmodel)
+    xmodes = numpy_helper.to_array(xattrs["nodes_modes"])
+    roots = xattrs["tree_roots"]
+    assert xens.base_score == 0.0 and len(roots) == len(xens.trees)  # a rankwise loss: no base margin
+    assert set(xmodes.tolist()) == {1}  # BRANCH_LT: XGBoost's own x < t
+    assert numpy_helper.to_array(xattrs["nodes_splits"])[roots[0]] == xens.trees[0].threshold[0]
+
+
+def test_double_tree_graph_decides_double_inputs_as_lightgbm(gbdt_models, mq_fold1, mq_names):
+    """Fed double rows directly (not read as float32 first), the LightGBM graph still gives LightGBM's own raw
+    score: its double thresholds are LightGBM's, so values between floor32(t) and t go left as in LightGBM."""
+    model = gbdt_models["lightgbm", True]
+    export = to_onnx(model, feature_names=mq_names, dtype="double")
+    rows = np.vstack([mq_fold1[1].X[:300], adversarial_rows(tree_ensemble(model), mq_fold1[1].X[0])])
+    got = export.reference().session.run(["score"], {"features": np.ascontiguousarray(rows, np.float64)})[0]
+    np.testing.assert_array_equal(got.ravel(), model.booster_.predict(rows, raw_score=True))
 
 
 def test_tree_graph_nodes_thresholds_and_missing_tracking(gbdt_models, mq_names):
@@ -109,6 +165,15 @@ def test_xgboost_base_margin_is_a_first_one_leaf_tree():
     rows = np.vstack([X, adversarial_rows(ens, X[0])])
     margin = booster.predict(xgb.DMatrix(rows.astype(np.float32)), output_margin=True)
     np.testing.assert_array_equal(export.predict(rows), margin.astype(np.float64))
+    # double: the same leaves from the same base margin, summed in double (what GBDTRanker.predict gives)
+    double = to_onnx(Fitted(), dtype="double")
+    _, dattrs = _tree_node(double)
+    root = dattrs["tree_roots"][0]  # the base margin: a first tree whose split reaches one leaf on both sides
+    assert len(dattrs["tree_roots"]) == len(ens.trees) + 1 and dattrs["nodes_trueleafs"][root] == 1
+    assert dattrs["nodes_falseleafs"][root] == 1
+    assert dattrs["nodes_truenodeids"][root] == dattrs["nodes_falsenodeids"][root]
+    assert onnx.numpy_helper.to_array(dattrs["leaf_weights"])[dattrs["nodes_truenodeids"][root]] == ens.base_score
+    np.testing.assert_array_equal(double.predict(rows), ens.raw_score(rows.astype(np.float32), sum_dtype=np.float64))
 
 
 @pytest.mark.parametrize("dtype,tol", [("float32", 1e-6), ("double", 1e-12)])
@@ -154,8 +219,31 @@ def test_refusals_each_with_its_message(mq_fold1, linear_model, mq_names):
         to_onnx(linear_model, feature_names=mq_names[:-1])
 
 
+@pytest.mark.parametrize("arch", ["mlp", "attention"])
+def test_neural_double_is_refused_float32_arithmetic_is_no_double_target(neural_models, mq_names, arch):
+    with pytest.raises(ExportError, match=rf"NeuralRanker\[{arch}\] with dtype='double': the network's weights and "
+                                          r"predict's arithmetic are float32.*not a double target.*Export with "
+                                          r"dtype='float32'"):
+        to_onnx(neural_models[arch], feature_names=mq_names, dtype="double")
+
+
 def test_import_rankwise_loads_no_onnx():
     code = ("import sys, rankwise, rankwise.export\n"
             "print(sorted(m for m in ('onnx', 'onnxruntime') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_double_trees_on_an_onnxruntime_without_ml_opset5_are_refused_with_the_reason(gbdt_models, mq_names,
+                                                                                     monkeypatch):
+    from rankwise.export import onnx as onnx_export
+
+    def cannot_load(self, *args, **kwargs):
+        raise RuntimeError("Could not find an implementation for TreeEnsemble(5) node")
+
+    monkeypatch.setattr(onnx_export.OnnxScorer, "__init__", cannot_load)
+    with pytest.raises(ExportError, match=r"ai.onnx.ml opset 5 TreeEnsemble, which this onnxruntime .* cannot load "
+                                          r"\(RuntimeError\); upgrade onnxruntime .* or export with dtype='float32'"):
+        to_onnx(gbdt_models["lightgbm", False], feature_names=mq_names, dtype="double")
+    with pytest.raises(RuntimeError):  # other graphs: the runtime's own error, as before
+        to_onnx(gbdt_models["lightgbm", False], feature_names=mq_names)

@@ -37,8 +37,8 @@ def test_reference_scorer_equals_booster(gbdt_models, mq_fold1, test_with_nan, b
     assert len(adv) > 1000
     for X in (test, test_with_nan, adv):
         np.testing.assert_array_equal(ens.raw_score(X), _booster_margin(model, X))
-        # rankwise's predict sees float32 features; so does the reference scorer then
-        np.testing.assert_array_equal(ens.raw_score(X.astype(np.float32)), model.predict(X))
+        # rankwise's predict sees float32 features and sums the leaves in double; so does the reference scorer then
+        np.testing.assert_array_equal(ens.raw_score(X.astype(np.float32), sum_dtype=np.float64), model.predict(X))
     kinds = {int(m) for tr in ens.trees for m in tr.missing_type[tr.feature >= 0]}
     assert kinds == ({MISSING_NAN} if with_nan or backend == "xgboost" else {MISSING_NONE})
 
@@ -71,7 +71,9 @@ def test_xgboost_native_objective_base_margin(mq_fold1):
                        verbose=False, backend_params={"base_score": 0.3}).fit(train)
     ens = tree_ensemble(model)
     assert ens.base_score == float(np.float32(0.3))
-    np.testing.assert_array_equal(ens.raw_score(test.X), model.predict(test.X))
+    np.testing.assert_array_equal(ens.raw_score(test.X.astype(np.float32), sum_dtype=np.float64), model.predict(test.X))
+    own = model.booster_.predict(xgb.DMatrix(test.X), output_margin=True)  # XGBoost's float32 sum
+    np.testing.assert_array_equal(ens.raw_score(test.X), own)
     dm = xgb.DMatrix(train.X, (train.labels > 0).astype(float))
     booster = xgb.train({"objective": "binary:logistic", "base_score": 0.3, "nthread": 1, "max_depth": 4}, dm, 8)
     ens = tree_ensemble(booster)

@@ -34,14 +34,15 @@ def test_rankwise_pointwise_squared_grows_lightgbm_l2_regression_trees():
     np.testing.assert_allclose(ours.predict(X), ref.predict(X), rtol=1e-6, atol=1e-6)
 
 
-def test_rankwise_pointwise_squared_on_xgboost_equals_squarederror():
+def test_rankwise_pointwise_squared_on_xgboost_equals_squarederror(xgb_by_hand):
     X, y, qid = make_data(n_queries=30, list_len=8)
     ours = GBDTRanker("pointwise_squared", backend="xgboost", n_estimators=10, max_depth=3, random_state=0,
                       backend_params={"lambda": 0.0, "min_child_weight": 0.0}).fit(X, y, qid=qid)
     ref = xgb.train({"objective": "reg:squarederror", "max_depth": 3, "eta": 0.1, "lambda": 0.0, "base_score": 0.0,
                      "min_child_weight": 0.0, "tree_method": "hist", "seed": 0},
                     xgb.DMatrix(X, y), num_boost_round=10)
-    np.testing.assert_allclose(ours.predict(X), ref.predict(xgb.DMatrix(X), output_margin=True), rtol=1e-5, atol=1e-5)
+    # predict sums XGBoost's float32 leaves in double: the reference's trees summed the same way
+    np.testing.assert_allclose(ours.predict(X), xgb_by_hand(ref).margin(X), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
@@ -207,15 +208,18 @@ def test_resume_with_other_features_is_refused(tmp_path, backend):
         GBDTRanker("listnet", backend=backend, n_estimators=4, random_state=0).fit(X[:, :4], y, qid=qid, resume=ck)
 
 
-def _predict_k(m, X, k):
+def _by_round(m, X, xgb_by_hand):
+    """``f(k)``: the scores ``predict`` gives with the first k rounds (XGBoost: its float32 leaves summed in double,
+    walked by hand, as GBDTRanker.predict sums them)."""
     if m.backend == "lightgbm":
-        return m.booster_.predict(X, raw_score=True, num_iteration=k)
-    return m.booster_.predict(xgb.DMatrix(X), output_margin=True, iteration_range=(0, k))
+        return lambda k: m.booster_.predict(X, raw_score=True, num_iteration=k)
+    margins = xgb_by_hand(m.booster_).margins(X)
+    return lambda k: margins[:, k]
 
 
 @pytest.mark.parametrize("loss", ["native", "listnet"])
 @pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
-def test_incremental_validation_scores_equal_predict_and_stop_where_full_prediction_would(backend, loss):
+def test_incremental_validation_scores_equal_predict_and_stop_where_full_prediction_would(backend, loss, xgb_by_hand):
     """The kept validation scores (one tree added per round) equal the booster's prediction, and
     early stopping stops at the round that re-predicting the validation set with every tree
     each round (the former O(rounds²) way) would choose."""
@@ -225,12 +229,13 @@ def test_incremental_validation_scores_equal_predict_and_stop_where_full_predict
     name = loss if loss != "native" else ("native:lambdarank" if backend == "lightgbm" else "native:rank:ndcg")
     m = GBDTRanker(name, backend=backend, n_estimators=200, learning_rate=0.3, early_stopping_rounds=5,
                    min_child_samples=5, random_state=0).fit(X, y, qid=qid, eval_set=(Xv, yv, qv))
-    np.testing.assert_allclose(m.eval_scores_, _predict_k(m, Xv, m.n_estimators_), rtol=1e-12, atol=1e-12)
+    predict_k = _by_round(m, Xv, xgb_by_hand)
+    np.testing.assert_allclose(m.eval_scores_, predict_k(m.n_estimators_), rtol=1e-12, atol=1e-12)
     metric = resolve_metric("ndcg@10")
     offsets = np.concatenate(([0], np.cumsum(np.bincount(qv))))
     stopper = EarlyStopping(5)
     for k in range(1, 201):
-        value = metric(_predict_k(m, Xv, k), yv, offsets)
+        value = metric(predict_k(k), yv, offsets)
         assert m.history_["ndcg@10"][k - 1] == pytest.approx(value, abs=1e-12)
         if stopper.update(k - 1, value):
             break
@@ -238,14 +243,14 @@ def test_incremental_validation_scores_equal_predict_and_stop_where_full_predict
 
 
 @pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
-def test_incremental_validation_after_resume(tmp_path, backend):
+def test_incremental_validation_after_resume(tmp_path, backend, xgb_by_hand):
     (X, y, qid), (Xv, yv, qv) = make_data(seed=0), make_data(seed=1)
     ck = tmp_path / "ck.npz"
     GBDTRanker("listnet", backend=backend, n_estimators=6, random_state=0).fit(X, y, qid=qid, checkpoint=ck,
                                                                             checkpoint_every=3)
     m = GBDTRanker("listnet", backend=backend, n_estimators=12, random_state=0).fit(
         X, y, qid=qid, resume=ck, eval_set=(Xv, yv, qv))
-    np.testing.assert_allclose(m.eval_scores_, _predict_k(m, Xv, 12), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(m.eval_scores_, _by_round(m, Xv, xgb_by_hand)(12), rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("backend,loss", [("lightgbm", "lambdaloss"), ("lightgbm", "native:lambdarank"),

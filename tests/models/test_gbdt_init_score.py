@@ -80,23 +80,23 @@ def _dmatrix(X, y, sizes, margin):
     return d
 
 
-def test_xgboost_rankwise_loss_from_init_score_equals_xgb_train_with_base_margin():
+def test_xgboost_rankwise_loss_from_init_score_equals_xgb_train_with_base_margin(xgb_by_hand):
     X, y, qid, _, init = _data(2)
     ours = GBDTRanker("sigmoid_ce", backend="xgboost", **_TREES).fit(X, y, qid=qid, init_score=init)
     Xo, yo, sizes, io = _grouped(X, y, qid, init)
     ref = xgb.train(_xgb_params(base_score=0.0), _dmatrix(Xo, yo, sizes, io), num_boost_round=12,
                     obj=as_objective("sigmoid_ce", "xgboost"))
-    np.testing.assert_allclose(ours.predict(X), ref.predict(xgb.DMatrix(X, missing=np.nan), output_margin=True),
-                               rtol=1e-12, atol=1e-12)
+    # the same trees: predict sums their float32 leaves in double, as the by-hand walk of the reference's trees
+    np.testing.assert_allclose(ours.predict(X), xgb_by_hand(ref).margin(X), rtol=1e-12, atol=1e-12)
 
 
-def test_xgboost_native_objective_from_init_score_equals_xgb_train_with_base_margin():
+def test_xgboost_native_objective_from_init_score_equals_xgb_train_with_base_margin(xgb_by_hand):
     X, y, qid, _, init = _data(3)
     ours = GBDTRanker("native:rank:pairwise", backend="xgboost", **_TREES).fit(X, y, qid=qid, init_score=init)
     Xo, yo, sizes, io = _grouped(X, y, qid, init)
     ref = xgb.train(_xgb_params(objective="rank:pairwise", min_child_weight=1.0), _dmatrix(Xo, yo, sizes, io),
                     num_boost_round=12)
-    np.testing.assert_array_equal(ours.predict(X), ref.predict(xgb.DMatrix(X, missing=np.nan), output_margin=True))
+    np.testing.assert_array_equal(ours.predict(X), xgb_by_hand(ref).margin(X))
 
 
 @pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
@@ -234,7 +234,7 @@ class _RowLogistic:
 
 
 @pytest.mark.parametrize("backend", ["lightgbm", "xgboost"])
-def test_row_objective_gets_the_callers_row_order_and_equals_the_library_with_it(backend):
+def test_row_objective_gets_the_callers_row_order_and_equals_the_library_with_it(backend, xgb_by_hand):
     X, y, qid, w, init = _data(9)
     obj = _RowLogistic(y, w)
     ours = GBDTRanker("sigmoid_ce", backend=backend, **_TREES).fit(X, y, qid=qid, init_score=init, objective=obj)
@@ -249,7 +249,7 @@ def test_row_objective_gets_the_callers_row_order_and_equals_the_library_with_it
     else:
         ref = xgb.train(_xgb_params(base_score=0.0), _dmatrix(Xo, yo, sizes, io), num_boost_round=12,
                         obj=lambda s, _d: ref_obj.grad_hess(np.asarray(s, dtype=np.float64)))
-        want = ref.predict(xgb.DMatrix(X, missing=np.nan), output_margin=True)
+        want = xgb_by_hand(ref).margin(X)  # predict sums the float32 leaves in double
     np.testing.assert_allclose(ours.predict(X), want, rtol=1e-12, atol=1e-12)
     # the objective, not the loss, drove the trees: the sigmoid_ce fit without row weights is another model
     plain = GBDTRanker("sigmoid_ce", backend=backend, **_TREES).fit(X, y, qid=qid, init_score=init)

@@ -108,8 +108,10 @@ def _fit_gbdt(name, data):
     return m.fit(X, y, qid=q, **kw)
 
 
-def _native_scores(path, X):
-    """The booster text in the file, opened and run by the library itself (no rankwise code)."""
+def _native_scores(path, X, xgb_by_hand):
+    """The booster text in the file, opened and run by the library itself (no rankwise code): LightGBM's raw
+    score; for XGBoost, its trees walked by hand with their float32 leaves summed in double (as ``predict``
+    sums them), after checking that the walk gives XGBoost's own (float32) margin bit for bit."""
     text = persistence.array_to_text(persistence._read(path)[1]["booster"])
     if text.startswith("tree\n"):
         b = lgb.Booster(model_str=text)
@@ -118,11 +120,14 @@ def _native_scores(path, X):
     b.load_model(bytearray(text.encode("utf-8")))
     dm = xgb.DMatrix(X, missing=np.nan, feature_names=b.feature_names, feature_types=b.feature_types,
                      enable_categorical=b.feature_types is not None)
-    return b, np.asarray(b.predict(dm, output_margin=True), dtype=np.float64)
+    hand = xgb_by_hand(b)
+    np.testing.assert_array_equal(hand.float32_margin(X), np.asarray(b.predict(dm, output_margin=True), np.float64))
+    return b, hand.margin(X)
 
 
 @pytest.mark.parametrize("name", list(GBDT))
-def test_gbdt_on_missing_values_round_trips_bitwise_and_the_library_reads_the_file(tmp_path, nan_data, name):
+def test_gbdt_on_missing_values_round_trips_bitwise_and_the_library_reads_the_file(tmp_path, nan_data, name,
+                                                                                   xgb_by_hand):
     _, _, (Xt, _, qt) = nan_data
     m = _fit_gbdt(name, nan_data)
     expected = m.predict(Xt)
@@ -131,7 +136,7 @@ def test_gbdt_on_missing_values_round_trips_bitwise_and_the_library_reads_the_fi
     np.testing.assert_array_equal(loaded.predict(Xt), expected)
     if name == "lightgbm-lambdarank":  # the load a file from elsewhere gets: checked in a child process first
         np.testing.assert_array_equal(rankwise.load(path, untrusted=True).predict(Xt), expected)
-    booster, native = _native_scores(path, Xt)
+    booster, native = _native_scores(path, Xt, xgb_by_hand)
     np.testing.assert_array_equal(native, expected)
     if m.early_stopping_rounds:
         n_file = booster.current_iteration() if m.backend == "lightgbm" else booster.num_boosted_rounds()

@@ -106,9 +106,11 @@ def add_export_parser(sub) -> None:
                                    "prints the parity report (exit 1 when it does not pass).")
     p.add_argument("model", help="a model saved by `rankwise train` (GBDT or linear)")
     p.add_argument("--target", choices=TARGETS, default="opensearch")
-    p.add_argument("--format", choices=("xgboost+json", "ranklib", "linear"), default="xgboost+json",
-                   help="opensearch: model/xgboost+json (trees), model/ranklib (trees, linear), model/linear; "
-                        "solr: the model's class follows from the model")
+    p.add_argument("--format", choices=("xgboost+json", "xgboost+json+raw", "ranklib", "linear"),
+                   default="xgboost+json",
+                   help="opensearch: model/xgboost+json (trees), model/xgboost+json+raw (XGBoost trees: its own "
+                        "model JSON), model/ranklib (trees, linear), model/linear; solr: the model's class follows "
+                        "from the model")
     p.add_argument("--store", default="rankwise", help="solr: the feature store's name")
     p.add_argument("--accept-inexact", action="store_true",
                    help="solr: write splits the 1e-6 slack cannot reproduce exactly (the note says which values)")
@@ -123,7 +125,7 @@ def add_export_parser(sub) -> None:
     p.add_argument("--missing", choices=("refuse", "as_zero"), default="refuse",
                    help="ranklib: refuse a model whose NaN rule differs from 0.0, or accept it (as_zero)")
     p.add_argument("--missing-as-zero", action="store_true",
-                   help="xgboost+json: write missing_as_zero (OpenSearch main)")
+                   help="xgboost+json(+raw): write missing_as_zero (OpenSearch main)")
     p.add_argument("--drop-intercept", action="store_true", help="linear: accept that model/linear has no intercept")
     p.add_argument("--check", metavar="DATA", help="data set (LETOR/SVMlight, ...) to score both ways")
     p.add_argument("--plugin-missing", choices=("branch", "right", "zero"), default="branch",
@@ -135,7 +137,8 @@ def add_export_parser(sub) -> None:
                    help="--check: auto (default), svmlight, parquet, npz, or a feature log: opensearch, "
                         "elasticsearch, solr, vespa (with --judgments; its columns are read in the model's order)")
     p.add_argument("--onnx-dtype", choices=("float32", "double"), default="float32",
-                   help="onnx (and vespa --vespa-format onnx): element type of the input")
+                   help="onnx (and vespa --vespa-format onnx): element type of the input, and the arithmetic of "
+                        "tree and linear graphs (double: refused for neural models, which compute in float32)")
     p.add_argument("--vespa-format", choices=("native", "onnx"), default="native",
                    help="vespa: lightgbm()/xgboost() model files or a linear expression (native), or an ONNX model")
     p.add_argument("--schema", default="doc", help="vespa: the schema the rank profile goes under (--out is the "

@@ -18,7 +18,8 @@ everything a serving target needs to decide exactly as the booster does:
 :meth:`TreeEnsemble.raw_score` is the reference scorer: the booster's decision rule at each node,
 the leaves summed in the booster's precision and order (double for LightGBM, float32 from the
 base margin for XGBoost); tests hold it equal, row for row, to LightGBM's
-``predict(raw_score=True)`` and XGBoost's ``predict(output_margin=True)``.
+``predict(raw_score=True)`` and XGBoost's ``predict(output_margin=True)``, and, with the sum in
+double (``raw_score(X, sum_dtype=np.float64)``), to ``GBDTRanker.predict``.
 
 Categorical splits, linear trees and multi-output boosters are refused (no serving target here
 represents them exactly, and rankwise never trains them).
@@ -26,12 +27,12 @@ represents them exactly, and rankwise never trains them).
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rankwise.errors import InputError
+from rankwise.models._xgb_sum import xgb_base_margin
 
 __all__ = ["ExportError", "Tree", "TreeEnsemble", "tree_ensemble", "floor32", "next32", "prev32", "LIGHTGBM_ZERO_THRESHOLD",
            "adversarial_rows"]
@@ -43,12 +44,6 @@ LIGHTGBM_ZERO_THRESHOLD = float(np.float32(1e-35))
 MISSING_NONE, MISSING_ZERO, MISSING_NAN = 0, 1, 2
 _MISSING_CODES = {"None": MISSING_NONE, "Zero": MISSING_ZERO, "NaN": MISSING_NAN}
 MISSING_NAMES = {v: k for k, v in _MISSING_CODES.items()}
-
-# XGBoost objectives whose margin is the base score mapped by the logit (ProbToMargin), and those
-# whose margin is the base score itself
-_XGB_LOGIT_BASE = {"binary:logistic", "reg:logistic", "binary:logitraw"}
-_XGB_IDENTITY_BASE = {"reg:squarederror", "reg:linear", "reg:pseudohubererror", "reg:absoluteerror",
-                      "reg:quantileerror", "rank:ndcg", "rank:map", "rank:pairwise", "binary:hinge"}
 
 
 class ExportError(InputError):
@@ -161,16 +156,19 @@ class TreeEnsemble:
         """``(n_rows, n_trees)`` leaf value reached by each row in each tree (float64)."""
         return descend(self.trees, self._check_X(X), self.go_left)
 
-    def raw_score(self, X) -> np.ndarray:
+    def raw_score(self, X, *, sum_dtype=None) -> np.ndarray:
         """The booster's raw score (margin) of each row of ``X`` (float64 array, NaN = missing).
 
-        Sums the leaves in the booster's order and precision, so that the result equals LightGBM's
-        ``predict(raw_score=True)`` and XGBoost's ``predict(output_margin=True)``.
+        Sums the leaves in the booster's order and precision (``sum_dtype``, default the booster's own),
+        so that the result equals LightGBM's ``predict(raw_score=True)`` and XGBoost's
+        ``predict(output_margin=True)``. ``sum_dtype=np.float64`` on rows read as float32 is
+        ``GBDTRanker.predict``: it sums XGBoost's float32 leaves in double, from the base margin.
         """
+        dtype = self.sum_dtype if sum_dtype is None else sum_dtype
         leaves = self.leaf_values(X)
-        acc = np.full(leaves.shape[0], self.base_score, dtype=self.sum_dtype)
+        acc = np.full(leaves.shape[0], self.base_score, dtype=dtype)
         for k in range(leaves.shape[1]):
-            acc = acc + leaves[:, k].astype(self.sum_dtype)
+            acc = acc + leaves[:, k].astype(dtype)
         return acc.astype(np.float64)
 
     def thresholds_by_feature(self) -> dict:
@@ -249,20 +247,6 @@ def _from_lightgbm(booster, n_trees: int | None) -> TreeEnsemble:
                         "lightgbm", objective)
 
 
-def _xgb_base_margin(config: dict, objective: str) -> float:
-    raw = config["learner"]["learner_model_param"]["base_score"]
-    vals = json.loads(raw) if raw.startswith("[") else [float(raw)]
-    if len(vals) != 1:
-        _refuse(f"XGBoost model with {len(vals)} base scores (multi-output)")
-    bs = float(vals[0])  # XGBoost maps the base score to a margin in double, then keeps a float32
-    if objective in _XGB_IDENTITY_BASE:
-        return float(np.float32(bs))
-    if objective in _XGB_LOGIT_BASE:
-        return float(np.float32(-math.log(1.0 / bs - 1.0)))
-    raise InputError(f"XGBoost objective {objective!r}: rankwise.export knows the base margin of "
-                     f"{sorted(_XGB_IDENTITY_BASE | _XGB_LOGIT_BASE)} only")
-
-
 def _from_xgboost(booster, n_trees: int | None) -> TreeEnsemble:
     config = json.loads(booster.save_config())
     learner = config["learner"]
@@ -292,7 +276,8 @@ def _from_xgboost(booster, n_trees: int | None) -> TreeEnsemble:
     trees = [_flatten(json.loads(text), is_leaf=lambda n: "leaf" in n, read_split=read_split,
                       read_leaf=lambda n: float(np.float32(n["leaf"])), children=children) for text in dumps]
     return TreeEnsemble(tuple(trees), n_features, names, "<", np.float32, np.float32,
-                        _xgb_base_margin(config, objective), "xgboost", objective,
+                        xgb_base_margin(learner["learner_model_param"]["base_score"], objective, _refuse), "xgboost",
+                        objective,
                         {"trees_per_round": per_round})
 
 

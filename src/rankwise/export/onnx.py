@@ -11,15 +11,21 @@ output, ``score`` (``[n_docs, 1]``):
   left, so that ``x <= t'`` decides for every float32 ``x`` as LightGBM's double ``x <= t`` (and
   its reading of ``|x| <= 1e-35`` as 0.0) does; an XGBoost split keeps its float32 threshold with
   ``BRANCH_LT`` (XGBoost's own ``x < t``); the leaves are summed in float32.
-  ``dtype="double"``: the same thresholds on a double input (rows read as float32 first, as
-  ``predict`` reads them); onnxruntime then sums the leaves in double and rounds the total to
-  float32 (the operator's output is float). ``nodes_missing_value_tracks_true`` is the side the
-  booster sends NaN to (LightGBM ``missing_type=None``: the side of 0.0). XGBoost's base margin
-  is a first one-leaf tree, so that the float32 sum runs in XGBoost's order (base first).
+  ``dtype="double"``: one ``ai.onnx.ml`` ``TreeEnsemble`` (ml opset 5, default opset 21) with double
+  thresholds, double leaf weights and a double output, so that onnxruntime sums the leaves in double,
+  tree after tree, as ``predict`` does (XGBoost's float32 leaves too): equal to ``predict`` (rows read as
+  float32 first, as ``predict`` reads them). LightGBM splits keep their double ``x <= t`` (exact on
+  double inputs too) except where its ``|x| <= 1e-35`` band moves the decision; XGBoost's keep
+  their float32 ``x < t``. A one-leaf tree is a split whose both sides reach its leaf.
+  ``nodes_missing_value_tracks_true`` is the side the booster sends NaN to (LightGBM
+  ``missing_type=None``: the side of 0.0). XGBoost's base margin is a first one-leaf tree, so that
+  the sum runs in XGBoost's order (base first). The float32 graph keeps ml opset 3, which more
+  runtimes read (opset 5 needs onnxruntime 1.20 or later).
 - a :class:`~rankwise.models.LinearRanker` as ``MatMul`` + ``Add`` with the standardiser folded
   into the weights and the intercept (``w_j / s_j``, ``b - sum_j w_j m_j / s_j``, in double);
 - a :class:`~rankwise.models.NeuralRanker` through ``torch.onnx.export``: the MLP scores each row,
-  its standardiser computed in double and cast to float32 as ``predict`` does; the attention
+  its standardiser computed in double and cast to float32 as ``predict`` does (float32 only:
+  ``dtype="double"`` is refused, the network computing in float32); the attention
   scorer takes one query's documents per call (``[n_docs, n_features]``, the documents attend to
   each other), so a serving engine must pass a whole query at once.
 
@@ -35,7 +41,7 @@ import numpy as np
 
 from rankwise.errors import InputError
 from rankwise.export._common import ExportError, feature_names_for, left_max32, model_feature_names, nan_goes_left
-from rankwise.export._trees import TreeEnsemble, tree_ensemble
+from rankwise.export._trees import TreeEnsemble, floor32, tree_ensemble
 
 __all__ = ["OnnxExport", "to_onnx", "OnnxScorer", "INPUT", "OUTPUT"]
 
@@ -43,6 +49,9 @@ INPUT, OUTPUT = "features", "score"
 _DTYPES = ("float32", "double")
 #: the default-domain opset of the graphs written here, and of ai.onnx.ml (TreeEnsembleRegressor 3)
 OPSET, ML_OPSET = 18, 3
+#: the opsets of the double tree graph: ai.onnx.ml 5 (TreeEnsemble: double thresholds, leaves and output),
+#: released with the default domain's opset 21
+OPSET_DOUBLE_TREES, ML_OPSET_DOUBLE_TREES = 21, 5
 
 
 def _need(module: str):
@@ -172,7 +181,7 @@ def _tree_graph(ens: TreeEnsemble, names: list, dtype: str):
                 a["nodes_modes"].append("BRANCH_LEQ")
                 values.append(float(left_max32(ens, tree, ti, k, "ONNX TreeEnsembleRegressor")))
         tid += 1
-    leaf_dtype = np.float64 if dtype == "double" else np.float32
+    leaf_dtype = np.float32  # dtype="double" is written by _tree_graph_double (this path is float32 only)
     node = helper.make_node(
         "TreeEnsembleRegressor", [INPUT], [OUTPUT], domain="ai.onnx.ml", name="rankwise_trees", n_targets=1,
         aggregate_function="SUM", post_transform="NONE",
@@ -184,11 +193,84 @@ def _tree_graph(ens: TreeEnsemble, names: list, dtype: str):
     return _finish(onnx, graph, names, f"{ens.source} booster, {len(ens.trees)} trees")
 
 
-def _finish(onnx, graph, names, what, opset=OPSET):
+#: BRANCH_LEQ and BRANCH_LT as ai.onnx.ml TreeEnsemble (ml opset 5) codes its ``nodes_modes``
+_MODE5 = {"BRANCH_LEQ": 0, "BRANCH_LT": 1}
+
+
+def _split_double(ens: TreeEnsemble, tree, ti: int, k: int) -> tuple[str, float]:
+    """A split's mode and double threshold for a double input: XGBoost keeps its float32 ``x < t``;
+    LightGBM keeps its own double ``x <= t`` (exact for every double input too) wherever that decides
+    float32 values as the booster does -- else (its ``|x| <= 1e-35`` band moves the decision) the
+    largest float32 it sends left, as the float32 graph has it."""
+    if ens.source == "xgboost":
+        return "BRANCH_LT", float(np.float32(tree.threshold[k]))
+    t = float(tree.threshold[k])
+    left = float(left_max32(ens, tree, ti, k, "ONNX TreeEnsemble"))
+    return "BRANCH_LEQ", (t if left == float(floor32(t)) else left)
+
+
+def _tree_graph_double(ens: TreeEnsemble, names: list):
+    """The trees as one ``ai.onnx.ml`` ``TreeEnsemble`` (ml opset 5): double thresholds, double leaf weights
+    and a double output, so that onnxruntime sums the leaves in double -- as ``predict`` does -- tree after
+    tree (XGBoost's base margin as a first tree, as in the float32 graph)."""
+    onnx = _need("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    feat, modes, splits, tracks, t_ids, t_leaf, f_ids, f_leaf, roots, weights = ([] for _ in range(10))
+
+    def add_leaf(v) -> int:
+        weights.append(float(v))
+        return len(weights) - 1
+
+    def add_node(f, mode, split, track) -> int:
+        feat.append(f), modes.append(_MODE5[mode]), splits.append(split), tracks.append(track)
+        t_ids.append(0), t_leaf.append(0), f_ids.append(0), f_leaf.append(0)
+        return len(feat) - 1
+
+    def link(node, side_ids, side_leaf, tree, child, node_of):
+        if tree.feature[child] < 0:
+            side_ids[node], side_leaf[node] = add_leaf(tree.value[child]), 1
+        else:
+            side_ids[node], side_leaf[node] = node_of[child], 0
+
+    if ens.base_score != 0.0:  # a one-leaf tree: a split whose both sides reach the base margin's leaf
+        roots.append(add_node(0, "BRANCH_LEQ", 0.0, 0))
+        leaf = add_leaf(ens.base_score)
+        t_ids[-1], t_leaf[-1], f_ids[-1], f_leaf[-1] = leaf, 1, leaf, 1
+    for ti, tree in enumerate(ens.trees):
+        if tree.feature[0] < 0:  # a tree of one leaf
+            roots.append(add_node(0, "BRANCH_LEQ", 0.0, 0))
+            leaf = add_leaf(tree.value[0])
+            t_ids[-1], t_leaf[-1], f_ids[-1], f_leaf[-1] = leaf, 1, leaf, 1
+            continue
+        node_of = {}
+        for k in np.flatnonzero(tree.feature >= 0):  # split nodes first (pre-order: the root is node 0)
+            mode, split = _split_double(ens, tree, ti, int(k))
+            node_of[int(k)] = add_node(int(tree.feature[k]), mode, split, int(nan_goes_left(ens, tree, int(k))))
+        roots.append(node_of[0])
+        for k, n in node_of.items():
+            link(n, t_ids, t_leaf, tree, int(tree.left[k]), node_of)
+            link(n, f_ids, f_leaf, tree, int(tree.right[k]), node_of)
+    node = helper.make_node(
+        "TreeEnsemble", [INPUT], [OUTPUT], domain="ai.onnx.ml", name="rankwise_trees", n_targets=1,
+        aggregate_function=1, post_transform=0, tree_roots=roots, nodes_featureids=feat,
+        nodes_modes=numpy_helper.from_array(np.array(modes, dtype=np.uint8), "nodes_modes"),
+        nodes_splits=numpy_helper.from_array(np.array(splits, dtype=np.float64), "nodes_splits"),
+        nodes_truenodeids=t_ids, nodes_trueleafs=t_leaf, nodes_falsenodeids=f_ids, nodes_falseleafs=f_leaf,
+        nodes_missing_value_tracks_true=tracks, leaf_targetids=[0] * len(weights),
+        leaf_weights=numpy_helper.from_array(np.array(weights, dtype=np.float64), "leaf_weights"))
+    graph = helper.make_graph([node], "rankwise_gbdt",
+                              [helper.make_tensor_value_info(INPUT, TensorProto.DOUBLE, [None, len(names)])],
+                              [helper.make_tensor_value_info(OUTPUT, TensorProto.DOUBLE, [None, 1])])
+    return _finish(onnx, graph, names, f"{ens.source} booster, {len(ens.trees)} trees", OPSET_DOUBLE_TREES,
+                   ML_OPSET_DOUBLE_TREES)
+
+
+def _finish(onnx, graph, names, what, opset=OPSET, ml_opset=ML_OPSET):
     from onnx import helper
 
     model = helper.make_model(graph, producer_name="rankwise", opset_imports=[
-        helper.make_opsetid("", opset), helper.make_opsetid("ai.onnx.ml", ML_OPSET)])
+        helper.make_opsetid("", opset), helper.make_opsetid("ai.onnx.ml", ml_opset)])
     model.ir_version = min(model.ir_version, 10)  # readable by onnxruntime releases of the last two years
     helper.set_model_props(model, {"rankwise_feature_names": ",".join(names), "rankwise_model": what})
     onnx.checker.check_model(model, full_check=True)
@@ -275,7 +357,9 @@ def to_onnx(model, *, feature_names=None, dtype: str = "float32") -> OnnxExport:
         Names of the input's columns (default: ``model.feature_names_in_``, else ``f0..``); kept in the
         graph's metadata (``rankwise_feature_names``).
     dtype : {"float32", "double"}
-        Element type of the input (and, for linear and neural graphs, of the output).
+        Element type of the input (and, for tree and linear graphs, of the output): ``"double"`` is a
+        double-precision target (trees and linear models computed in double, equal to ``predict`` within
+        1e-12); refused for a NeuralRanker, whose arithmetic is float32.
 
     Returns
     -------
@@ -288,9 +372,8 @@ def to_onnx(model, *, feature_names=None, dtype: str = "float32") -> OnnxExport:
     if hasattr(model, "booster_"):
         ens = tree_ensemble(model)
         names = _names(model, ens.n_features, feature_names)
-        out = OnnxExport(_tree_graph(ens, names, dtype), names, dtype, False, "trees")
-        if dtype == "double":
-            notes.append("TreeEnsembleRegressor's output is float: the double sum of the leaves is rounded to float32")
+        graph = _tree_graph(ens, names, dtype) if dtype == "float32" else _tree_graph_double(ens, names)
+        out = OnnxExport(graph, names, dtype, False, "trees")
     elif hasattr(model, "coef_") and hasattr(model, "scaler_mean_"):
         if getattr(model, "feature_map", None) not in (None, "none"):
             raise ExportError(f"LinearRanker(feature_map={model.feature_map!r}): the ONNX export writes a linear model "
@@ -298,6 +381,12 @@ def to_onnx(model, *, feature_names=None, dtype: str = "float32") -> OnnxExport:
         names = _names(model, len(model.coef_), feature_names)
         out = OnnxExport(_linear_graph(model, names, dtype), names, dtype, False, "linear")
     elif hasattr(model, "module_") and getattr(model, "architecture", None) in ("mlp", "attention"):
+        if dtype == "double":
+            raise ExportError(f"NeuralRanker[{model.architecture}] with dtype='double': the network's weights and "
+                              "predict's arithmetic are float32, so a graph that matches predict computes in float32 "
+                              "whatever its input type -- it is not a double target (and a graph computing in double "
+                              "would differ from predict by float32 rounding, not by 1e-12). Export with "
+                              "dtype='float32' (parity within 1e-6 of the score range)")
         names = _names(model, int(model.n_features_in_), feature_names)
         attention = model.architecture == "attention"
         out = OnnxExport(_neural_graph(model, names, dtype), names, dtype, attention, model.architecture)
@@ -308,7 +397,15 @@ def to_onnx(model, *, feature_names=None, dtype: str = "float32") -> OnnxExport:
         raise ExportError(f"{type(model).__name__}: the ONNX export takes GBDTRanker, LinearRanker and NeuralRanker "
                           "models")
     out.notes = notes
-    out.reference()  # onnxruntime must load what was written
+    try:
+        out.reference()  # onnxruntime must load what was written
+    except Exception as exc:
+        if out.family != "trees" or dtype != "double":
+            raise
+        version = getattr(_need("onnxruntime"), "__version__", "?")
+        raise ExportError(f"dtype='double': the trees are an ai.onnx.ml opset 5 TreeEnsemble, which this onnxruntime "
+                          f"({version}) cannot load ({type(exc).__name__}); upgrade onnxruntime (tested with 1.32) or "
+                          "export with dtype='float32'") from None
     return out
 
 

@@ -10,6 +10,14 @@ feature-set JSON and the whole ``POST _ltr/_featureset/<set>/_createmodel`` body
   ``x <= t`` (XGBoost's float32 ``x < t`` is kept as it is). The ``missing`` child is the side
   the booster sends NaN to (LightGBM ``missing_type=None``: the side of 0.0). XGBoost's base
   margin, which the plugin does not add, becomes a first one-leaf tree.
+- ``"xgboost+json+raw"`` (``model/xgboost+json+raw``) from a GBDTRanker on XGBoost: the booster's
+  own ``save_model`` JSON (the rounds ``predict`` uses), which the plugin reads as XGBoost does
+  (``x < t`` in float32, NaN to ``default_left``, leaves from ``base_weights``, set here to the
+  leaf values) but without ``base_score`` and with its own list of objectives: the base margin
+  becomes a first one-leaf tree (``base_score`` 0), the objective ``rank:pairwise`` (a margin,
+  no transform), the feature names the feature set's and every feature type ``"float"``. XGBoost
+  reads the file too and gives the same float32 margin. A LightGBM model is refused (use
+  ``"xgboost+json"``).
 - ``"ranklib"`` (``model/ranklib``): a tree ensemble as ``## LambdaMART`` text (tree weight 1,
   features as 1-based ordinals into the feature set, left iff ``x <= t'`` in float32 with
   ``t' = floor32(t)`` for LightGBM and ``prev32(t)`` for XGBoost); a
@@ -44,7 +52,7 @@ from rankwise.export.reference import opensearch as plugin
 
 __all__ = ["ExportError", "OpenSearchExport", "to_opensearch", "featureset_body", "FORMATS"]
 
-FORMATS = ("xgboost+json", "ranklib", "linear")
+FORMATS = ("xgboost+json", "xgboost+json+raw", "ranklib", "linear")
 
 
 @dataclass
@@ -54,7 +62,7 @@ class OpenSearchExport:
     Attributes
     ----------
     model_type : str
-        ``model/xgboost+json``, ``model/ranklib`` or ``model/linear``.
+        ``model/xgboost+json``, ``model/xgboost+json+raw``, ``model/ranklib`` or ``model/linear``.
     definition : str
         The model definition as the plugin reads it (JSON text or RankLib text).
     feature_names : list of str
@@ -147,6 +155,63 @@ def _xgboost_json(ens: TreeEnsemble, names: list, shift: float, missing_as_zero:
     return json.dumps(trees), notes
 
 
+def _one_leaf_tree(value: float, n_features: int) -> dict:
+    """A tree of XGBoost's model JSON with a single (leaf) node of value ``value`` (a float32)."""
+    v = _json_float(np.float32(value))
+    return {"base_weights": [v], "categories": [], "categories_nodes": [], "categories_segments": [],
+            "categories_sizes": [], "default_left": [0], "id": 0, "left_children": [-1], "loss_changes": [0.0],
+            "parents": [2147483647], "right_children": [-1], "split_conditions": [v], "split_indices": [0],
+            "split_type": [0], "sum_hessian": [0.0],
+            "tree_param": {"num_deleted": "0", "num_feature": str(n_features), "num_nodes": "1",
+                           "size_leaf_vector": "1"}}
+
+
+def _pairwise_objective(xgb) -> dict:
+    """XGBoost's own config of ``rank:pairwise`` (with its parameters, which XGBoost needs to load a model)."""
+    dm = xgb.DMatrix(np.zeros((2, 1)), label=[0.0, 1.0])
+    dm.set_group([2])
+    return json.loads(xgb.train({"objective": "rank:pairwise", "nthread": 1}, dm, 0).save_config())["learner"][
+        "objective"]
+
+
+def _xgboost_raw(model, ens: TreeEnsemble, names: list, shift: float, missing_as_zero: bool) -> tuple[str, list]:
+    """XGBoost's own model JSON of the trees ``predict`` uses, as the plugin's raw parser needs it."""
+    import xgboost as xgb
+
+    booster = getattr(model, "booster_", model)
+    best = getattr(model, "best_iteration_", None)
+    if best is not None:
+        booster = booster[: int(best) + 1]
+    doc = json.loads(bytes(booster.save_raw("json")))
+    learner = doc["learner"]
+    forest = learner["gradient_booster"]["model"]
+    trees = forest["trees"]
+    for tree in trees:  # the plugin reads a leaf from base_weights: the leaf value itself
+        for k, child in enumerate(tree["left_children"]):
+            if child == -1:
+                tree["base_weights"][k] = tree["split_conditions"][k]
+    head = [_one_leaf_tree(ens.base_score, len(names))] if ens.base_score != 0.0 else []
+    tail = [_one_leaf_tree(shift, len(names))] if shift else []
+    forest["trees"] = head + trees + tail
+    for i, tree in enumerate(forest["trees"]):
+        tree["id"] = i
+    forest["tree_info"] = [0] * len(forest["trees"])
+    indptr = [0] + ([1] if head else []) + [p + len(head) for p in forest["iteration_indptr"][1:]]
+    forest["iteration_indptr"] = indptr + ([indptr[-1] + 1] if tail else [])
+    forest["gbtree_model_param"]["num_trees"] = str(len(forest["trees"]))
+    base = learner["learner_model_param"]["base_score"]
+    learner["learner_model_param"]["base_score"] = "[0E0]" if base.startswith("[") else "0E0"
+    # a margin with no transform, under an objective name the plugin knows (its config as XGBoost writes it)
+    learner["objective"] = _pairwise_objective(xgb)
+    learner["feature_names"] = list(names)
+    learner["feature_types"] = ["float"] * len(names)
+    notes = []
+    if missing_as_zero:
+        doc["missing_as_zero"] = True
+        notes.append("missing_as_zero: an absent feature is 0.0 (OpenSearch main only), not the booster's NaN rule")
+    return json.dumps(doc), notes
+
+
 def _ranklib_trees(ens: TreeEnsemble, shift: float) -> str:
     out = []
 
@@ -196,6 +261,13 @@ def _export_trees(model, fmt, names, shift, missing, missing_as_zero) -> OpenSea
     if fmt == "xgboost+json":
         definition, notes = _xgboost_json(ens, names, s, missing_as_zero)
         return OpenSearchExport("model/xgboost+json", definition, names, score_offset=s, notes=notes)
+    if fmt == "xgboost+json+raw":
+        if ens.source != "xgboost":
+            raise ExportError(f"format 'xgboost+json+raw' is XGBoost's own model JSON (save_model) and this model's "
+                              f"trees are {ens.source}'s: use format 'xgboost+json' (the thresholds rewritten for the "
+                              "plugin's float32 x < t)")
+        definition, notes = _xgboost_raw(model, ens, names, s, missing_as_zero)
+        return OpenSearchExport("model/xgboost+json+raw", definition, names, score_offset=s, notes=notes)
     notes = []
     bad = missing_mismatches(ens)
     if bad:
@@ -244,8 +316,9 @@ def to_opensearch(model, format: str = "xgboost+json", *, feature_names=None, sh
     Parameters
     ----------
     model : GBDTRanker or LinearRanker (fitted)
-    format : {"xgboost+json", "ranklib", "linear"}
-        Trees: ``xgboost+json`` or ``ranklib``; linear models: ``linear`` or ``ranklib``.
+    format : {"xgboost+json", "xgboost+json+raw", "ranklib", "linear"}
+        Trees: ``xgboost+json`` or ``ranklib`` (``xgboost+json+raw``: XGBoost models only); linear models:
+        ``linear`` or ``ranklib``.
     feature_names : list of str, optional
         The feature set, one name per model column in order (default: ``model.feature_names_in_``).
     shift : None, "auto" or float
@@ -254,7 +327,7 @@ def to_opensearch(model, format: str = "xgboost+json", *, feature_names=None, sh
     missing : {"refuse", "as_zero"}
         RankLib sees an absent feature as 0.0: refuse a model that treats NaN otherwise, or accept it.
     missing_as_zero : bool
-        ``xgboost+json`` only: write ``"missing_as_zero": true`` (OpenSearch main).
+        ``xgboost+json`` and ``xgboost+json+raw`` only: write ``"missing_as_zero": true`` (OpenSearch main).
     drop_intercept : bool
         ``linear`` only: accept that ``model/linear`` has no intercept (a constant offset).
 
@@ -273,8 +346,8 @@ def to_opensearch(model, format: str = "xgboost+json", *, feature_names=None, sh
                               "'ranklib'")
         out = _export_trees(model, format, feature_names, shift, missing, missing_as_zero)
     elif hasattr(model, "coef_") and hasattr(model, "scaler_mean_"):
-        if format == "xgboost+json":
-            raise ExportError("format 'xgboost+json' takes a tree ensemble; a LinearRanker goes out as 'linear' or "
+        if format.startswith("xgboost+json"):
+            raise ExportError(f"format {format!r} takes a tree ensemble; a LinearRanker goes out as 'linear' or "
                               "'ranklib'")
         out = _export_linear(model, format, feature_names, shift, drop_intercept)
     else:

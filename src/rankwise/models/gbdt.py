@@ -12,7 +12,7 @@ import scipy.sparse as sp
 from rankwise._validation import (Interval, Options, available_cpus, check_positive_int, check_vector, fit_seed,
                                   limit_threads, warn_user)
 from rankwise.errors import InputError
-from rankwise.models import _booster_text, persistence
+from rankwise.models import _booster_text, _xgb_sum, persistence
 from rankwise.models.base import BaseRanker
 from rankwise.train.early_stopping import EarlyStopping, resolve_metric
 from rankwise.train.history import History
@@ -422,13 +422,18 @@ class GBDTRanker(BaseRanker):
         the round, when one is given.
     eval_scores_ : ndarray
         With ``eval_set``: the raw scores of its rows after the last round boosted. They are kept
-        round to round and each new tree's output is added (LightGBM's validation score updater,
-        XGBoost's prediction cache), so validating costs one tree per round, not the whole
-        booster; they equal ``booster_``'s prediction with every tree.
+        round to round and each new tree's output is added (LightGBM's validation score updater;
+        for XGBoost the new tree's leaves added in double), so validating costs one tree per round,
+        not the whole booster; they equal ``predict``'s scores with every tree.
     n_features_in_ : int
 
     Notes
     -----
+    ``predict`` returns double scores on both backends: LightGBM's own (it sums in double), and for
+    XGBoost the trees' float32 leaf values added in double to the base margin, tree after tree (XGBoost
+    decides the splits, ``predict(pred_leaf=True)``; its own ``predict(output_margin=True)`` sums in
+    float32 and differs by that sum's rounding, about 1e-7 relative over a hundred trees).
+
     NaN features are missing values: both libraries learn a default direction for them at each
     split. ``inf`` is refused. Results are deterministic for a fixed ``random_state`` and ``n_jobs``.
 
@@ -1001,12 +1006,12 @@ class GBDTRanker(BaseRanker):
                 raise InputError("sample_weight: the xgboost backend takes one weight per query; give every row "
                                  "of a query the same weight (or use backend='lightgbm' for per-row weights)")
             dtrain.set_weight(per_q)
-        dval, evals = None, ()
+        dval, kept = None, None
         if val is not None:
-            # a DMatrix in evals is in the booster's prediction cache: predict() adds the new tree's
-            # output to the kept scores instead of running every tree again
+            # the validation rows' double scores (predict's) are kept: each round adds the new tree's leaves
+            # instead of running every tree again
             dval = xgb.DMatrix(val.X, **dm_kw)
-            evals = [(dval, "eval_set")]
+            kept = _xgb_sum.RunningScores(dval)
         init = None
         if init_text is not None:
             init = xgb.Booster()
@@ -1027,12 +1032,14 @@ class GBDTRanker(BaseRanker):
                 return False
 
             def after_iteration(cb, model, epoch, evals_log):
-                scores = None if dval is None else model.predict(dval, output_margin=True)
+                scores = None if dval is None else kept.update(model)
+                if scores is None and dval is not None:  # as in _predict_rows: XGBoost's own margin
+                    scores = model.predict(dval, output_margin=True)
                 return bool(after_round(done + epoch, lambda: bytes(model.save_raw("json")).decode("utf-8"),
                                         scores))
 
         booster = xgb.train(params, dtrain, num_boost_round=rounds, obj=obj, xgb_model=init, callbacks=[CB()],
-                            evals=evals, verbose_eval=False)
+                            verbose_eval=False)
         self.booster_ = booster
 
     def _n_trees(self) -> int:
@@ -1044,7 +1051,7 @@ class GBDTRanker(BaseRanker):
     def _predict_rows(self, Xv):
         """One score per row: the raw boosted score of every round, or of rounds
         ``0..best_iteration_`` when ``early_stopping_rounds`` stopped the fit (an ``eval_set``
-        alone does not truncate the booster)."""
+        alone does not truncate the booster); XGBoost's float32 leaves summed in double."""
         _check_no_inf(Xv)
         best = getattr(self, "best_iteration_", None)
         if self.backend == "lightgbm":
@@ -1052,13 +1059,19 @@ class GBDTRanker(BaseRanker):
                                                     num_iteration=None if best is None else best + 1), dtype=np.float64)
         import xgboost as xgb
 
-        dm = xgb.DMatrix(Xv, missing=np.nan, nthread=self._threads())
-        self.booster_.set_param({"nthread": self._threads()})
-        rng = (0, 0) if best is None else (0, best + 1)
-        # the columns were checked against feature_names_in_; the booster's names (given at fit
-        # or set later) only label its dumps
-        return np.asarray(self.booster_.predict(dm, output_margin=True, iteration_range=rng, validate_features=False),
-                          dtype=np.float64)
+        threads = self._threads()
+        self.booster_.set_param({"nthread": threads})
+        rounds = int(self.booster_.num_boosted_rounds()) if best is None else best + 1
+
+        def dmatrix(rows):
+            return xgb.DMatrix(rows, missing=np.nan, nthread=threads)
+        # XGBoost decides the splits; the float32 leaves are summed in double (_xgb_sum). The columns were
+        # checked against feature_names_in_; the booster's names (given at fit or set later) only label its dumps
+        out = _xgb_sum.predict_double(self.booster_, Xv, rounds, dmatrix)
+        if out is None:  # no trees (gblinear), or an objective of backend_params unknown here: XGBoost's own margin
+            out = self.booster_.predict(dmatrix(Xv), output_margin=True, iteration_range=(0, rounds),
+                                        validate_features=False)
+        return np.asarray(out, dtype=np.float64)
 
     # -- persistence: the library's own text format inside the rankwise file ---------------------
     def _booster_to_text(self) -> str:
