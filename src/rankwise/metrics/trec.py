@@ -21,7 +21,8 @@ import numpy as np
 
 from rankwise._validation import kernel_threads
 from rankwise.errors import InputError
-from rankwise.metrics._trec_kernel import C_NUM_REL, C_NUM_RET, NONPOOL, UNJUDGED, eval_run, ideal_lists
+from rankwise.metrics._trec_kernel import (C_NUM_REL, C_NUM_RET, NONPOOL, UNJUDGED, eval_dict_run, eval_run,
+                                           ideal_lists)
 from rankwise.metrics._trec_measures import GROUPS, STRING_MEASURES, _Plan, _spec_list, expand_groups
 from rankwise.metrics.evaluate import EvaluationResult
 
@@ -177,6 +178,40 @@ class RunEvaluation(EvaluationResult):
             self._strings = {} if self._build_strings is None else self._build_strings()
             self._build_strings = None
         return self._strings
+
+
+class _DictRun:
+    """What ``evaluate_runs`` reads of a run that ``_dict_pass`` evaluated without building a Run."""
+
+    __slots__ = ("qids", "tag")
+
+    def __init__(self, qids):
+        self.qids, self.tag = qids, None
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.qids)
+
+
+def _dict_pass(pq, src, complete, trec_args):
+    """A run given as ``{qid: {docno: score}}`` with str query ids, evaluated by ``eval_dict_run`` (each
+    topic's dict walked as the topic is evaluated, no Run built): ``(run, qmap, topics, run_of, (table,
+    relstrings, lengths))``, or None where the general path must take it (other kinds of ids, keys or
+    scores, a nested value that is not a dict, no topic in common with the qrels: ``Run.from_dict``
+    then reads it or says what is wrong, where)."""
+    if not isinstance(src, dict) or not src:
+        return None
+    qids = list(src)
+    if not all(type(q) is str for q in qids):
+        return None
+    index = pq.qrels._index
+    qmap = np.fromiter((index.get(x, -1) for x in qids), dtype=np.int64, count=len(qids))
+    run = _DictRun(qids)
+    topics, run_of = _topics(pq, run, qmap, complete)
+    if len(topics) == 0:
+        return None
+    got = eval_dict_run(list(src.values()), topics, run_of, *trec_args(pq))
+    return None if got is None else (run, qmap, topics, run_of, got)
 
 
 def _topics(pq, run, qmap, complete):
@@ -337,13 +372,22 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
             hit = by_topics[key] = (qids, order)
         return hit
 
+    def trec_args(pq):  # eval_run's and eval_dict_run's arguments after the run's own
+        q = pq.qrels
+        return (q.offsets, *pq.table, q.docs.buf, q.docs.s, *pq.levels, *pq.ideal, limit, bool(judged_only),
+                relevance_level, plan.icuts, plan.icut_off, plan.fcuts, plan.fcut_off, float(rbp_p), 1.0, _UTILITY,
+                float(n_docs_in_coll), profile == "trec_eval9", rs_len)
+
     def one(item):
         name, src = item
-        run = _load_run(src, name=name)
         pq = prepared()
-        q = pq.qrels
-        qmap = pq.topic_map(run)
-        topics, run_of = _topics(pq, run, qmap, complete)
+        walked = _dict_pass(pq, src, complete, trec_args) if trec_mode else None
+        if walked is not None:  # a plain {qid: {docno: score}} dict, evaluated as it is walked
+            run, qmap, topics, run_of, (table_, rs, rs_n) = walked
+        else:
+            run = _load_run(src, name=name)
+            qmap = pq.topic_map(run)
+            topics, run_of = _topics(pq, run, qmap, complete)
         if len(topics) == 0:
             raise InputError(f"run {name}: the run and the qrels have no query id in common (run: {run.n_queries} "
                              f"topics, e.g. {run.qids[:1]}; qrels: {pq.qrels.n_queries}, e.g. {pq.qrels.qids[:1]})")
@@ -357,12 +401,9 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
             rel, _ = pq.join(run)
             return _evaluate_arrays(pq, run, rel, topics, run_of, num_specs, profile, conventions, notes,
                                     pd.Index(qids, name="qid"))
-        d = run.docs
-        table_, rs, rs_n = eval_run(
-            run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, *pq.table, q.docs.buf,
-            q.docs.s, *pq.levels, *pq.ideal, limit, bool(judged_only), relevance_level, plan.icuts, plan.icut_off,
-            plan.fcuts, plan.fcut_off, float(rbp_p), 1.0, _UTILITY,
-            float(n_docs_in_coll), profile == "trec_eval9", rs_len)
+        if walked is None:
+            d = run.docs
+            table_, rs, rs_n = eval_run(run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, *trec_args(pq))
         matrix = plan.matrix(table_)
         totals = np.cumsum(matrix[order], axis=0)[-1]
         n = len(matrix)
@@ -412,8 +453,8 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
 
             futures = []
             for name, src in items:
-                if not isinstance(src, (str, os.PathLike, Run)):  # a dict (or ranx.Run): converted here
-                    src = _load_run(src, name=name)
+                if not isinstance(src, (str, os.PathLike, Run)) and not (trec_mode and isinstance(src, dict)):
+                    src = _load_run(src, name=name)  # a ranx.Run or other object: converted here
                 futures.append(pool.submit(one, (name, src)))
             results = [f.result() for f in futures]
     else:
