@@ -756,48 +756,53 @@ cdef void _topic_row(const int64_t* rels, int64_t n, int64_t la, int64_t lb, con
     # ---- one pass over the ranking: prefix counts, AP, DCG, reciprocal rank, judged counts,
     # bpref / infAP (m_bpref.c, m_infap.c), binG (m_binG.c), rbp / rbp_resid (m_rbp.c,
     # m_rbp_resid.c: gains = grades, scaled to [0, 1]); each sum in trec_eval's order
-    cdef double rr = 0.0, bpref = 0.0, infap = 0.0, bing = 0.0, rbp = 0.0, sr = 0.0, cur = 1.0, r, fj
-    cdef int64_t nonpool = 0, unjudged = 0, nonrel_sf = 0, rel_sf = 0, k = 0, unj = 0, n_gain = 0
+    cdef double rr = 0.0, bpref = 0.0, infap = 0.0, bing = 0.0, rbp = 0.0, sr = 0.0, cur = 1.0, fj
+    cdef double cum_i = 0.0, apc_i = 0.0, dcg_i = 0.0
+    cdef int64_t nonpool = 0, unjudged = 0, nonrel_sf = 0, rel_sf = 0, k = 0, unj = 0, n_gain = 0, neg
     cdef double scale = <double>max_grade if max_grade > 1 else 1.0
     cdef double rbp_p = P.rbp_p
+    # the counts and the sums of every rank are kept without a branch (a ranking mixes its kinds of
+    # documents at random: each branch on them would be mispredicted half the time); only the
+    # relevant and the positive-grade documents, a minority, take one. A sum that a document does
+    # not change is left as it is, or has +0.0 added (the same double: each sum is >= 0)
     for i in range(n):
         v = rels[i]
-        r = 1.0 if v >= rl else 0.0
-        cum[i + 1] = cum[i] + r
-        apc[i + 1] = apc[i] + (cum[i + 1] / (i + 1.0) if r > 0 else 0.0)
-        dcg[i + 1] = dcg[i] + (<double>v / lg[i] if v > 0 else 0.0)
-        if r > 0:
+        if v >= rl:  # relevant at the level
+            cum_i += 1.0
+            apc_i += cum_i / (i + 1.0)
             if rr == 0.0:
                 rr = 1.0 / (i + 1.0)
             S.rpos[k] = i
             k += 1
             bing += 1.0 / lg[1 + i - k]
+            if v >= 0:  # judged relevant (not a NONPOOL or UNJUDGED code below a negative level)
+                rel_sf += 1
+                if nonrel_sf > 0:
+                    bpref += 1.0 - <double>min(nonrel_sf, num_rel) / <double>min(num_nonrel, num_rel)
+                else:
+                    bpref += 1.0
+                if i == 0:
+                    infap += 1.0
+                else:
+                    fj = <double>i
+                    infap += 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * \
+                        (<double>(rel_sf - 1 + nonrel_sf + unjudged) / fj) * \
+                        ((<double>(rel_sf - 1) + INFAP_EPS) / (<double>(rel_sf - 1 + nonrel_sf) + 2 * INFAP_EPS))
+        cum[i + 1] = cum_i
+        apc[i + 1] = apc_i
         if v > 0:
+            dcg_i += <double>v / lg[i]
             S.gpos[n_gain] = i
             n_gain += 1
             rbp += (<double>v / scale) * cur
-        if v < 0:
-            unj += 1
-            sr += cur
+        dcg[i + 1] = dcg_i
+        neg = v < 0
+        unj += neg
+        sr += cur * <double>neg
         cur *= rbp_p
-        if v == NONPOOL:
-            nonpool += 1
-        elif v == UNJUDGED:
-            unjudged += 1
-        elif v < rl:
-            nonrel_sf += 1
-        else:
-            rel_sf += 1
-            if nonrel_sf > 0:
-                bpref += 1.0 - <double>min(nonrel_sf, num_rel) / <double>min(num_nonrel, num_rel)
-            else:
-                bpref += 1.0
-            if i == 0:
-                infap += 1.0
-            else:
-                fj = <double>i
-                infap += 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * (<double>(rel_sf - 1 + nonrel_sf + unjudged) / fj) * \
-                    ((<double>(rel_sf - 1) + INFAP_EPS) / (<double>(rel_sf - 1 + nonrel_sf) + 2 * INFAP_EPS))
+        nonpool += v == NONPOOL
+        unjudged += v == UNJUDGED
+        nonrel_sf += (v >= 0) & (v < rl)
     cdef double nrr = cum[n]
     row[C_NUM_RET] = <double>n
     row[C_NUM_REL_RET] = nrr
