@@ -186,3 +186,16 @@ def test_any_number_of_workers_gives_the_same_results(monkeypatch, spy):
     assert all(spy)
     for other in results[1:]:
         _same(results[0], other)
+
+
+def test_a_line_break_anywhere_in_any_document_id_is_refused():
+    # the walk hashes ids of 8 to 16 bytes from two word loads, others a word at a time: every
+    # position of the break in every length around the words, in a judged topic
+    qrels = {"1": {"abc": 1}}
+    for length in range(1, 26):
+        for at in range(length):
+            key = "".join("\n" if i == at else "abcdefghijklmnopqrstuvwxyz"[i] for i in range(length))
+            with pytest.raises(InputError, match="line break"):
+                evaluate_runs(qrels, {"r": {"1": {"abc": 2.0, key: 1.0}}}, "map")
+        key = "abcdefghijklmnopqrstuvwxyz"[:length]
+        assert evaluate_runs(qrels, {"r": {"1": {"abc": 2.0, key + "x": 1.0}}}, "map")["r"].mean["map"] == 1.0

@@ -17,8 +17,9 @@ from cpython.ref cimport PyObject
 from libc.string cimport memcpy
 
 from rankwise.data._trec_kernel cimport (PREFETCH_ROWS, SLOT_WORDS, _cmp, _dict_len, _dict_next, _float_value,
-                                         _hash_lf, _int_value, _is_ascii, _is_dict, _is_float, _is_int, _is_str,
-                                         _lookup, _prefetch, _prefetch_line, _str_data, _str_len, _type_of)
+                                         _final, _hash_lf, _int_value, _is_ascii, _is_dict, _is_float, _is_int, _is_str,
+                                         _load8_word, _lookup, _low, _mix, _prefetch, _prefetch_line, _str_data,
+                                         _str_len, _type_of)
 
 cdef enum:
     _AHEAD = 16  # how many rows ahead ``_walk`` asks for a key and a value
@@ -573,6 +574,25 @@ cdef struct Rows:
     PyObject** obj  # the dict's keys and values, in pairs
 
 
+cdef inline uint64_t _hash_8_16(const uint8_t* src, int64_t ln, bint* lf) noexcept nogil:
+    """``_hash_lf`` of the ``ln`` bytes at ``src``, 8 <= ``ln`` <= 16, from the word at ``src`` and the
+    word ending at ``src + ln`` (no byte read outside the span): the same words, the same value."""
+    cdef uint64_t w = _load8_word(src), v, found
+    cdef uint64_t x = _mix(0, w)
+    v = w ^ 0x0A0A0A0A0A0A0A0AULL
+    found = (v - 0x0101010101010101ULL) & ~v & 0x8080808080808080ULL
+    if ln > 8:
+        w = _load8_word(src + ln - 8) >> (8 * (16 - ln))  # bytes 8 .. ln - 1, zero-padded
+        v = w ^ 0x0A0A0A0A0A0A0A0AULL
+        if ln < 16:
+            v |= ~_low(ln - 8)  # the padding never tests as a line feed
+        found |= (v - 0x0101010101010101ULL) & ~v & 0x8080808080808080ULL
+        x = _mix(x, w)
+    if found:
+        lf[0] = True
+    return _final(x, ln)
+
+
 cdef int64_t _walk(PyObject* d, list holder, Rows* W) except -2:
     """Read the ``{docno: score}`` dict ``d`` into ``W`` (at most ``len(W.s)`` rows, checked by the
     caller): its keys' bytes copied and hashed (``_hash_lf``) as ``dict_rows`` does, its values as
@@ -592,6 +612,7 @@ cdef int64_t _walk(PyObject* d, list holder, Rows* W) except -2:
     cdef double x
     cdef bint line_break = False
     cdef uint8_t[::1] bv
+    cdef const uint8_t* src
     # borrowed references: the dict holds them, and no Python code runs until the walk's end
     while _dict_next(d, &pos, &k, &v):
         if r == n:
@@ -634,10 +655,16 @@ cdef int64_t _walk(PyObject* d, list holder, Rows* W) except -2:
             bv = grown
             W.buf = &bv[0]
             W.cap = cap
-        memcpy(W.buf + used, _str_data(k), ln)
+        src = <const uint8_t*>_str_data(k)
         W.s[r] = used
         W.e[r] = used + ln
-        W.h[r] = _hash_lf(W.buf, used, used + ln, &line_break)
+        if 8 <= ln <= 16:  # most document ids: copied and hashed from two word loads (no call)
+            memcpy(W.buf + used, src, 8)
+            memcpy(W.buf + used + ln - 8, src + ln - 8, 8)
+            W.h[r] = _hash_8_16(src, ln, &line_break)
+        else:
+            memcpy(W.buf + used, src, ln)
+            W.h[r] = _hash_lf(W.buf, used, used + ln, &line_break)
         W.sc[r] = x
         used += ln + 1
     if line_break:
