@@ -737,7 +737,8 @@ def eval_dict_run(list dicts, const int64_t[::1] topics, const int64_t[::1] run_
     cdef size_t[::1] obj_v = obj_a
     W.obj = <PyObject**>&obj_v[0]
     for g in range(n_dicts):  # the run queries without a topic: read (or refused) all the same
-        if not seen[g] and (_dict_len(<PyObject*>dicts[g]) > longest or _walk(<PyObject*>dicts[g], holder, &W, NULL, 0) < 0):
+        d = <PyObject*>dicts[g]
+        if not seen[g] and (_dict_len(d) > longest or _walk(d, holder, &W, NULL, 0) < 0):
             return None
     for i in range(nt):
         g = run_of[i]
