@@ -911,7 +911,11 @@ cdef void _topic_row(const int64_t* rels, int64_t n, int64_t la, int64_t lb, con
         if fam == F_IPREC:
             _iprec(S.rpos, n, num_rel, <int64_t>nrr, P.fcuts + a0, a1 - a0, row, col, P.v9, S.cut)
         elif fam == F_11PT:
-            _iprec(S.rpos, n, num_rel, <int64_t>nrr, P.fcuts + a0, a1 - a0, row, col, P.v9, S.cut)
+            if _same_levels(P, a0, a1):  # iprec_at_recall's levels (all_trec: 0.0 ... 1.0 both): its values
+                for c in range(a1 - a0):
+                    row[col + c] = row[N_SCALAR + n_i + P.fcut_off[F_IPREC] + c]
+            else:
+                _iprec(S.rpos, n, num_rel, <int64_t>nrr, P.fcuts + a0, a1 - a0, row, col, P.v9, S.cut)
             tot = 0.0
             for c in range(a1 - a0):
                 tot += row[col + c]
@@ -921,6 +925,17 @@ cdef void _topic_row(const int64_t* rels, int64_t n, int64_t la, int64_t lb, con
                 cut = <int64_t>(P.fcuts[a0 + c] * num_rel + 0.9)
                 if cut > 0:
                     row[col + c] = cum[min(cut, n)] / <double>cut
+
+
+cdef inline bint _same_levels(const Params* P, int64_t a0, int64_t a1) noexcept nogil:
+    """The recall levels ``P.fcuts[a0:a1]`` are those of the ``iprec_at_recall`` family (computed before)."""
+    cdef int64_t b0 = P.fcut_off[F_IPREC], c
+    if P.n_ffam <= F_IPREC or P.fcut_off[F_IPREC + 1] - b0 != a1 - a0:
+        return False
+    for c in range(a1 - a0):
+        if P.fcuts[b0 + c] != P.fcuts[a0 + c]:
+            return False
+    return True
 
 
 cdef void _graded_walks(const int64_t* rels, int64_t n, const double* igr, const double* icum, int64_t n_pos,
