@@ -1,6 +1,6 @@
-"""The trec_eval pass over runs given as dicts (``_trec_kernel.eval_dict_run``, taken by
-``evaluate_runs`` for ``{qid: {docno: score}}`` runs): each topic's dict walked just before the
-topic is evaluated, no Run built. Against the general path (``Run.from_dict`` then ``eval_run``,
+"""The trec_eval pass over runs given as dicts (``_trec_kernel.eval_dict_runs``, taken by
+``evaluate_runs`` for ``{qid: {docno: score}}`` runs): qrels topic by qrels topic, each run's dict
+of the topic walked just before the topic is evaluated, no Run built. Against the general path (``Run.from_dict`` then ``eval_run``,
 what a Run object takes): the same tables, means, relstrings and notes, bit for bit, under every
 option; the general path wherever the walk declines, with its results and its refusals, for every
 run query (those without a topic in the qrels too); the same results on any number of workers.
@@ -8,13 +8,13 @@ run query (those without a topic in the qrels too); the same results on any numb
 from __future__ import annotations
 
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
 from rankwise.data.trec import Run
 from rankwise.errors import InputError
-from rankwise.metrics import _trec_kernel as MK
 from rankwise.metrics import evaluate_runs
 from rankwise.metrics import trec as MT
 from rankwise.metrics.registry import get_metric
@@ -55,14 +55,15 @@ OPTIONS = [{}, {"profile": "trec_eval9"}, {"judged_only": True}, {"max_docs": 17
 
 @pytest.fixture
 def spy(monkeypatch):
-    """Records whether each call of ``eval_dict_run`` evaluated (True) or declined (False)."""
+    """Records, for each run that the dict pass took, whether it evaluated it (True) or declined (False)."""
     calls = []
 
     def wrapped(*args):
-        got = MK.eval_dict_run(*args)
-        calls.append(got is not None)
+        got = real(*args)
+        calls.extend(g is not None for g in got)
         return got
-    monkeypatch.setattr(MT, "eval_dict_run", wrapped)
+    real = MT._dict_passes
+    monkeypatch.setattr(MT, "_dict_passes", wrapped)
     return calls
 
 
@@ -157,23 +158,25 @@ def test_no_topic_in_common_is_the_general_paths_message():
         evaluate_runs(qrels, {"r": {"nope": {"d": 1.0}}}, "all_trec")
 
 
-def test_the_kernel_declines_without_a_partial_result():
-    """``eval_dict_run`` returns None on the first item it does not read, wherever it is (the
-    caller then starts over on the general path): never a table."""
+def test_a_declined_run_leaves_the_others_of_the_pass_alone():
+    """The walk declines a run on the first item it does not read, wherever it is (first topic,
+    last topic, a run query without a topic): that run only, the general path then takes it."""
     qrels, runs = _collection()
     pq = MT.PreparedQrels(qrels)
+    plan = MT._Plan([get_metric(m) for m in MT.expand_groups("all_trec")])
     q = pq.qrels
-    plan = MT._Plan([get_metric("map")])
-    for topic in ("401", "408", "404"):  # first topic, last topic, a run query without a topic
-        run = {q: dict(d) for q, d in runs["a"].items()}
-        run[topic]["bad"] = float("nan")
-        qids = list(run)
-        qmap = np.array([pq.qrels.index(q) for q in qids], dtype=np.int64)
-        topics, run_of = MT._topics(pq, MT._DictRun(qids), qmap, False)
-        got = MK.eval_dict_run(list(run.values()), topics, run_of, q.offsets, *pq.table, q.docs.buf, q.docs.s,
-                               *pq.levels, *pq.ideal, 10 ** 9, False, 1, plan.icuts, plan.icut_off, plan.fcuts,
-                               plan.fcut_off, 0.9, 1.0, MT._UTILITY, 0.0, False, 0)
-        assert got is None
+    args = (q.offsets, *pq.table, q.docs.buf, q.docs.s, *pq.levels, *pq.ideal, 10 ** 9, False, 1, plan.icuts,
+            plan.icut_off, plan.fcuts, plan.fcut_off, 0.9, 1.0, MT._UTILITY, 0.0, False, 0)
+    alone = MT._dict_passes(pq, [MT._dict_prep(pq, runs["b"], False)], args, (plan.icuts, plan.fcuts, 0), None, 1)
+    for topic in ("401", "408", "404"):
+        bad = {t: dict(d) for t, d in runs["a"].items()}
+        bad[topic]["bad"] = float("nan")
+        for workers in (1, 3):
+            preps = [MT._dict_prep(pq, r, False) for r in (bad, runs["b"], bad)]
+            with ThreadPoolExecutor(workers) as pool:
+                got = MT._dict_passes(pq, preps, args, (plan.icuts, plan.fcuts, 0), pool, workers)
+            assert got[0] is None and got[2] is None
+            assert all(np.array_equal(x, y) for x, y in zip(got[1][4], alone[0][4]))
 
 
 def test_any_number_of_workers_gives_the_same_results(monkeypatch, spy):

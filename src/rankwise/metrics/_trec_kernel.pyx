@@ -676,49 +676,78 @@ cdef int64_t _walk(PyObject* d, list holder, Rows* W, const uint64_t* tab, uint6
     return used
 
 
-def eval_dict_run(list dicts, const int64_t[::1] topics, const int64_t[::1] run_of,
-                  const int64_t[::1] j_off, const int64_t[::1] t_off, const uint64_t[:, ::1] table,
-                  const int64_t[::1] b_off, const uint64_t[::1] bits, const uint8_t[::1] j_buf, const int64_t[::1] j_s,
-                  const int64_t[::1] lv_off, const int64_t[::1] lv_grade, const int64_t[::1] lv_count,
-                  const int64_t[::1] i_off, const double[::1] ig_all, const double[::1] icum_all, int64_t max_docs,
-                  bint judged_only, int64_t rl, const int64_t[::1] icuts, const int64_t[::1] icut_off,
-                  const double[::1] fcuts, const int64_t[::1] fcut_off, double rbp_p, double set_f_beta,
-                  const double[::1] util, double n_docs_coll, bint v9, int64_t rs_len):
-    """``eval_run`` of a run given as ``{docno: score}`` dicts (``dicts[g]``: run query ``g``), each
-    topic's dict walked into work arrays just before the topic is joined, ranked and measured (no
-    copy of the whole run): the keys' bytes copied and hashed as ``dict_rows`` does, the scores read
-    as doubles (the value ``float()`` gives). The dicts of run queries without a topic are walked
-    too, first, and checked the same way. The walks hold the GIL; the rest of each topic releases it.
+def dict_run_outputs(int64_t nt, const int64_t[::1] icuts, const double[::1] fcuts, int64_t rs_len):
+    """Zeroed outputs of ``eval_dict_runs`` for a run of ``nt`` topics: ``eval_run``'s triple."""
+    return (np.zeros((nt, N_SCALAR + icuts.shape[0] + fcuts.shape[0])), np.zeros((nt, rs_len), dtype=np.uint8),
+            np.zeros(nt, dtype=np.int64))
 
-    Returns ``eval_run``'s triple, or None where a dict, key or score is not of the plain kinds
-    this walk reads (an exact ``dict``; an ASCII ``str`` without a line break; a finite ``float``
-    or ``numpy.float64``, an ``int`` within 64 bits): the caller takes the general path
-    (``Run.from_dict``, then ``eval_run``), which reads or refuses them."""
+
+def eval_dict_runs(list runs, const int64_t[:, ::1] row_of, const int64_t[:, ::1] g_of, list outs,
+                   uint8_t[::1] failed, int64_t t_lo, int64_t t_hi, bint check_rest,
+                   const int64_t[::1] j_off, const int64_t[::1] t_off, const uint64_t[:, ::1] table,
+                   const int64_t[::1] b_off, const uint64_t[::1] bits, const uint8_t[::1] j_buf, const int64_t[::1] j_s,
+                   const int64_t[::1] lv_off, const int64_t[::1] lv_grade, const int64_t[::1] lv_count,
+                   const int64_t[::1] i_off, const double[::1] ig_all, const double[::1] icum_all, int64_t max_docs,
+                   bint judged_only, int64_t rl, const int64_t[::1] icuts, const int64_t[::1] icut_off,
+                   const double[::1] fcuts, const int64_t[::1] fcut_off, double rbp_p, double set_f_beta,
+                   const double[::1] util, double n_docs_coll, bint v9, int64_t rs_len):
+    """``eval_run`` of runs given as ``{docno: score}`` dicts, qrels topic by qrels topic: for each
+    topic ``t`` in ``[t_lo, t_hi)``, each run's dict of that topic is walked into work arrays and
+    the topic is joined, ranked and measured at once (no copy of a whole run; the topic's join
+    table, grades and ideal list stay in cache from one run to the next). The walk copies and
+    hashes the keys' bytes as ``dict_rows`` does and reads the scores as doubles (the value
+    ``float()`` gives); it holds the GIL, the rest of each topic lets it go.
+
+    ``runs[r]``: run ``r``'s dicts (``runs[r][g]``: run query ``g``); ``row_of[r, t]``: the row of
+    ``outs[r]`` (``dict_run_outputs``: ``eval_run``'s triple) that topic ``t`` fills (-1: none);
+    ``g_of[r, t]``: its run query (-1: absent, an empty ranking, -c). ``check_rest``: the dicts of
+    the run queries without a topic are walked too, first, and checked the same way (one caller
+    of those that share the topics between them).
+
+    A run with a dict, key or score not of the plain kinds this walk reads (an exact ``dict``; an
+    ASCII ``str`` without a line break; a finite ``float`` or ``numpy.float64``, an ``int`` within
+    64 bits) gets ``failed[r] = 1`` and is left (its outputs partly written): the caller takes the
+    general path for it (``Run.from_dict``, then ``eval_run``), which reads or refuses them."""
     cdef Params P
     cdef Scratch S
     cdef Pass C
     cdef Rows W
     _params(rl, icuts, icut_off, fcuts, fcut_off, rbp_p, set_f_beta, util, n_docs_coll, v9, lv_grade, lv_count, &P)
-    cdef int64_t nt = topics.shape[0], n_dicts = len(dicts), longest = 0, i, g, n, used, t
-    if run_of.shape[0] < nt:
-        raise ValueError(f"run_of must give the run query of each of the {nt} topics")
+    cdef int64_t n_runs = len(runs), nq = row_of.shape[1], longest = 0, r, i, g, n, used, t, n_dicts
+    if row_of.shape[0] != n_runs or g_of.shape[0] != n_runs or g_of.shape[1] != nq or len(outs) != n_runs or \
+            failed.shape[0] != n_runs or nq != lv_off.shape[0] - 1 or not (0 <= t_lo <= t_hi <= nq):
+        raise ValueError("row_of, g_of, outs and failed must describe each run; row_of a row per qrels topic")
     cdef PyObject* d
-    for g in range(n_dicts):
-        d = <PyObject*>dicts[g]
-        if not _is_dict(d):
-            return None
-        longest = max(longest, <int64_t>_dict_len(d))
-    seen_a = np.zeros(n_dicts, dtype=np.uint8)
-    cdef uint8_t[::1] seen = seen_a
-    for i in range(nt):
-        g = run_of[i]
-        if g >= n_dicts:
-            raise ValueError(f"run_of names run query {g}; the run has {n_dicts}")
-        if g >= 0:
-            seen[g] = 1
-    keep, out_a, rs_a, rs_n_a = _pass(topics, j_off, t_off, table, b_off, bits, j_buf, j_s, lv_off, lv_count, i_off,
-                                      ig_all, icum_all, max_docs, judged_only, rs_len, longest, fcuts.shape[0], &P,
-                                      &C, &S)
+    cdef list dicts
+    for r in range(n_runs):
+        dicts = runs[r]
+        for g in range(len(dicts)):
+            d = <PyObject*>dicts[g]
+            if not _is_dict(d):
+                failed[r] = 1
+            else:
+                longest = max(longest, <int64_t>_dict_len(d))
+        for t in range(nq):
+            if g_of[r, t] >= len(dicts) or row_of[r, t] >= (<tuple>outs[r])[2].shape[0]:
+                raise ValueError(f"run {r}: topic {t} names a run query or a row the run lacks")
+    keep, _, _, _ = _pass(np.arange(nq), j_off, t_off, table, b_off, bits, j_buf, j_s, lv_off, lv_count, i_off,
+                          ig_all, icum_all, max_docs, judged_only, rs_len, longest, fcuts.shape[0], &P, &C, &S)
+    # one Pass per run: the shared work arrays, the run's own outputs
+    cs_a = np.empty(max(n_runs, 1) * sizeof(Pass), dtype=np.uint8)
+    cdef uint8_t[::1] cs_v = cs_a
+    cdef Pass* Cs = <Pass*>&cs_v[0]
+    cdef double[:, ::1] o_out
+    cdef uint8_t[:, ::1] o_rs
+    cdef int64_t[::1] o_n
+    for r in range(n_runs):
+        Cs[r] = C
+        o_out, o_rs, o_n = outs[r]
+        if o_out.shape[1] != P.width or o_rs.shape[1] != rs_len or o_rs.shape[0] != o_n.shape[0] or \
+                o_out.shape[0] != o_n.shape[0]:
+            raise ValueError("outs must come from dict_run_outputs with these cut-offs")
+        Cs[r].out = &o_out[0, 0] if o_out.shape[0] > 0 and P.width > 0 else NULL
+        Cs[r].rs = &o_rs[0, 0] if o_rs.shape[0] > 0 and rs_len > 0 else NULL
+        Cs[r].rs_n = &o_n[0] if o_n.shape[0] > 0 else NULL
     rows_a = np.empty((2, longest + 1), dtype=np.int64)
     h_a = np.empty(longest + 1, dtype=np.uint64)
     sc_a = np.empty(longest + 1)
@@ -736,27 +765,43 @@ def eval_dict_run(list dicts, const int64_t[::1] topics, const int64_t[::1] run_
     obj_a = np.empty(2 * longest + 2, dtype=np.uintp)
     cdef size_t[::1] obj_v = obj_a
     W.obj = <PyObject**>&obj_v[0]
-    for g in range(n_dicts):  # the run queries without a topic: read (or refused) all the same
-        d = <PyObject*>dicts[g]
-        if not seen[g] and (_dict_len(d) > longest or _walk(d, holder, &W, NULL, 0) < 0):
-            return None
-    for i in range(nt):
-        g = run_of[i]
-        if g < 0:
+    cdef uint8_t[::1] seen
+    if check_rest:  # the run queries without a topic: read (or refused) all the same
+        for r in range(n_runs):
+            dicts = runs[r]
+            n_dicts = len(dicts)
+            if failed[r] or n_dicts == 0:
+                continue
+            seen = np.zeros(n_dicts, dtype=np.uint8)
+            for t in range(nq):
+                if g_of[r, t] >= 0:
+                    seen[g_of[r, t]] = 1
+            for g in range(n_dicts):
+                d = <PyObject*>dicts[g]
+                if not seen[g] and (_dict_len(d) > longest or _walk(d, holder, &W, NULL, 0) < 0):
+                    failed[r] = 1
+                    break
+    for t in range(t_lo, t_hi):
+        for r in range(n_runs):
+            i = row_of[r, t]
+            if i < 0 or failed[r]:
+                continue
+            g = g_of[r, t]
+            if g < 0:
+                with nogil:
+                    _eval_topic(&Cs[r], &P, &S, i, t, -1, NULL, NULL, 0, NULL, NULL, NULL)
+                continue
+            d = <PyObject*>(<list>runs[r])[g]
+            n = _dict_len(d)
+            if n > longest:  # grown since it was measured (another thread, while this one had let go of the GIL)
+                failed[r] = 1
+                continue
+            used = _walk(d, holder, &W, C.tab + SLOT_WORDS * C.t_off[t], <uint64_t>(C.t_off[t + 1] - C.t_off[t] - 1))
+            if used < 0:
+                failed[r] = 1
+                continue
             with nogil:
-                _eval_topic(&C, &P, &S, i, topics[i], -1, NULL, NULL, 0, NULL, NULL, NULL)
-            continue
-        d = <PyObject*>dicts[g]
-        n = _dict_len(d)
-        if n > longest:  # grown since it was measured (another thread, while this one had let go of the GIL)
-            return None
-        t = topics[i]
-        used = _walk(d, holder, &W, C.tab + SLOT_WORDS * C.t_off[t], <uint64_t>(C.t_off[t + 1] - C.t_off[t] - 1))
-        if used < 0:
-            return None
-        with nogil:
-            _eval_topic(&C, &P, &S, i, topics[i], n, W.h, W.buf, used, W.s, W.e, W.sc)
-    return out_a, rs_a, rs_n_a
+                _eval_topic(&Cs[r], &P, &S, i, t, n, W.h, W.buf, used, W.s, W.e, W.sc)
 
 
 cdef inline const uint8_t* _pb(const uint8_t[::1] a) noexcept:
