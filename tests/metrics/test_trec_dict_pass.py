@@ -1,9 +1,10 @@
 """The trec_eval pass over runs given as dicts (``_trec_kernel.eval_dict_runs``, taken by
 ``evaluate_runs`` for ``{qid: {docno: score}}`` runs): qrels topic by qrels topic, each run's dict
-of the topic walked just before the topic is evaluated, no Run built. Against the general path (``Run.from_dict`` then ``eval_run``,
-what a Run object takes): the same tables, means, relstrings and notes, bit for bit, under every
-option; the general path wherever the walk declines, with its results and its refusals, for every
-run query (those without a topic in the qrels too); the same results on any number of workers.
+of the topic walked just before the topic is evaluated, no Run built. Against the general path
+(``Run.from_dict`` then ``eval_run``, what a Run object takes): the same tables, means, relstrings
+and notes, bit for bit, under every option; the general path wherever the walk declines, with its
+results and its refusals, for every run query (those without a topic in the qrels too), that run
+alone; the same results on any number of workers.
 """
 from __future__ import annotations
 
