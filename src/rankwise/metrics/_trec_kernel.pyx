@@ -682,15 +682,17 @@ def dict_run_outputs(int64_t nt, const int64_t[::1] icuts, const double[::1] fcu
             np.zeros(nt, dtype=np.int64))
 
 
+cdef object _shared(tuple args, object topics, int64_t longest, Params* P, Pass* C, Scratch* S):
+    """``_params`` and ``_pass`` from ``args``: ``eval_run``'s arguments after ``run_of``."""
+    (j_off, t_off, table, b_off, bits, j_buf, j_s, lv_off, lv_grade, lv_count, i_off, ig_all, icum_all, max_docs,
+     judged_only, rl, icuts, icut_off, fcuts, fcut_off, rbp_p, set_f_beta, util, n_docs_coll, v9, rs_len) = args
+    _params(rl, icuts, icut_off, fcuts, fcut_off, rbp_p, set_f_beta, util, n_docs_coll, v9, lv_grade, lv_count, P)
+    return _pass(topics, j_off, t_off, table, b_off, bits, j_buf, j_s, lv_off, lv_count, i_off, ig_all, icum_all,
+                 max_docs, judged_only, rs_len, longest, len(fcuts), P, C, S)
+
+
 def eval_dict_runs(list runs, const int64_t[:, ::1] row_of, const int64_t[:, ::1] g_of, list outs,
-                   uint8_t[::1] failed, int64_t t_lo, int64_t t_hi, bint check_rest,
-                   const int64_t[::1] j_off, const int64_t[::1] t_off, const uint64_t[:, ::1] table,
-                   const int64_t[::1] b_off, const uint64_t[::1] bits, const uint8_t[::1] j_buf, const int64_t[::1] j_s,
-                   const int64_t[::1] lv_off, const int64_t[::1] lv_grade, const int64_t[::1] lv_count,
-                   const int64_t[::1] i_off, const double[::1] ig_all, const double[::1] icum_all, int64_t max_docs,
-                   bint judged_only, int64_t rl, const int64_t[::1] icuts, const int64_t[::1] icut_off,
-                   const double[::1] fcuts, const int64_t[::1] fcut_off, double rbp_p, double set_f_beta,
-                   const double[::1] util, double n_docs_coll, bint v9, int64_t rs_len):
+                   uint8_t[::1] failed, int64_t t_lo, int64_t t_hi, bint check_rest, tuple args):
     """``eval_run`` of runs given as ``{docno: score}`` dicts, qrels topic by qrels topic: for each
     topic ``t`` in ``[t_lo, t_hi)``, each run's dict of that topic is walked into work arrays and
     the topic is joined, ranked and measured at once (no copy of a whole run; the topic's join
@@ -698,7 +700,8 @@ def eval_dict_runs(list runs, const int64_t[:, ::1] row_of, const int64_t[:, ::1
     hashes the keys' bytes as ``dict_rows`` does and reads the scores as doubles (the value
     ``float()`` gives); it holds the GIL, the rest of each topic lets it go.
 
-    ``runs[r]``: run ``r``'s dicts (``runs[r][g]``: run query ``g``); ``row_of[r, t]``: the row of
+    ``args``: ``eval_run``'s arguments after ``run_of`` (the prepared qrels, the options, the
+    cut-offs). ``runs[r]``: run ``r``'s dicts (``runs[r][g]``: run query ``g``); ``row_of[r, t]``: the row of
     ``outs[r]`` (``dict_run_outputs``: ``eval_run``'s triple) that topic ``t`` fills (-1: none);
     ``g_of[r, t]``: its run query (-1: absent, an empty ranking, -c). ``check_rest``: the dicts of
     the run queries without a topic are walked too, first, and checked the same way (one caller
@@ -712,10 +715,10 @@ def eval_dict_runs(list runs, const int64_t[:, ::1] row_of, const int64_t[:, ::1
     cdef Scratch S
     cdef Pass C
     cdef Rows W
-    _params(rl, icuts, icut_off, fcuts, fcut_off, rbp_p, set_f_beta, util, n_docs_coll, v9, lv_grade, lv_count, &P)
     cdef int64_t n_runs = len(runs), nq = row_of.shape[1], longest = 0, r, i, g, n, used, t, n_dicts
+    cdef int64_t rs_len = args[len(args) - 1]
     if row_of.shape[0] != n_runs or g_of.shape[0] != n_runs or g_of.shape[1] != nq or len(outs) != n_runs or \
-            failed.shape[0] != n_runs or nq != lv_off.shape[0] - 1 or not (0 <= t_lo <= t_hi <= nq):
+            failed.shape[0] != n_runs or nq != len(args[7]) - 1 or not (0 <= t_lo <= t_hi <= nq):
         raise ValueError("row_of, g_of, outs and failed must describe each run; row_of a row per qrels topic")
     cdef PyObject* d
     cdef list dicts
@@ -730,8 +733,7 @@ def eval_dict_runs(list runs, const int64_t[:, ::1] row_of, const int64_t[:, ::1
         for t in range(nq):
             if g_of[r, t] >= len(dicts) or row_of[r, t] >= (<tuple>outs[r])[2].shape[0]:
                 raise ValueError(f"run {r}: topic {t} names a run query or a row the run lacks")
-    keep, _, _, _ = _pass(np.arange(nq), j_off, t_off, table, b_off, bits, j_buf, j_s, lv_off, lv_count, i_off,
-                          ig_all, icum_all, max_docs, judged_only, rs_len, longest, fcuts.shape[0], &P, &C, &S)
+    keep = _shared(args, np.arange(nq), longest, &P, &C, &S)
     # one Pass per run: the shared work arrays, the run's own outputs
     cs_a = np.empty(max(n_runs, 1) * sizeof(Pass), dtype=np.uint8)
     cdef uint8_t[::1] cs_v = cs_a

@@ -230,7 +230,7 @@ def _dict_passes(pq, preps, args, shape, pool, workers):
     failed = np.zeros(len(preps), dtype=np.uint8)
     runs = [p[4] for p in preps]
     bounds = np.linspace(0, nq, max(1, min(workers, nq)) + 1).astype(np.int64).tolist()
-    calls = [(runs, row_of, g_of, outs, failed, lo, hi, k == 0, *args)
+    calls = [(runs, row_of, g_of, outs, failed, lo, hi, k == 0, tuple(args))
              for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
     if pool is None or len(calls) == 1:
         for c in calls:
