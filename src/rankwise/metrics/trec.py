@@ -181,7 +181,7 @@ class RunEvaluation(EvaluationResult):
 
 
 class _DictRun:
-    """What ``evaluate_runs`` reads of a run that ``_dict_pass`` evaluated without building a Run."""
+    """What ``evaluate_runs`` reads of a run that ``_dict_passes`` evaluated without building a Run."""
 
     __slots__ = ("qids", "tag")
 
@@ -399,7 +399,7 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
             hit = by_topics[key] = (qids, order)
         return hit
 
-    def trec_args(pq):  # eval_run's and eval_dict_run's arguments after the run's own
+    def trec_args(pq):  # the arguments of eval_run and eval_dict_runs after the run's own
         q = pq.qrels
         return (q.offsets, *pq.table, q.docs.buf, q.docs.s, *pq.levels, *pq.ideal, limit, bool(judged_only),
                 relevance_level, plan.icuts, plan.icut_off, plan.fcuts, plan.fcut_off, float(rbp_p), 1.0, _UTILITY,
