@@ -190,7 +190,7 @@ cdef inline int64_t _lookup(const uint64_t* table, int64_t base, int64_t size, i
     return _probe(table, base, size, first, x, buf, nbuf, s, e, j_buf, j_s)
 
 
-# ---- reading {docno: value} dicts (``dict_rows``; the trec_eval pass's dict walk, ``eval_dict_run``)
+# ---- reading {docno: value} dicts (``dict_rows``; the trec_eval pass's dict walk, ``eval_dict_runs``)
 
 cdef extern from "Python.h":
     bint _is_str "PyUnicode_CheckExact"(PyObject* o) noexcept

@@ -24,7 +24,7 @@ from rankwise.data._trec_kernel cimport (PREFETCH_ROWS, SLOT_WORDS, _cmp, _dict_
 cdef enum:
     _AHEAD = 16  # how many rows ahead ``_walk`` asks for a key and a value
 
-# numpy.float64: a subclass of float that keeps its value where a float does (``eval_dict_run``
+# numpy.float64: a subclass of float that keeps its value where a float does (``eval_dict_runs``
 # reads it as ``dict_rows`` does)
 cdef PyObject* _NP_FLOAT64 = <PyObject*>np.float64
 
@@ -598,7 +598,7 @@ cdef int64_t _walk(PyObject* d, list holder, Rows* W, const uint64_t* tab, uint6
     caller): its keys' bytes copied and hashed (``_hash_lf``) as ``dict_rows`` does, its values as
     doubles; each key's first slot in the join table ``tab`` (its topic's, ``mask`` = size - 1; NULL:
     none) is asked of memory for the join that follows. Returns the bytes used in ``W.buf``, or -1
-    where a key or value is not of the plain kinds read here (see ``eval_dict_run``). ``holder[0]``
+    where a key or value is not of the plain kinds read here (see ``eval_dict_runs``). ``holder[0]``
     keeps ``W.buf``'s array (replaced when it grows).
 
     Two passes: the dict's entries first (its key and value pointers, in ``W.obj``), then the
