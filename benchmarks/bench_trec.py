@@ -165,28 +165,31 @@ def rankwise_dicts(qrels_d, runs_d):
 
 def dict_breakdown(qrels_d, runs_d, repeat=3):
     """Where the dict path's time goes: CPU seconds of one thread (best of ``repeat``), the
-    runs evaluated one after the other."""
-    from rankwise.data import _trec_kernel as TK
+    runs evaluated together, topic by topic, as ``evaluate_runs`` does with one worker."""
     from rankwise.data.trec import Run
     from rankwise.metrics import evaluate_runs
-    from rankwise.metrics.trec import PreparedQrels
+    from rankwise.metrics import trec as MT
 
     def cpu(fn):
         return least_time(fn, repeat, time.thread_time)
 
-    pq = PreparedQrels(qrels_d)
+    pq = MT.PreparedQrels(qrels_d)
+    args, shape = _kernel_args(pq)
+    preps = [MT._dict_prep(pq, r, False) for r in runs_d.values()]
     objs = {n: Run.from_dict(r, name=n) for n, r in runs_d.items()}
     saved = os.environ.get("RANKWISE_NUM_THREADS")
     os.environ["RANKWISE_NUM_THREADS"] = "1"  # evaluate_runs: one worker (rankwise._validation.kernel_threads)
     try:
         out = {
-            "qrels prepared (PreparedQrels)": cpu(lambda: PreparedQrels(qrels_d)),
-            "run dicts -> ids, hashes and scores (the compiled walk, dict_rows)": cpu(
-                lambda: [TK.dict_rows(list(r.values()), sum(map(len, r.values()))) for r in runs_d.values()]),
-            "run dicts -> Run (all)": cpu(lambda: [Run.from_dict(r) for r in runs_d.values()]),
-            "Runs evaluated (join, rank, 98 measures, result frames)": cpu(lambda: evaluate_runs(pq, objs, "all_trec")),
-            "  of which the compiled pass (eval_run: join, rank, measures)": cpu(lambda: _eval_run_only(pq, objs)),
+            "qrels prepared (PreparedQrels)": cpu(lambda: MT.PreparedQrels(qrels_d)),
+            "runs' query ids mapped to the qrels topics (_dict_prep)": cpu(
+                lambda: [MT._dict_prep(pq, r, False) for r in runs_d.values()]),
+            "the compiled dict pass (eval_dict_runs: each topic's dicts walked, joined, ranked, 98 measures)": cpu(
+                lambda: MT._dict_passes(pq, preps, args, shape, None, 1)),
             "evaluate_runs(dicts), one thread, end to end": cpu(lambda: evaluate_runs(qrels_d, runs_d, "all_trec")),
+            "for comparison, the general path: run dicts -> Run (Run.from_dict)": cpu(
+                lambda: [Run.from_dict(r) for r in runs_d.values()]),
+            "for comparison, the general path: Runs' compiled pass (eval_run)": cpu(lambda: _eval_run_only(pq, objs)),
         }
     finally:
         if saved is None:
@@ -196,20 +199,29 @@ def dict_breakdown(qrels_d, runs_d, repeat=3):
     return out
 
 
-def _eval_run_only(pq, objs):
-    """The compiled pass of ``evaluate_runs`` alone (``eval_run`` on each run, as it calls it)."""
-    from rankwise.metrics import _trec_kernel as TK
+def _kernel_args(pq):
+    """The trec_eval pass's arguments after the run's own, as ``evaluate_runs`` passes them for
+    ``all_trec`` with the default options, and ``(icuts, fcuts, rs_len)``."""
     from rankwise.metrics.registry import get_metric
-    from rankwise.metrics.trec import _UTILITY, _Plan, _topics, expand_groups
+    from rankwise.metrics.trec import _UTILITY, _Plan, expand_groups
 
     plan = _Plan([get_metric(m) for m in expand_groups("all_trec")])
     q = pq.qrels
+    args = (q.offsets, *pq.table, q.docs.buf, q.docs.s, *pq.levels, *pq.ideal, np.iinfo(np.int64).max, False, 1,
+            plan.icuts, plan.icut_off, plan.fcuts, plan.fcut_off, 0.9, 1.0, _UTILITY, 0.0, False, 10)
+    return args, (plan.icuts, plan.fcuts, 10)
+
+
+def _eval_run_only(pq, objs):
+    """The compiled pass of the general path (``eval_run`` on each Run, as ``evaluate_runs`` calls it)."""
+    from rankwise.metrics import _trec_kernel as TK
+    from rankwise.metrics.trec import _topics
+
+    args, _ = _kernel_args(pq)
     for run in objs.values():
         topics, run_of = _topics(pq, run, pq.topic_map(run), False)
         d = run.docs
-        TK.eval_run(run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, *pq.table,
-                    q.docs.buf, q.docs.s, *pq.levels, *pq.ideal, np.iinfo(np.int64).max, False, 1, plan.icuts,
-                    plan.icut_off, plan.fcuts, plan.fcut_off, 0.9, 1.0, _UTILITY, 0.0, False, 10)
+        TK.eval_run(run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, *args)
 
 
 def pytrec_measures():
@@ -475,8 +487,8 @@ def main(argv=None) -> int:
         f"{cpu_rows['rankwise, dicts']:.3f} against {cpu_rows['pytrec_eval, dicts']:.3f} from dicts "
         f"({cpu_rows['pytrec_eval, dicts'] / cpu_rows['rankwise, dicts']:.1f}x).",
         "",
-        "Where the dict path's time goes (CPU seconds of one thread, best of 3, the 17 runs one after "
-        "the other; the in-process figures above are wall times with the runs on "
+        "Where the dict path's time goes (CPU seconds of one thread, best of 3, the 17 runs together, "
+        "topic by topic; the in-process figures above are wall times with the topics shared between "
         f"{min(n_runs, kernel_threads(None))} threads):",
         "",
         "| part | CPU s |",

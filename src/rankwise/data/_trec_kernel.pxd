@@ -2,6 +2,7 @@
 # and the probe of a topic's join table behind its filter. Inline, on raw pointers, so that the other
 # compiled kernels that compare or join ids (run fusion, the trec_eval measures) cimport them:
 #   from rankwise.data._trec_kernel cimport _cmp, _lookup, _prefetch, PREFETCH_ROWS
+from cpython.ref cimport PyObject
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 
 cdef extern from *:
@@ -187,3 +188,41 @@ cdef inline int64_t _lookup(const uint64_t* table, int64_t base, int64_t size, i
     if (bits[b_base + <int64_t>(y >> 6)] >> (y & 63)) & 1 == 0:
         return -1
     return _probe(table, base, size, first, x, buf, nbuf, s, e, j_buf, j_s)
+
+
+# ---- reading {docno: value} dicts (``dict_rows``; the trec_eval pass's dict walk, ``eval_dict_runs``)
+
+cdef extern from "Python.h":
+    bint _is_str "PyUnicode_CheckExact"(PyObject* o) noexcept
+    bint _is_float "PyFloat_CheckExact"(PyObject* o) noexcept
+    bint _is_int "PyLong_CheckExact"(PyObject* o) noexcept
+    bint _is_dict "PyDict_CheckExact"(PyObject* o) noexcept
+    bint _is_ascii "PyUnicode_IS_COMPACT_ASCII"(PyObject* o) noexcept
+    void* _str_data "PyUnicode_DATA"(PyObject* o) noexcept
+    Py_ssize_t _str_len "PyUnicode_GET_LENGTH"(PyObject* o) noexcept
+    double _float_value "PyFloat_AS_DOUBLE"(PyObject* o) noexcept
+    long long _int_value "PyLong_AsLongLongAndOverflow"(PyObject* o, int* overflow) noexcept
+    Py_ssize_t _dict_len "PyDict_GET_SIZE"(PyObject* o) noexcept
+    int _dict_next "PyDict_Next"(PyObject* d, Py_ssize_t* pos, PyObject** key, PyObject** value) noexcept
+    PyObject* _type_of "(PyObject*)Py_TYPE"(PyObject* o) noexcept
+
+
+cdef inline uint64_t _hash_lf(const uint8_t* buf, int64_t s, int64_t e, bint* lf) noexcept nogil:
+    """``_hash`` of ``buf[s:e]`` (the 8 bytes from ``e - 1`` on readable), and ``lf`` set where the
+    bytes hold a line feed (the zero-byte test on each word xor ``\\n``, on the span's bytes only)."""
+    cdef uint64_t x = 0, w, v, found = 0
+    cdef int64_t p = s
+    while p + 8 <= e:
+        w = _load8_word(buf + p)
+        v = w ^ 0x0A0A0A0A0A0A0A0AULL
+        found |= (v - 0x0101010101010101ULL) & ~v & 0x8080808080808080ULL
+        x = _mix(x, w)
+        p += 8
+    if p < e:
+        w = _load8_word(buf + p) & _low(e - p)
+        v = (w ^ 0x0A0A0A0A0A0A0A0AULL) | ~_low(e - p)  # the bytes past the span never test as a line feed
+        found |= (v - 0x0101010101010101ULL) & ~v & 0x8080808080808080ULL
+        x = _mix(x, w)
+    if found:
+        lf[0] = True
+    return _final(x, e - s)

@@ -614,44 +614,9 @@ def join(const int64_t[::1] r_off, const uint64_t[::1] r_h, const uint8_t[::1] r
 
 # ---------------------------------------------------------------------------- dicts to ids
 
-cdef extern from "Python.h":
-    bint _is_str "PyUnicode_CheckExact"(PyObject* o) noexcept
-    bint _is_float "PyFloat_CheckExact"(PyObject* o) noexcept
-    bint _is_int "PyLong_CheckExact"(PyObject* o) noexcept
-    bint _is_dict "PyDict_CheckExact"(PyObject* o) noexcept
-    bint _is_ascii "PyUnicode_IS_COMPACT_ASCII"(PyObject* o) noexcept
-    void* _str_data "PyUnicode_DATA"(PyObject* o) noexcept
-    Py_ssize_t _str_len "PyUnicode_GET_LENGTH"(PyObject* o) noexcept
-    double _float_value "PyFloat_AS_DOUBLE"(PyObject* o) noexcept
-    long long _int_value "PyLong_AsLongLongAndOverflow"(PyObject* o, int* overflow) noexcept
-    Py_ssize_t _dict_len "PyDict_GET_SIZE"(PyObject* o) noexcept
-    int _dict_next "PyDict_Next"(PyObject* d, Py_ssize_t* pos, PyObject** key, PyObject** value) noexcept
-    PyObject* _type_of "(PyObject*)Py_TYPE"(PyObject* o) noexcept
-
 # numpy.float64: a subclass of float that keeps its value where a float does (numpy converts it
 # as it is; other float subclasses may convert through their own __float__: the general path)
 cdef PyObject* _NP_FLOAT64 = <PyObject*>np.float64
-
-
-cdef inline uint64_t _hash_lf(const uint8_t* buf, int64_t s, int64_t e, bint* lf) noexcept nogil:
-    """``_hash`` of ``buf[s:e]`` (the 8 bytes from ``e - 1`` on readable), and ``lf`` set where the
-    bytes hold a line feed (the zero-byte test on each word xor ``\\n``, on the span's bytes only)."""
-    cdef uint64_t x = 0, w, v, found = 0
-    cdef int64_t p = s
-    while p + 8 <= e:
-        w = _load8_word(buf + p)
-        v = w ^ 0x0A0A0A0A0A0A0A0AULL
-        found |= (v - 0x0101010101010101ULL) & ~v & 0x8080808080808080ULL
-        x = _mix(x, w)
-        p += 8
-    if p < e:
-        w = _load8_word(buf + p) & _low(e - p)
-        v = (w ^ 0x0A0A0A0A0A0A0A0AULL) | ~_low(e - p)  # the bytes past the span never test as a line feed
-        found |= (v - 0x0101010101010101ULL) & ~v & 0x8080808080808080ULL
-        x = _mix(x, w)
-    if found:
-        lf[0] = True
-    return _final(x, e - s)
 
 
 def dict_rows(list dicts, int64_t n):

@@ -21,7 +21,8 @@ import numpy as np
 
 from rankwise._validation import kernel_threads
 from rankwise.errors import InputError
-from rankwise.metrics._trec_kernel import C_NUM_REL, C_NUM_RET, NONPOOL, UNJUDGED, eval_run, ideal_lists
+from rankwise.metrics._trec_kernel import (C_NUM_REL, C_NUM_RET, NONPOOL, UNJUDGED, dict_run_outputs, eval_dict_runs,
+                                           eval_run, ideal_lists)
 from rankwise.metrics._trec_measures import GROUPS, STRING_MEASURES, _Plan, _spec_list, expand_groups
 from rankwise.metrics.evaluate import EvaluationResult
 
@@ -177,6 +178,67 @@ class RunEvaluation(EvaluationResult):
             self._strings = {} if self._build_strings is None else self._build_strings()
             self._build_strings = None
         return self._strings
+
+
+class _DictRun:
+    """What ``evaluate_runs`` reads of a run that ``_dict_passes`` evaluated without building a Run."""
+
+    __slots__ = ("qids", "tag")
+
+    def __init__(self, qids):
+        self.qids, self.tag = qids, None
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.qids)
+
+
+def _dict_prep(pq, src, complete):
+    """A run given as ``{qid: {docno: score}}`` with str query ids, made ready for ``eval_dict_runs``:
+    ``(run, qmap, topics, run_of, dicts)``, or None where the general path must take it (other kinds
+    of ids, no topic in common with the qrels: ``Run.from_dict`` then reads it or says what is
+    wrong, where)."""
+    if not isinstance(src, dict) or not src:
+        return None
+    qids = list(src)
+    if not all(type(q) is str for q in qids):
+        return None
+    index = pq.qrels._index
+    qmap = np.fromiter((index.get(x, -1) for x in qids), dtype=np.int64, count=len(qids))
+    run = _DictRun(qids)
+    topics, run_of = _topics(pq, run, qmap, complete)
+    if len(topics) == 0:
+        return None
+    return run, qmap, topics, run_of, list(src.values())
+
+
+def _dict_passes(pq, preps, args, shape, pool, workers):
+    """``eval_dict_runs`` over the prepared dict runs ``preps`` (``_dict_prep``), qrels topic by
+    qrels topic, the topics shared between ``workers`` threads of ``pool`` (None: this thread);
+    ``args``: the kernel's arguments after the runs', ``shape``: ``(icuts, fcuts, rs_len)``.
+    Returns, per run, ``(run, qmap, topics, run_of, (table, relstrings, lengths))``, or None for a
+    run that the walk declined (a dict, key or score of another kind: the general path takes it)."""
+    nq = pq.qrels.n_queries
+    row_of = np.full((len(preps), nq), -1, dtype=np.int64)
+    g_of = np.full((len(preps), nq), -1, dtype=np.int64)
+    icuts, fcuts, rs_len = shape
+    outs = []
+    for r, (_, _, topics, run_of, _) in enumerate(preps):
+        row_of[r, topics] = np.arange(len(topics))
+        g_of[r, topics] = run_of
+        outs.append(dict_run_outputs(len(topics), icuts, fcuts, rs_len))
+    failed = np.zeros(len(preps), dtype=np.uint8)
+    runs = [p[4] for p in preps]
+    bounds = np.linspace(0, nq, max(1, min(workers, nq)) + 1).astype(np.int64).tolist()
+    calls = [(runs, row_of, g_of, outs, failed, lo, hi, k == 0, tuple(args))
+             for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:]))]
+    if pool is None or len(calls) == 1:
+        for c in calls:
+            eval_dict_runs(*c)
+    else:
+        for f in [pool.submit(eval_dict_runs, *c) for c in calls]:
+            f.result()
+    return [None if failed[r] else (*p[:4], outs[r]) for r, p in enumerate(preps)]
 
 
 def _topics(pq, run, qmap, complete):
@@ -337,13 +399,32 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
             hit = by_topics[key] = (qids, order)
         return hit
 
+    def trec_args(pq):  # the arguments of eval_run and eval_dict_runs after the run's own
+        q = pq.qrels
+        return (q.offsets, *pq.table, q.docs.buf, q.docs.s, *pq.levels, *pq.ideal, limit, bool(judged_only),
+                relevance_level, plan.icuts, plan.icut_off, plan.fcuts, plan.fcut_off, float(rbp_p), 1.0, _UTILITY,
+                float(n_docs_in_coll), profile == "trec_eval9", rs_len)
+
+    walked = {}  # run name -> what _dict_passes gave
+
+    def walk_dicts(pq, pool):  # the runs given as dicts, evaluated as they are walked (topic by topic)
+        named = [(name, _dict_prep(pq, src, complete)) for name, src in items if isinstance(src, dict)]
+        named = [(name, p) for name, p in named if p is not None]
+        if named:
+            got = _dict_passes(pq, [p for _, p in named], trec_args(pq), (plan.icuts, plan.fcuts, rs_len), pool,
+                               workers)
+            walked.update((name, g) for (name, _), g in zip(named, got) if g is not None)
+
     def one(item):
         name, src = item
-        run = _load_run(src, name=name)
         pq = prepared()
-        q = pq.qrels
-        qmap = pq.topic_map(run)
-        topics, run_of = _topics(pq, run, qmap, complete)
+        got = walked.get(name)
+        if got is not None:  # a plain {qid: {docno: score}} dict, evaluated as it was walked
+            run, qmap, topics, run_of, (table_, rs, rs_n) = got
+        else:
+            run = _load_run(src, name=name)
+            qmap = pq.topic_map(run)
+            topics, run_of = _topics(pq, run, qmap, complete)
         if len(topics) == 0:
             raise InputError(f"run {name}: the run and the qrels have no query id in common (run: {run.n_queries} "
                              f"topics, e.g. {run.qids[:1]}; qrels: {pq.qrels.n_queries}, e.g. {pq.qrels.qids[:1]})")
@@ -357,12 +438,9 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
             rel, _ = pq.join(run)
             return _evaluate_arrays(pq, run, rel, topics, run_of, num_specs, profile, conventions, notes,
                                     pd.Index(qids, name="qid"))
-        d = run.docs
-        table_, rs, rs_n = eval_run(
-            run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, q.offsets, *pq.table, q.docs.buf,
-            q.docs.s, *pq.levels, *pq.ideal, limit, bool(judged_only), relevance_level, plan.icuts, plan.icut_off,
-            plan.fcuts, plan.fcut_off, float(rbp_p), 1.0, _UTILITY,
-            float(n_docs_in_coll), profile == "trec_eval9", rs_len)
+        if got is None:
+            d = run.docs
+            table_, rs, rs_n = eval_run(run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, *trec_args(pq))
         matrix = plan.matrix(table_)
         totals = np.cumsum(matrix[order], axis=0)[-1]
         n = len(matrix)
@@ -396,29 +474,35 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
                              build_strings=strings if rs_lens else None)
 
     items = list(run_objs.items())
-    # runs are independent and the kernels release the GIL: a few threads over the runs. A run
-    # given as a dict is turned into a Run here, by this thread, one after the other (Python
-    # work, under the GIL), while the workers run the compiled passes of the runs before it and
-    # only take the GIL briefly: the GIL-bound walks of the dicts are not split between
-    # threads that would wait on each other (measured: 0.14 s against 0.17 s on the bench's 17
-    # runs with 2 workers that each converted their own runs). Files are read by the workers
-    # (their scanner releases the GIL).
+    # runs are independent and the kernels release the GIL: a few threads over the runs. Runs
+    # given as plain dicts are evaluated first, all together, qrels topic by qrels topic
+    # (eval_dict_runs: each run's dict of a topic walked under the GIL, then evaluated without
+    # it, while the topic's join table is in cache), the topics shared between the workers; a
+    # dict the walk declines is turned into a Run here, by this thread, and evaluated as a Run
+    # by a worker. Files are read by the workers (their scanner releases the GIL).
     workers = min(len(items), kernel_threads(None))
+    dicts = trec_mode and any(isinstance(src, dict) for _, src in items)
     if workers > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            if pq_ready is None:  # queued first: prepared while the first runs are converted
+            if dicts:  # the dict runs first, their topics shared between the workers
+                if pq_ready is None:
+                    pq_ready = PreparedQrels(qrels)
+                walk_dicts(pq_ready, pool)
+            elif pq_ready is None:  # queued first: prepared while the first runs are converted
                 pq_future = pool.submit(PreparedQrels, qrels)
             from rankwise.data.trec import Run
 
             futures = []
             for name, src in items:
-                if not isinstance(src, (str, os.PathLike, Run)):  # a dict (or ranx.Run): converted here
-                    src = _load_run(src, name=name)
+                if not isinstance(src, (str, os.PathLike, Run)) and name not in walked:
+                    src = _load_run(src, name=name)  # a dict the walk declined, a ranx.Run...: converted here
                 futures.append(pool.submit(one, (name, src)))
             results = [f.result() for f in futures]
     else:
         if pq_ready is None:
             pq_ready = PreparedQrels(qrels)
+        if dicts:
+            walk_dicts(pq_ready, None)
         results = [one(item) for item in items]
     return {name: res for (name, _), res in zip(items, results)}
 
