@@ -15,9 +15,9 @@ SHARED := src/rankwise/_native/_cyutility
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	# torch pinned to the CPU build: any other version downloads a multi-GB CUDA build.
-	$(PY) -m pip install --quiet "torch==2.13.0"
-	$(PY) -m pip install --quiet -e ".[test,dask,export]"
+	# torch pinned to the CPU build: any other version downloads a multi-GB CUDA build. One pip run for
+	# both: one resolution, one pass over the dependencies.
+	$(PY) -m pip install --quiet "torch==2.13.0" -e ".[test,dask,export]"
 	touch $(STAMP)
 
 # Rebuilt only where a kernel's .so is missing or older than a kernel source or setup.py: right after
