@@ -7,22 +7,24 @@ STAMP  := $(VENV)/.installed
 # the compiled kernels (setup.py): rebuilt in place when a .pyx/.pxd/.hpp changes after the install
 KERNELS := $(shell find src -name '*.pyx' -o -name '*.pxd' -o -name '*.hpp')
 BUILT  := $(VENV)/.kernels
+# the Cython utility code the kernels share, one module built with them (setup.py's SHARED; no .pyx of its own)
+SHARED := src/rankwise/_native/_cyutility
 
 .PHONY: demo test bench install clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
-	# torch pinned to the CPU build: any other version downloads a multi-GB CUDA build.
-	$(PY) -m pip install --quiet "torch==2.13.0"
-	$(PY) -m pip install --quiet -e ".[test,dask,export]"
+	# torch pinned to the CPU build: any other version downloads a multi-GB CUDA build. One pip run for
+	# both: one resolution, one pass over the dependencies.
+	$(PY) -m pip install --quiet "torch==2.13.0" -e ".[test,dask,export]"
 	touch $(STAMP)
 
 # Rebuilt only where a kernel's .so is missing or older than a kernel source or setup.py: right after
 # `pip install -e` (which builds them) nothing is (build_ext alone would redo them all, the venv's Cython
 # headers being newer than the .cpp files pip generated before it installed them).
 $(BUILT): $(STAMP) $(KERNELS) setup.py
-	@stale=; for f in $(filter %.pyx,$(KERNELS)); do so=$$(ls $${f%.pyx}.*.so 2>/dev/null | head -1); \
+	@stale=; for f in $(filter %.pyx,$(KERNELS)) $(SHARED).pyx; do so=$$(ls $${f%.pyx}.*.so 2>/dev/null | head -1); \
 	  if [ -z "$$so" ] || [ -n "$$(find $(KERNELS) setup.py -newer $$so)" ]; then stale=1; fi; done; \
 	if [ -n "$$stale" ]; then $(PY) setup.py --quiet build_ext --inplace; fi
 	touch $(BUILT)
@@ -42,3 +44,4 @@ bench: $(BUILT)
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache
 	find src -name '*.so' -delete -o -name '*.pyd' -delete -o -name '*.pyx' -exec sh -c 'rm -f "$${1%.pyx}.cpp"' _ {} \;
+	rm -f $(SHARED).c

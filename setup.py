@@ -46,6 +46,10 @@ class BuildKernels(build_ext):
             raise
 
 
+#: the module holding the Cython utility code every kernel shares (generated at build time, not in git)
+SHARED = "rankwise._native._cyutility"
+
+
 def extensions():
     from Cython.Build import cythonize
 
@@ -58,7 +62,14 @@ def extensions():
     exts = [Extension(os.path.splitext(os.path.relpath(src, "src"))[0].replace(os.sep, "."), [src], language="c++",
                       include_dirs=[os.path.join(here, "src", "rankwise", "_native")], extra_compile_args=args)
             for src in sources]
+    # Cython's utility code (typed memoryviews: ~1 MB of C per module, the larger part of every kernel's
+    # compile) lives once, in a shared module the kernels import, instead of in each of them: the build
+    # costs ~40 CPU s instead of ~90 (measured, 10 kernels). Written as C: Cython 3.1-3.3 refuse a
+    # `language` on this extension; the code is the same in both languages and called through C pointers.
+    exts.append(Extension(SHARED, [os.path.join("src", *SHARED.split(".")) + ".c"],
+                          extra_compile_args=[a for a in args if "c++" not in a]))
     return cythonize(exts, include_path=["src"], nthreads=os.cpu_count() or 0, quiet=True,
+                     shared_utility_qualified_name=SHARED,
                      compiler_directives={"language_level": 3, "boundscheck": False, "wraparound": False,
                                           "initializedcheck": False, "cdivision": True, "embedsignature": True})
 

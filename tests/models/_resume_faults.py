@@ -118,8 +118,9 @@ class Killed(BaseException):
 
 
 @contextlib.contextmanager
-def kill_after_writes(k: int):
-    """Within the block the ``k``-th checkpoint write (counted from 1) completes, then :class:`Killed` is raised."""
+def kill_after_writes(k: int, copies: list | None = None):
+    """Within the block the ``k``-th checkpoint write (counted from 1) completes, then :class:`Killed` is raised;
+    ``copies`` (a list) receives the bytes of the checkpoint file after every write."""
     from rankwise.models import persistence
 
     real = persistence.save_checkpoint
@@ -128,6 +129,8 @@ def kill_after_writes(k: int):
     def writing(*args, **kwargs):
         out = real(*args, **kwargs)
         count[0] += 1
+        if copies is not None:
+            copies.append(Path(out).read_bytes())
         if count[0] == k:
             raise Killed(k)
         return out
@@ -153,19 +156,33 @@ def _fit(name, n_jobs, **fit_kw):
 
 def uninterrupted(name: str, n_jobs: int = 1) -> tuple[np.ndarray, int]:
     """Scores of the uninterrupted fit (no checkpoint) and the number of checkpoint writes a checkpointed fit makes."""
+    scores, copies, _ = checkpointed(name, n_jobs)
+    return scores, len(copies)
+
+
+def checkpointed(name: str, n_jobs: int = 1) -> tuple[np.ndarray, list[bytes], list[str]]:
+    """Scores of the uninterrupted fit (no checkpoint); the bytes of every checkpoint an uninterrupted fit with
+    checkpoints writes, in order; the warnings that fit gave (a ConvergenceWarning is ignored, as in every fit here).
+
+    Copy ``k`` (from 1) is what a fit killed right after its ``k``-th write leaves on disk: the same call, killed
+    after that write returns (:func:`kill_after_writes`); :func:`killed_and_resumed`'s ``left`` shows it. Only the
+    final write of an L-BFGS fit differs, in the ``fit_time_`` it records (a clock reading)."""
     import tempfile
 
     scores = _fit(name, n_jobs)
-    with tempfile.TemporaryDirectory() as tmp, kill_after_writes(0) as count:
+    copies: list[bytes] = []
+    with tempfile.TemporaryDirectory() as tmp, kill_after_writes(0, copies), \
+            warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
         with_ck = _fit(name, n_jobs, checkpoint=Path(tmp) / "ck.npz")
     if not np.array_equal(with_ck, scores):
         raise AssertionError(f"{name}: writing checkpoints changed the fitted model")
-    return scores, count[0]
+    return scores, copies, [f"{w.category.__name__}: {w.message}" for w in warned]
 
 
-def killed_and_resumed(name: str, kills: list[int], ck: Path, n_jobs: int = 1) -> np.ndarray:
+def killed_and_resumed(name: str, kills: list[int], ck: Path, n_jobs: int = 1, left: list | None = None) -> np.ndarray:
     """Scores after killing the fit after ``kills[0]`` checkpoint writes, the resumed fit after ``kills[1]``
-    more, ..., and resuming the last time to the end."""
+    more, ..., and resuming the last time to the end; ``left`` (a list) receives the bytes on disk after each kill."""
     resume = None
     for k in kills:
         try:
@@ -173,8 +190,17 @@ def killed_and_resumed(name: str, kills: list[int], ck: Path, n_jobs: int = 1) -
                 _fit(name, n_jobs, checkpoint=ck, resume=resume)
         except Killed:
             pass
+        if left is not None:
+            left.append(ck.read_bytes())
         resume = ck
     return _fit(name, n_jobs, checkpoint=ck, resume=resume)
+
+
+def resumed_from(name: str, copy: bytes, ck: Path, n_jobs: int = 1) -> np.ndarray:
+    """Scores of the fit resumed to the end from the checkpoint ``copy`` (bytes, written to ``ck``): the last step of
+    :func:`killed_and_resumed` for the kill that left ``copy`` on disk."""
+    ck.write_bytes(copy)
+    return _fit(name, n_jobs, checkpoint=ck, resume=ck)
 
 
 def sigkill_and_resume(name: str, ck: Path, delay: float, n_jobs: int = 1) -> tuple[np.ndarray, bool]:

@@ -22,11 +22,13 @@ from rankwise.errors import InputError
 
 @pytest.fixture(scope="module")
 def uninterrupted():
+    """(name, n_jobs) -> the uninterrupted scores, the bytes of each checkpoint a checkpointed fit writes, the
+    warnings that fit gave (h.checkpointed), computed once per module and worker."""
     cache = {}
 
     def get(name, n_jobs):
         if (name, n_jobs) not in cache:
-            cache[name, n_jobs] = h.uninterrupted(name, n_jobs)
+            cache[name, n_jobs] = h.checkpointed(name, n_jobs)
         return cache[name, n_jobs]
     return get
 
@@ -34,25 +36,33 @@ def uninterrupted():
 @pytest.mark.parametrize("n_jobs", [1, 2])
 @pytest.mark.parametrize("name", list(h.TRAINERS))
 def test_killed_and_resumed_equals_uninterrupted(tmp_path, uninterrupted, name, n_jobs):
-    full, writes = uninterrupted(name, n_jobs)
+    full, copies, _ = uninterrupted(name, n_jobs)
+    writes = len(copies)
     assert writes >= 4  # the fit is long enough to be killed in its middle
     for i, plan in enumerate([[1, writes // 2], [writes - 1]]):  # killed twice (resumed in between); late
-        scores = h.killed_and_resumed(name, plan, tmp_path / f"ck{i}.npz", n_jobs)
+        left = []
+        scores = h.killed_and_resumed(name, plan, tmp_path / f"ck{i}.npz", n_jobs, left=left)
         np.testing.assert_array_equal(scores, full, err_msg=f"{name}, n_jobs={n_jobs}, killed after writes {plan}")
+        # what the first kill left is the uninterrupted fit's checkpoint of that write, byte for byte: the
+        # every-kill-point tests below resume from those copies
+        assert left[0] == copies[plan[0] - 1], f"{name}, n_jobs={n_jobs}: killed after write {plan[0]}"
 
 
 @pytest.mark.parametrize("name", ["linear lbfgs (listnet)", "linear lbfgs + l1 (bounded)"])
 def test_every_lbfgs_kill_point_resumes_to_the_same_model(tmp_path, uninterrupted, name):
-    full, writes = uninterrupted(name, 1)
+    """Resumed from each checkpoint the uninterrupted fit writes: what a fit killed after that write leaves
+    (test_killed_and_resumed_equals_uninterrupted checks the bytes; the final one differs in fit_time_ only)."""
+    full, copies, _ = uninterrupted(name, 1)
+    writes = len(copies)
     for k in range(1, writes + 1):
-        np.testing.assert_array_equal(h.killed_and_resumed(name, [k], tmp_path / f"ck{k}.npz"), full,
+        np.testing.assert_array_equal(h.resumed_from(name, copies[k - 1], tmp_path / f"ck{k}.npz"), full,
                                       err_msg=f"killed after checkpoint {k} of {writes}")
 
 
 @pytest.mark.slow
 def test_sigkill_at_random_moments_then_resume(tmp_path, uninterrupted):
     name = "linear lbfgs (listnet)"
-    full, _ = uninterrupted(name, 1)
+    full = uninterrupted(name, 1)[0]
     rng = random.Random(29)
     for i in range(3):
         scores, _ = h.sigkill_and_resume(name, tmp_path / f"ck{i}.npz", rng.uniform(0.0, 0.3))
@@ -114,15 +124,19 @@ def test_every_subsampled_gbdt_kill_point_resumes_to_the_same_model(tmp_path, un
     objectives and sampling parameters in backend_params: a fit killed after any round k and resumed
     draws what the uninterrupted fit drew. Before, the backend's generators restarted with the resumed
     booster, the later trees differed (max |Δscore| 0.7-0.9, benchmarks/results/faults_resume.md) and
-    the resume warned (a warning fails this test)."""
-    full, writes = uninterrupted(name, n_jobs)
+    the resume warned (a warning fails this test). The fit killed after round k is the uninterrupted
+    checkpointed fit up to its k-th write, whose bytes it leaves (checked by
+    test_killed_and_resumed_equals_uninterrupted): each resume starts from that write's copy."""
+    full, copies, warned = uninterrupted(name, n_jobs)
+    writes = len(copies)
     assert writes == 12
+    assert warned == [], f"{name}, n_jobs={n_jobs}: the fit with checkpoints warned"  # the killed fits' rounds
     import warnings
 
     for k in range(1, writes):
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # an exact resume has nothing to warn about
-            scores = h.killed_and_resumed(name, [k], tmp_path / f"ck{k}.npz", n_jobs)
+            scores = h.resumed_from(name, copies[k - 1], tmp_path / f"ck{k}.npz", n_jobs)
         np.testing.assert_allclose(scores, full, rtol=0, atol=1e-12,
                                    err_msg=f"{name}, n_jobs={n_jobs}: killed after round {k} of {writes}")
 
