@@ -677,13 +677,20 @@ def write_results(head, sections):
     old.pop("### Simulation protocol: propensities and debiased rankers", None)  # the layout before the display depth
     merged = {k: old[k] for k in order if k in old}
     merged.update(sections)
+    write_sections(OUT, head, merged, order + [k for k in merged if k not in order])
+
+
+def write_sections(path: Path, head: list[str], sections: dict, order) -> None:
+    """Write a results file: ``head``, then each section of ``sections`` (heading -> body) present, in ``order``;
+    and print it."""
     out = list(head)
-    for k in order + [k for k in merged if k not in order]:
-        if k in merged:
-            out += [k + "\n", merged[k].strip("\n") + "\n"]
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text("\n".join(out))
+    for k in order:
+        if k in sections:
+            out += [k + "\n", sections[k].strip("\n") + "\n"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(out))
     print("\n".join(out))
+
 
 if __name__ == "__main__":
     main()

@@ -48,7 +48,7 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "bench_clicks_fulllist.md"
 sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE))
-from bench_clicks import data_dir  # noqa: E402  (the data folder: argument, $RANKWISE_DATA, ../shared/data)
+from bench_clicks import data_dir, write_sections  # noqa: E402  (the data folder: argument, $RANKWISE_DATA, ../shared/data)
 
 ETAS = (1.0, 2.0)
 MODELS = ("GBDT", "neural")
@@ -267,13 +267,7 @@ def main(argv=None):
     head = ["## Full-list display at a stated click budget (bench_clicks_fulllist)\n",
             f"python {platform.python_version()}, {platform.machine()}, single thread. Produced by "
             "`benchmarks/bench_clicks_fulllist.py`. " + " ".join(__doc__.split("\n\n")[1].split()) + "\n"]
-    out = list(head)
-    for k in (DEV_MARK, MAIN_MARK):
-        if k in old:
-            out += [k + "\n", old[k].strip("\n") + "\n"]
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text("\n".join(out))
-    print("\n".join(out))
+    write_sections(OUT, head, old, (DEV_MARK, MAIN_MARK))
 
 
 if __name__ == "__main__":
