@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -61,6 +62,64 @@ def test_linear_ddp_equals_single_process(data, solver, loss):
     np.testing.assert_allclose(dist.history_["loss"], single.history_["loss"], rtol=1e-5)
     np.testing.assert_allclose(dist.scaler_mean_, single.scaler_mean_, rtol=0, atol=1e-12)
     np.testing.assert_allclose(dist.scaler_scale_, single.scaler_scale_, rtol=1e-12)
+
+
+def test_spawned_ranks_equal_single_process_too(data, monkeypatch):
+    """The start method of platforms without a fork server (Windows): fresh interpreters per rank."""
+    import rankwise.distributed.ddp as ddp
+
+    monkeypatch.setattr(ddp, "_start_method", lambda: "spawn")
+    kw = dict(loss="listnet", solver="adam", max_iter=4, batch_queries=7, random_state=0, verbose=False,
+              fit_intercept=False, alpha=1e-3)
+    single = LinearRanker(**kw).fit(data.X, data.labels, qid=data.qid)
+    dist = fit_ddp(LinearRanker(**kw), data.X, data.labels, qid=data.qid, world_size=2)
+    np.testing.assert_allclose(dist.coef_, single.coef_, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(dist.history_["loss"], single.history_["loss"], rtol=1e-5)
+
+
+def test_the_fork_server_preloads_the_ranks_only_when_rankwise_starts_it(monkeypatch):
+    import multiprocessing
+    import multiprocessing.forkserver as fs
+
+    import rankwise.distributed.ddp as ddp
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+        assert ddp._start_method() == "spawn"
+        return
+    fresh = fs.ForkServer()  # not running yet: rankwise sets what it loads
+    monkeypatch.setattr(fs, "_forkserver", fresh)
+    monkeypatch.setattr(multiprocessing, "set_forkserver_preload", fresh.set_forkserver_preload)
+    assert ddp._start_method() == "forkserver"
+    assert fresh._preload_modules == ["__main__", "rankwise.distributed._rank_preload"]
+    running = fs.ForkServer()  # started by the program itself: used as it is
+    running._forkserver_pid = 12345
+    running._preload_modules = ["__main__", "users_module"]
+    monkeypatch.setattr(fs, "_forkserver", running)
+    monkeypatch.setattr(multiprocessing, "set_forkserver_preload", running.set_forkserver_preload)
+    assert ddp._start_method() == "forkserver"
+    assert running._preload_modules == ["__main__", "users_module"]
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])  # Windows
+    assert ddp._start_method() == "spawn"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts OS threads in /proc (Linux)")
+def test_rank_preload_module_starts_no_thread_pool():
+    """What the fork server loads before it forks the ranks: no thread beyond those the imports alone start
+    (an OpenMP pool started before fork is unusable in the children); the first optimizer's imports done."""
+    code = ("import os, sys, torch, torch.distributed, rankwise.models\n"
+            "before = len(os.listdir('/proc/self/task'))\n"
+            "import rankwise.distributed._rank_preload\n"
+            "assert 'torch._dynamo' in sys.modules\n"
+            "after = len(os.listdir('/proc/self/task'))\n"
+            "torch.ones(300, 300) @ torch.ones(300, 300)  # a parallel region: the pool starts here\n"
+            "print(before, after, len(os.listdir('/proc/self/task')))\n")
+    env = dict(os.environ, OMP_NUM_THREADS="2", MKL_NUM_THREADS="2")  # make test sets both to 1: no pool at all
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    before, after, pooled = map(int, r.stdout.split())
+    assert after == before
+    assert pooled > after  # the count does see a pool when one starts
 
 
 def test_listnet_gives_the_intercept_a_float_noise_gradient():

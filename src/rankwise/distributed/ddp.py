@@ -388,6 +388,28 @@ def _rank_main(rank, world_size, tmp, model, threads, timeout):
         dist.destroy_process_group()
 
 
+def _start_method() -> str:
+    """``"forkserver"`` where the platform has it (Linux, macOS), else ``"spawn"``.
+
+    A fresh interpreter per rank (``spawn``) imports torch, scikit-learn and rankwise again in every
+    rank and every call: about 4.5 CPU s per rank before the first gradient. The fork server is
+    started once per Python process, with :mod:`rankwise.distributed._rank_preload` loaded; each rank
+    of each later call is a ``fork`` of it, so only the fit itself is paid. The server is
+    multiprocessing's own (one per process, shared with any other forkserver user): its preload list is
+    set only while it is not running yet, so a server the program started itself is used as it is.
+    """
+    import multiprocessing
+    import multiprocessing.forkserver as fs
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return "spawn"
+    server = getattr(fs, "_forkserver", None)
+    if server is not None and getattr(server, "_forkserver_pid", None) is None:
+        # "__main__": multiprocessing's own default, kept (the main script imported once, in the server)
+        multiprocessing.set_forkserver_preload(["__main__", "rankwise.distributed._rank_preload"])
+    return "forkserver"
+
+
 def fit_ddp(model, X, y=None, *, qid=None, sample_weight=None, world_size: int = 2, threads_per_rank: int = 1,
             timeout: float = 600.0):
     """Fit ``model`` by data-parallel minibatch training on ``world_size`` local processes (gloo).
@@ -415,7 +437,12 @@ def fit_ddp(model, X, y=None, *, qid=None, sample_weight=None, world_size: int =
 
     Notes
     -----
-    Processes are started with ``torch.multiprocessing.spawn`` and rendezvous through a file
+    Processes are started by ``torch.multiprocessing.start_processes``: forked from
+    :mod:`multiprocessing`'s fork server (with torch and the rankers loaded in it once per Python
+    process) where the platform has one, else spawned as fresh interpreters (Windows). As with
+    ``spawn``, the main script is imported again (by the fork server), so a script must keep its
+    work under ``if __name__ == "__main__":``; the ranks see the environment variables the fork
+    server started with (the first ``fit_ddp`` call of the process). They rendezvous through a file
     store in a private temporary directory (no TCP port chosen ahead of time); each loads only its shard (written to a temporary
     directory) and runs :func:`fit_shard`. On several machines run :func:`fit_shard` (or
     ``python -m rankwise.distributed.ddp train``) under ``torchrun`` instead. No eval_set /
@@ -443,8 +470,8 @@ def fit_ddp(model, X, y=None, *, qid=None, sample_weight=None, world_size: int =
                          w=None if train.sample_weight is None else train.sample_weight[a:b])
             with open(Path(tmp) / f"shard{r}.pkl", "wb") as f:
                 pickle.dump(shard, f, protocol=pickle.HIGHEST_PROTOCOL)
-        mp.spawn(_rank_main, args=(int(world_size), tmp, model, int(threads_per_rank), float(timeout)),
-                 nprocs=int(world_size), join=True)
+        mp.start_processes(_rank_main, args=(int(world_size), tmp, model, int(threads_per_rank), float(timeout)),
+                           nprocs=int(world_size), join=True, start_method=_start_method())
         with open(Path(tmp) / "model.pkl", "rb") as f:
             state, arrays = pickle.load(f)
     model._set_state(state, arrays)
