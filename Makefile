@@ -17,7 +17,12 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet --upgrade pip setuptools wheel
 	# torch pinned to the CPU build: any other version downloads a multi-GB CUDA build. One pip run for
 	# both: one resolution, one pass over the dependencies.
-	$(PY) -m pip install --quiet "torch==2.13.0" -e ".[test,dask,export]"
+	# Bytecode: pip compiles every module of every wheel, one file after another (15,000 files, half of this
+	# step's time); compileall does the same files on every core afterwards. Same .pyc files in the end
+	# (measured on 2 cores: 103 s with pip compiling; 47 s + 22 s this way). As under pip, a file that is not
+	# valid for this Python (torch ships a 3.12-only test helper) is skipped: compileall exits 1 for it.
+	$(PY) -m pip install --quiet --no-compile "torch==2.13.0" -e ".[test,dask,export]"
+	$(PY) -m compileall -q -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" > /dev/null || true
 	touch $(STAMP)
 
 # Rebuilt only where a kernel's .so is missing or older than a kernel source or setup.py: right after
