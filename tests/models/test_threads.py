@@ -47,6 +47,26 @@ def test_linear_n_jobs_1_reaches_every_pool(engine_spy, solver):
     assert _pools() == before  # restored
 
 
+@pytest.mark.parametrize("solver", ["lbfgs", "adam"])
+def test_linear_default_runs_torch_on_one_thread_and_the_engine_on_every_cpu(engine_spy, solver, monkeypatch):
+    """n_jobs=None: torch's pool on one thread during the fit (its spinning threads would take the engine's cores),
+    the engine and kernels on every usable CPU; restored after. An explicit n_jobs sets torch's pool too."""
+    X, y, qid = make_data()
+    monkeypatch.setattr(_validation, "available_cpus", lambda: 3)
+    monkeypatch.delenv("RANKWISE_NUM_THREADS", raising=False)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        LinearRanker("listnet", solver=solver, max_iter=3, random_state=0).fit(X, y, qid=qid)
+        assert engine_spy and all(p["torch"] == 1 and p["engine"] == 3 and p["kernels"] == 3 for p in engine_spy)
+        assert torch.get_num_threads() == 2  # restored
+        engine_spy.clear()
+        LinearRanker("listnet", solver=solver, max_iter=3, random_state=0, n_jobs=2).fit(X, y, qid=qid)
+        assert engine_spy and all(p["torch"] == 2 and p["engine"] == 2 for p in engine_spy)
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_neural_n_jobs_1_reaches_every_pool(engine_spy):
     X, y, qid = make_data()
     NeuralRanker("listnet", max_iter=1, n_jobs=1, random_state=0).fit(X, y, qid=qid)
