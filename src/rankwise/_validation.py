@@ -254,6 +254,21 @@ def equal_work_bounds(cum_work, n_chunks: int) -> np.ndarray:
 
 
 @contextlib.contextmanager
+def torch_single_thread():
+    """Run torch on one intra-op thread inside the block (restored after): for work too small for torch's
+    threads to pay (the theory code's tiny tensors, the linear scorer's matrix-vector products), where the
+    threads' synchronisation and their spinning after each parallel region only take cores from other work."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
 def limit_threads(n_jobs):
     """Run the block on ``n_jobs`` threads (:func:`n_jobs_threads`; None: change nothing) in every pool
     rankwise drives: torch's intra-op threads (when torch is loaded), the BLAS/OpenMP pools threadpoolctl controls (OpenBLAS,

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 
 from sklearn.exceptions import ConvergenceWarning
 
-from rankwise._validation import Interval, Options, warn_user
+from rankwise._validation import Interval, Options, torch_single_thread, warn_user
 from rankwise.errors import InputError, TrainingDivergedError
 from rankwise.models.base import warn_unscaled
 from rankwise.models._torch import TORCH_CONSTRAINTS, Standardizer, _TorchRanker, fit_seed
@@ -292,14 +292,8 @@ class LinearRanker(_TorchRanker):
         if self.n_jobs is not None:
             yield
             return
-        import torch
-
-        before = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
+        with torch_single_thread():
             yield
-        finally:
-            torch.set_num_threads(before)
 
     def _fit_validated(self, train, val, metric, checkpoint, resume, hooks=None):
         seed = fit_seed(self.random_state) if hooks is None else hooks.seed

@@ -45,12 +45,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rankwise._validation import torch_single_thread
 from rankwise.errors import InputError
 from rankwise.theory.gppm import GPPM, err, get_measure
 from rankwise.theory.inner import (
     Distribution, InnerRisk, _resolve_loss, all_permutations, label_space, make_inner_risk,
     minimize_inner_risk, minimize_inner_risk_in_cone, performance_table, perms_of_scores,
-    torch_single_thread,
 )
 
 __all__ = ["Counterexample", "CalibrationReport", "check_calibration", "check_order_preserving"]

@@ -23,7 +23,6 @@ surrogate losses in learning to rank." Machine Learning 93(2-3):227-260, 2013 (S
 """
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -40,23 +39,6 @@ __all__ = [
 ]
 
 _MAX_PERM_N = 8
-
-
-@contextlib.contextmanager
-def torch_single_thread():
-    """Run torch on one intra-op thread inside the block (restored after).
-
-    The theory code evaluates losses on tiny tensors (a few label vectors of a few items);
-    intra-op threads only add synchronisation, which becomes very costly on a busy machine.
-    """
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)

@@ -230,7 +230,7 @@ def lipschitz(loss, norm: str = "inf", list_length: int = 10, *, n_levels: int =
     Chaudhuri & Tewari (2015), Sect. 2 (definition via the dual norm of the gradient).
     """
     _check_norm(norm)
-    from rankwise.theory.inner import torch_single_thread
+    from rankwise._validation import torch_single_thread
 
     with torch_single_thread():
         return _lipschitz(loss, norm, list_length, n_levels, n_restarts, n_steps, seed, hyper)
