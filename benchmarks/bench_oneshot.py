@@ -154,13 +154,14 @@ def timed(argv: list[str], env: dict) -> tuple[float, float, str]:
 NO_BYTECODE = False  # --no-bytecode
 
 
-def cold_warm(argv: list[str], env: dict, cache: Path, repeat: int) -> tuple[tuple, tuple, tuple]:
+def cold_warm(argv: list[str], env: dict, cache: Path, repeat: int) -> tuple[tuple, tuple, tuple, tuple]:
     """The job cold: the best of ``repeat`` processes, each with new, empty caches (JIT; with --no-bytecode the
     bytecode cache too); warm: the best of ``repeat`` processes, each run right after a cold one with the caches
     that cold process left. Cold and warm processes alternate (cold, warm, cold, warm, ...) so that a change in
     the shared machine's load during the job weighs on both alike, not on whichever block ran in the busier
     minute. Also the first cold process alone: in the first job of a run that loads a library, it alone pays
-    the operating system reading that library from disk."""
+    the operating system reading that library from disk; and every process's CPU seconds (cold, warm), which show
+    how far two processes doing the same work differ on the shared machine."""
     colds, warms = [], []
     for i in range(repeat):
         (cache / f"cold{i}" / "numba").mkdir(parents=True)
@@ -170,7 +171,7 @@ def cold_warm(argv: list[str], env: dict, cache: Path, repeat: int) -> tuple[tup
             e["PYTHONPYCACHEPREFIX"] = str(cache / f"cold{i}" / "pyc")
         colds.append(timed(argv, e))
         warms.append(timed(argv, e))
-    return best(colds), best(warms), colds[0]
+    return best(colds), best(warms), colds[0], ([c[1] for c in colds], [w[1] for w in warms])
 
 
 def best(runs: list[tuple]) -> tuple[float, float, str]:
@@ -216,11 +217,11 @@ def main(argv=None) -> int:
             print("MQ2008 not found ($RANKWISE_DATA, ../shared/data): its rows are skipped", file=sys.stderr)
         paths = {"run": run, "qrels": qrels, "trec_eval": trec_eval, "tmp": scratch,
                  "mq": None if root is None else root / "MQ2008" / "Fold1"}
-        rows, phases = [], {}
+        rows, phases, spread = [], {}, {}
         for label, ours, peer, peer_name in jobs(paths, args.quick):
             if args.only and not any(t in label for t in args.only):
                 continue
-            cold, warm, first = cold_warm(ours, env, scratch / f"cache_{len(rows)}", repeat)
+            cold, warm, first, spread[label] = cold_warm(ours, env, scratch / f"cache_{len(rows)}", repeat)
             before = cold_warm(ours, base_env, scratch / f"base_cache_{len(rows)}", repeat)[:2] if base_env else None
             theirs = best([timed(peer, env) for _ in range(repeat)]) if peer else None
             for line in (cold[2] + warm[2]).splitlines():
@@ -234,7 +235,7 @@ def main(argv=None) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     load1 = os.getloadavg()
     total = time.perf_counter() - t_start
-    text = report(rows, phases, load0, load1, total, args.quick, repeat, args.baseline)
+    text = report(rows, phases, load0, load1, total, args.quick, repeat, args.baseline, spread)
 
     print(text)
     if not args.quick and not args.only:  # a quick or partial run is a check, not the headline
@@ -243,7 +244,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def report(rows, phases, load0, load1, total, quick, repeat, baseline=None) -> str:
+def report(rows, phases, load0, load1, total, quick, repeat, baseline=None, spread=None) -> str:
     today = datetime.date.today().isoformat()
     lines = [
         "## One-shot jobs, fresh process, cold and warm (bench_oneshot.py)",
@@ -276,6 +277,12 @@ def report(rows, phases, load0, load1, total, quick, repeat, baseline=None) -> s
                 if before else (" — | — |" if baseline else ""))
         lines.append(f"| {label} | {fmt(cold[1])} ({fmt(cold[0])}) | {fmt(warm[1])} ({fmt(warm[0])}) |{then} {peer_cells} | "
                      f"{cold[1] / warm[1]:.2f}× | {fmt(first[1])} ({fmt(first[0])}) | {first[1] / warm[1]:.2f}× |")
+    if spread:
+        lines += ["", "Every process's CPU seconds, in the order they ran (cold, warm alternating); *spread*: the largest "
+                  "over the smallest among the cold processes alone, which do the same work as each other:", ""]
+        for label, (colds, warms) in spread.items():
+            lines.append(f"- {label}: cold {', '.join(f'{c:.2f}' for c in colds)}; warm {', '.join(f'{w:.2f}' for w in warms)}; "
+                         f"spread {max(colds) / min(colds):.2f}×")
     for label, ph in phases.items():
         parts = "; ".join(", ".join(f"{k} {v:.2f} s" for k, v in p.items()) for p in ph)
         lines += ["", f"Inside the process, {label} (wall, cold run first): {parts}."]
