@@ -84,6 +84,26 @@ def test_cli_evaluate_run_and_qrels_loads_neither_torch_nor_sklearn(tmp_path):
     assert "torch" not in loaded and "sklearn" not in loaded, loaded
 
 
+@pytest.mark.parametrize("fmt", [[], ["--format", "trec_eval"], ["--format", "trec_eval", "--metrics", "all_trec"]])
+def test_cli_evaluate_summary_of_a_run_loads_no_pandas(tmp_path, fmt):
+    """The summary of a run needs the means and the count of topics, not the per-query table (pandas' import, about
+    0.3 CPU s, was most of a one-shot `rankwise evaluate`); the per-topic output (-q) still builds it, relstring
+    included, and prints the same means."""
+    run, qrels = _trec_files(tmp_path)
+    code = ("import sys, io, contextlib\nfrom rankwise.cli.main import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            f"    assert main(['evaluate', '--run', sys.argv[1], '--qrels', sys.argv[2], *{fmt!r}]) == 0\n"
+            "assert 'queries' in out.getvalue() or '\\tall\\t' in out.getvalue(), out.getvalue()\n"
+            "summary = out.getvalue()\n"
+            "assert 'pandas' not in sys.modules\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            f"    assert main(['evaluate', '--run', sys.argv[1], '--qrels', sys.argv[2], *{fmt!r}, '-q']) == 0\n"
+            "lines = out.getvalue().splitlines()\n"
+            "assert set(summary.splitlines()) <= set(lines), 'the -q output holds the summary lines unchanged'\n"
+            "assert len(lines) > len(summary.splitlines()) and 'pandas' in sys.modules\n")
+    _loaded(code, str(run), str(qrels))
+
+
 def test_cli_evaluate_data_and_scores_does_not_load_torch(tmp_path):
     from rankwise.data import RankingDataset, write_svmlight
 
@@ -126,6 +146,7 @@ def test_evaluate_means_load_no_pandas_until_the_per_query_table_is_read():
             "y[:10] = 0\ns = rng.normal(size=500)\n"
             "r = evaluate(s, y, qid, metrics=['ndcg@10', 'map', 'err@10'], empty='drop')\n"
             "assert 'pandas' not in sys.modules and 0 < r.mean['map'] <= 1 and '50 queries' in repr(r)\n"
+            "assert r.n_queries == 50 and 'pandas' not in sys.modules\n"
             "t = r.per_query\nassert 'pandas' in sys.modules and t.shape == (50, 3) and t['map'].isna().sum() == 1\n"
             "assert abs(t['map'].mean() - r.mean['map']) < 1e-12\n")
     assert "pandas" in _loaded(code)

@@ -288,7 +288,7 @@ def _print_table(result, per_query: bool) -> None:
                 print(f"{name:<{width}}  {qid}  {float(value):.6f}")
     for name, value in result.mean.items():
         print(f"{name:<{width}}  {value:.6f}")
-    print(f"{'queries':<{width}}  {len(result.per_query)}")
+    print(f"{'queries':<{width}}  {result.n_queries}")  # the count alone: no per-query table built
 
 
 def _per_query_runs(args):

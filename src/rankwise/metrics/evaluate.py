@@ -24,6 +24,8 @@ class EvaluationResult:
         One row per query (index: query id, order of first appearance), one column per metric;
         with ``empty="drop"`` the dropped queries hold ``<NA>``. Built on first access (pandas is
         imported then, not by an evaluation that only reads ``mean``).
+    n_queries : int
+        The number of rows ``per_query`` has, known without building it.
     conventions : dict
         The conventions in force (profile merged with explicit ones). When ERR was computed
         without ``max_grade``, it holds the value inferred from the labels (their maximum over
@@ -38,6 +40,14 @@ class EvaluationResult:
         self.conventions = {} if conventions is None else conventions
         self._per_query, self._build = per_query, build
         self._n_queries = len(per_query) if per_query is not None else n_queries
+
+    @property
+    def n_queries(self) -> int:
+        """The number of queries evaluated, without building the per-query table (nor importing pandas)."""
+        if self._n_queries is None:
+            table = self.per_query
+            return 0 if table is None else len(table)
+        return self._n_queries
 
     @property
     def per_query(self):

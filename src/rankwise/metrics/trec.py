@@ -433,11 +433,8 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
                      pq.qrels.n_queries - len(topics))
         qids, order = topic_labels(pq, topics)
         if not trec_mode:
-            import pandas as pd
-
             rel, _ = pq.join(run)
-            return _evaluate_arrays(pq, run, rel, topics, run_of, num_specs, profile, conventions, notes,
-                                    pd.Index(qids, name="qid"))
+            return _evaluate_arrays(pq, run, rel, topics, run_of, num_specs, profile, conventions, notes, qids)
         if got is None:
             d = run.docs
             table_, rs, rs_n = eval_run(run.offsets, d.buf, d.s, d.e, d.h, run.scores, topics, run_of, *trec_args(pq))
@@ -510,8 +507,9 @@ def evaluate_runs(qrels, runs, metrics=("map", "ndcg@10", "P@10"), profile="trec
 _UTILITY = np.array([1.0, -1.0, 0.0, 0.0])
 
 
-def _evaluate_arrays(pq, run, rel, topics, run_of, specs, profile, conventions, notes, index):
-    """A run against qrels through the array metrics: retrieved rows, then judged-unretrieved rows."""
+def _evaluate_arrays(pq, run, rel, topics, run_of, specs, profile, conventions, notes, qids):
+    """A run against qrels through the array metrics: retrieved rows, then judged-unretrieved rows. The per-query
+    table (indexed by the topics' ``qids``) is built on first access, as :func:`evaluate`'s."""
     from rankwise.metrics.evaluate import evaluate
 
     q = pq.qrels
@@ -540,7 +538,16 @@ def _evaluate_arrays(pq, run, rel, topics, run_of, specs, profile, conventions, 
     res = evaluate(scores, np.concatenate(parts_y).astype(np.float64), np.concatenate(parts_q), metrics=specs,
                    profile=profile, doc_ids=np.concatenate(parts_d), retrieved=np.concatenate(parts_r),
                    **conventions)
-    res.per_query.index = index
+    build = res._build  # evaluate() defers its table; this one gets the topics' ids when it is built
+
+    def indexed():
+        import pandas as pd
+
+        table = build()
+        table.index = pd.Index(qids, name="qid")
+        return table
+
+    res._build = indexed
     res.conventions.update(notes)
     return res
 
@@ -588,7 +595,8 @@ def format_trec_eval(results: dict, metrics, *, per_query=False, run_names=None,
     for name, res in results.items():
         prefix = f"{name}\t" if many else ""
         nan_at = res.conventions.get("zero_where_trec_eval_nan") or {}
-        strings = getattr(res, "strings", {})
+        # per topic only (relstring has no summary line): the summary alone never builds them (nor imports pandas)
+        strings = getattr(res, "strings", {}) if per_query else {}
 
         def fmt(label, topic, value, base, nan=False):
             if nan:

@@ -285,8 +285,8 @@ class LinearRanker(_TorchRanker):
         the compiled kernels still use every usable CPU. The linear scorer is one matrix-vector product per batch
         and its gradient another, too small for torch's threads to pay, while torch's OpenMP threads, spinning
         after each of its parallel regions, take the cores the engine's threads need. Measured on 2 cores,
-        ``LinearRanker(loss="listnet")`` on MQ2008 Fold1 in a fresh process: 6.4-7.2 s wall and 9.8-11.6 CPU s
-        with torch's default two threads, 4.4-4.8 s and 5.7-6.1 with one (the same with
+        ``LinearRanker(loss="listnet")`` on MQ2008 Fold1 in a fresh process: 6.4-7.2 s wall and 9.9-11.6 CPU s
+        with torch's default two threads, 4.4-5.1 s and 5.8-6.6 with one (5.8-6.3 CPU s with two threads and
         ``OMP_WAIT_POLICY=PASSIVE``: the spinning is the cost). An explicit ``n_jobs`` sets every pool, torch's
         included, as before."""
         if self.n_jobs is not None:
