@@ -233,15 +233,16 @@ def _tree_graph_double(ens: TreeEnsemble, names: list):
         else:
             side_ids[node], side_leaf[node] = node_of[child], 0
 
-    if ens.base_score != 0.0:  # a one-leaf tree: a split whose both sides reach the base margin's leaf
+    def one_leaf_tree(v):  # a split whose both sides reach the one leaf
         roots.append(add_node(0, "BRANCH_LEQ", 0.0, 0))
-        leaf = add_leaf(ens.base_score)
+        leaf = add_leaf(v)
         t_ids[-1], t_leaf[-1], f_ids[-1], f_leaf[-1] = leaf, 1, leaf, 1
+
+    if ens.base_score != 0.0:  # the base margin, as a first tree
+        one_leaf_tree(ens.base_score)
     for ti, tree in enumerate(ens.trees):
         if tree.feature[0] < 0:  # a tree of one leaf
-            roots.append(add_node(0, "BRANCH_LEQ", 0.0, 0))
-            leaf = add_leaf(tree.value[0])
-            t_ids[-1], t_leaf[-1], f_ids[-1], f_leaf[-1] = leaf, 1, leaf, 1
+            one_leaf_tree(tree.value[0])
             continue
         node_of = {}
         for k in np.flatnonzero(tree.feature >= 0):  # split nodes first (pre-order: the root is node 0)
