@@ -53,9 +53,18 @@ of the ``E_REFITS`` fits of each side and the standard deviation of the true-θ 
 its own (a GBDTRanker with ``subsample=1`` ignores its seed, so a seed cannot show it). The deep bias is the
 mean of θ̂_k/θ_k - 1 over ranks 6-10 (below 0: the deep ranks' examination under-estimated).
 
-Usage: python benchmarks/bench_clicks_propensity.py [--quick] [--folds 1 2 3 4 5] [--data DIR] [--only e]
-Writes benchmarks/results/bench_clicks_propensity.md (``--only e``: computes section (e) alone and replaces it
-in the existing file, the other sections' figures left as they are). Public surface only (rankwise.clicks, rankwise.data).
+(f) One deterministic logger, two probes of (e)'s GBDT miss, the same in every run. *The logger's view*:
+``RegressionEM()`` on (c)'s log with the logging ranker's score (``sim.production.predict``) as one more feature
+column -- the relevance regression sees what put each document at its rank, the GBDT form of the
+logging-policy-aware representation of Luo et al. (SIGIR 2024); its error beside (c)'s. *Longer fit-noise
+probe*: (e)'s rule with ``F_REFITS`` fits per side for the GBDT (the first ``E_REFITS`` are (e)'s fits), the ratio
+of the means with a bootstrap 95% interval (fits resampled per side, ``F_BOOTSTRAP`` draws): whether the
+expected ratio, not one fit, is below 0.98.
+
+Usage: python benchmarks/bench_clicks_propensity.py [--quick] [--folds 1 2 3 4 5] [--data DIR] [--only e|f]
+Writes benchmarks/results/bench_clicks_propensity.md (``--only e`` or ``--only f``: computes that section alone
+and replaces it in the existing file, the other sections' figures left as they are). Public surface only
+(rankwise.clicks, rankwise.data).
 """
 from __future__ import annotations
 
@@ -87,6 +96,9 @@ DEPTH = 10
 E_REFITS = 5
 E_JITTER = 1e-4
 E_JITTER_SEED = 0
+#: section (f): the GBDT's fits per side in the longer fit-noise probe, and the bootstrap draws of its interval
+F_REFITS = 20
+F_BOOTSTRAP = 5000
 
 
 from bench_clicks import data_dir  # noqa: E402  (the data folder: argument, $RANKWISE_DATA, ../shared/data)
@@ -201,8 +213,8 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="Fold1 and the synthetic set, smaller logs")
     ap.add_argument("--folds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     ap.add_argument("--data", default=None)
-    ap.add_argument("--only", choices=("e",), default=None,
-                    help="compute section (e) alone and replace it in the existing results file")
+    ap.add_argument("--only", choices=("e", "f"), default=None,
+                    help="compute section (e) or (f) alone and replace it in the existing results file")
     ap.add_argument("--kinds", nargs="+", choices=E_KINDS, default=list(E_KINDS), help="section (e)'s rankers")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
@@ -215,10 +227,10 @@ def main(argv=None):
     rp_sessions = (20_000_000, 200_000_000) if args.quick else RANDPAIR_SESSIONS
     h_sessions = 300_000 if args.quick else HARVEST_SESSIONS
     pl_sessions = 300_000 if args.quick else PL_SESSIONS
-    if args.only == "e":
-        return main_e(args, folds, h_sessions)
+    if args.only:
+        return main_section(args, folds, h_sessions)
     t_start, cpu_start = time.perf_counter(), time.process_time()
-    rt_rows, rp_rows, two_rows, one_rows, pl_rows, e_rows = [], [], [], [], [], []
+    rt_rows, rp_rows, two_rows, one_rows, pl_rows, e_rows, f_rows = [], [], [], [], [], [], []
     for name, train, test_of in datasets(data_dir(args.data), folds):
         test = test_of()
         for eta in ETAS:
@@ -252,6 +264,7 @@ def main(argv=None):
             one_rows.append((name, eta, identifiability(one), rel_errors(em1.propensity_, true), h1))
             # (e) the same log: one ranker with the estimated, one with the true propensities
             e_rows.append(e_row(name, eta, one, sim.features, em1, true, test, args.kinds))
+            f_rows.append(f_row(name, eta, one, sim, em1, test))
             # (d) one Plackett-Luce logger (the seed-0 production ranker's scores / temperature)
             pl = simulate_clicks_protocol(train, n_sessions=pl_sessions, eta=eta, top_k=DEPTH, random_state=seed,
                                           temperature=PL_TEMPERATURE)
@@ -264,12 +277,12 @@ def main(argv=None):
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)
     total = (time.perf_counter() - t_start, time.process_time() - cpu_start)
     write(args, rt_rows, rp_rows, two_rows, one_rows, pl_rows,
-          dict(rt=rt_sessions, rp=rp_sessions, h=h_sessions, pl=pl_sessions), total, e_rows)
+          dict(rt=rt_sessions, rp=rp_sessions, h=h_sessions, pl=pl_sessions), total, e_rows, f_rows)
 
 
-def main_e(args, folds, h_sessions):
-    """Section (e) alone: (c)'s log and RegressionEM fit again (the same settings and seeds), the two rankers per
-    run; the section replaces the one in the existing results file."""
+def main_section(args, folds, h_sessions):
+    """Section (e) or (f) alone: (c)'s log and RegressionEM fit again (the same settings and seeds); the section
+    replaces the one in the existing results file, the others left as they are."""
     from rankwise.clicks import RegressionEM, simulate_clicks_protocol
 
     t_start, cpu_start = time.perf_counter(), time.process_time()
@@ -280,11 +293,31 @@ def main_e(args, folds, h_sessions):
             sim = simulate_clicks_protocol(train, n_sessions=h_sessions, eta=eta, top_k=DEPTH, random_state=0,
                                            aggregate=True)
             em1 = RegressionEM(n_jobs=1).fit(sim.counts, features=sim.features)
-            rows.append(e_row(name, eta, sim.counts, sim.features, em1, sim.propensity, test, args.kinds))
+            rows.append(e_row(name, eta, sim.counts, sim.features, em1, sim.propensity, test, args.kinds)
+                        if args.only == "e" else f_row(name, eta, sim.counts, sim, em1, test))
     total = (time.perf_counter() - t_start, time.process_time() - cpu_start)
-    old = OUT.read_text().split("\n## (e)")[0].rstrip("\n") + "\n"
-    OUT.write_text(old + "\n" + "\n".join(e_lines(rows, h_sessions, args.kinds, total, alone=True)))
-    print(f"wrote section (e) of {OUT}")
+    text = OUT.read_text()
+    sections = {key: "\n## (" + key + ")" for key in ("e", "f")}
+    head = text.split(sections["e"])[0].rstrip("\n") + "\n"
+    kept = {key: (sections[key] + text.split(sections[key], 1)[1].split("\n## (")[0]).strip("\n") + "\n"
+            for key in sections if key != args.only and sections[key] in text}
+    new = "\n".join(e_lines(rows, h_sessions, args.kinds, total, alone=True) if args.only == "e"
+                    else f_lines(rows, h_sessions, total))
+    body = [kept.get(key, new if key == args.only else "") for key in sections]
+    OUT.write_text(head + "".join("\n" + b for b in body if b))
+    print(f"wrote section ({args.only}) of {OUT}")
+
+
+def jitter_factors(n_fits, n_ranks):
+    """The fit-noise probe's factors of θ: ones, then 1 + u_j with u_j ~ U(-E_JITTER, E_JITTER) per rank ≥ 2
+    (seed E_JITTER_SEED, so the first E_REFITS are (e)'s in every section)."""
+    rng = np.random.default_rng(E_JITTER_SEED)
+    factors = [np.ones(n_ranks)]
+    for _ in range(n_fits - 1):
+        f = 1.0 + rng.uniform(-E_JITTER, E_JITTER, n_ranks)
+        f[0] = 1.0
+        factors.append(f)
+    return factors
 
 
 def e_row(name, eta, counts, features, em, true, test, kinds):
@@ -293,12 +326,7 @@ def e_row(name, eta, counts, features, em, true, test, kinds):
     from rankwise.clicks import fit_debiased, identifiability
 
     t0 = time.perf_counter()
-    rng = np.random.default_rng(E_JITTER_SEED)
-    factors = [np.ones(len(true))]
-    for _ in range(E_REFITS - 1):
-        f = 1.0 + rng.uniform(-E_JITTER, E_JITTER, len(true))
-        f[0] = 1.0
-        factors.append(f)
+    factors = jitter_factors(E_REFITS, len(true))
     ndcg, refits = {}, {}
     for kind in kinds:
         est = [e_ndcg10(fit_debiased(e_ranker(kind), counts, features, em.propensity_ * f, clip=None), test)
@@ -317,6 +345,61 @@ def e_row(name, eta, counts, features, em, true, test, kinds):
                        for kn, (a, b) in ndcg.items())
           + f" ({time.perf_counter() - t0:.0f} s)", flush=True)
     return row
+
+
+def f_row(name, eta, counts, sim, em, test):
+    """Section (f)'s row: regression-EM's error with the logging ranker's score as one more feature, and the
+    GBDT's mean test NDCG@10 over F_REFITS fits per side (estimated and true θ, (e)'s jitter rule)."""
+    from rankwise.clicks import RegressionEM, fit_debiased
+    from rankwise.data import RankingDataset
+
+    t0 = time.perf_counter()
+    true, feats = sim.propensity, sim.features
+    with_score = RankingDataset.from_arrays(np.column_stack([feats.X, sim.production.predict(feats.X)]), feats.labels,
+                                            feats.qid, doc_ids=feats.doc_ids)
+    em_score = RegressionEM(n_jobs=1).fit(counts, features=with_score)
+    est, tru = [], []
+    for f in jitter_factors(F_REFITS, len(true)):
+        est.append(e_ndcg10(fit_debiased(e_ranker("GBDT"), counts, feats, em.propensity_ * f, clip=None), test).mean())
+        tru.append(e_ndcg10(fit_debiased(e_ranker("GBDT"), counts, feats, true * f, clip=None), test).mean())
+    est, tru = np.array(est), np.array(tru)
+    rng = np.random.default_rng(1)
+    draws = [est[rng.integers(0, len(est), len(est))].mean() / tru[rng.integers(0, len(tru), len(tru))].mean()
+             for _ in range(F_BOOTSTRAP)]
+    row = (name, eta, rel_errors(em.propensity_, true), rel_errors(em_score.propensity_, true), est, tru,
+           np.percentile(draws, [2.5, 97.5]))
+    print(f"(f) {name} eta={eta:g}: EM error {row[2].max():.4f}, with the logger's score {row[3].max():.4f} | GBDT "
+          f"ratio of {F_REFITS} fits {est.mean() / tru.mean():.4f} [{row[6][0]:.4f}, {row[6][1]:.4f}] "
+          f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    return row
+
+
+def f_lines(rows, h_sessions, total=None):
+    """Section (f) of the results file."""
+    n_runs = len(rows)
+    cost = "" if total is None else (f" (`python benchmarks/bench_clicks_propensity.py --only f`: {total[1] / 60:.1f} "
+                                     f"min of CPU, {total[0] / 60:.1f} min of wall time, OMP_NUM_THREADS=1, n_jobs=1)")
+    lines = ["## (f) One deterministic logger: the logger's view, and a longer fit-noise probe\n",
+             f"(c)'s log ({h_sessions:,} sessions) and its `RegressionEM()` fit{cost}. *With the logger's score*: "
+             "`RegressionEM()` on the same counts, its features the training features plus the logging ranker's "
+             "score as one more column (the relevance regression sees what put each document at its rank: the "
+             "GBDT form of the logging-policy-aware representation of Luo et al., SIGIR 2024). *Ratio of "
+             f"{F_REFITS} fits*: (e)'s fit-noise probe for the GBDT with {F_REFITS} fits per side (its first "
+             f"{E_REFITS} are (e)'s), the mean test NDCG@10 with the estimated θ over that with the true θ, and a "
+             f"bootstrap 95% interval ({F_BOOTSTRAP:,} draws, the fits of each side resampled):\n",
+             f"| run | η | regression-EM error | with the logger's score | GBDT ratio of {F_REFITS} fits | 95% interval |",
+             "|---|---|---|---|---|---|"]
+    for name, eta, err, err_score, est, tru, ci in rows:
+        lines.append(f"| {name} | {eta:g} | {pct(err.max())} | {pct(err_score.max())} | "
+                     f"{est.mean() / tru.mean():.4f} | {ci[0]:.4f}–{ci[1]:.4f} |")
+    better = sum(r[3].max() < r[2].max() for r in rows)
+    ratios = [r[4].mean() / r[5].mean() for r in rows]
+    below = [f"{r[0]} η={r[1]:g}" for r, x in zip(rows, ratios) if r[6][1] < 0.98]
+    lines += ["", f"The logger's score as a feature lowered regression-EM's error in {better}/{n_runs} runs. "
+              f"GBDT ratio of {F_REFITS} fits ≥ 0.98 in {sum(x >= 0.98 for x in ratios)}/{n_runs} runs (lowest "
+              f"{min(ratios):.4f}); the whole 95% interval below 0.98 in "
+              + (", ".join(below) if below else "no run") + ".\n"]
+    return lines
 
 
 def e_ranker(kind, seed=0):
@@ -434,7 +517,7 @@ def em_table(rows):
     return lines
 
 
-def write(args, rt_rows, rp_rows, two_rows, one_rows, pl_rows, n, total, e_rows=()):
+def write(args, rt_rows, rp_rows, two_rows, one_rows, pl_rows, n, total, e_rows=(), f_rows=()):
     n_runs = len(rt_rows)
     lines = ["# Propensity estimation: RandTop, RandPair, regression-EM, intervention harvesting\n",
              f"`python benchmarks/bench_clicks_propensity.py{' --quick' if args.quick else ''}` "
@@ -473,6 +556,8 @@ def write(args, rt_rows, rp_rows, two_rows, one_rows, pl_rows, n, total, e_rows=
     lines += em_table(pl_rows)
     if e_rows:
         lines += e_lines(e_rows, n["h"], args.kinds)
+    if f_rows:
+        lines += f_lines(f_rows, n["h"])
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text("\n".join(lines))
     print(f"wrote {OUT}")
