@@ -145,11 +145,12 @@ class OnnxScorer:
 
 
 # -- trees ----------------------------------------------------------------------------------------
-def _tree_graph(ens: TreeEnsemble, names: list, dtype: str):
+def _tree_graph(ens: TreeEnsemble, names: list):
+    """The float32 graph: ``TreeEnsembleRegressor`` (ml opset 3) on a float32 input, float32 thresholds and leaves
+    (``dtype="double"`` is :func:`_tree_graph_double`)."""
     onnx = _need("onnx")
     from onnx import TensorProto, helper, numpy_helper
 
-    npt = np.float32 if dtype == "float32" else np.float64
     a: dict = {k: [] for k in ("nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_modes",
                                "nodes_truenodeids", "nodes_falsenodeids", "nodes_missing_value_tracks_true",
                                "target_treeids", "target_nodeids", "target_ids")}
@@ -181,14 +182,13 @@ def _tree_graph(ens: TreeEnsemble, names: list, dtype: str):
                 a["nodes_modes"].append("BRANCH_LEQ")
                 values.append(float(left_max32(ens, tree, ti, k, "ONNX TreeEnsembleRegressor")))
         tid += 1
-    leaf_dtype = np.float32  # dtype="double" is written by _tree_graph_double (this path is float32 only)
     node = helper.make_node(
         "TreeEnsembleRegressor", [INPUT], [OUTPUT], domain="ai.onnx.ml", name="rankwise_trees", n_targets=1,
         aggregate_function="SUM", post_transform="NONE",
-        nodes_values_as_tensor=numpy_helper.from_array(np.array(values, dtype=npt), "nodes_values"),
-        target_weights_as_tensor=numpy_helper.from_array(np.array(weights, dtype=leaf_dtype), "target_weights"), **a)
-    elem = TensorProto.FLOAT if dtype == "float32" else TensorProto.DOUBLE
-    graph = helper.make_graph([node], "rankwise_gbdt", [helper.make_tensor_value_info(INPUT, elem, [None, len(names)])],
+        nodes_values_as_tensor=numpy_helper.from_array(np.array(values, dtype=np.float32), "nodes_values"),
+        target_weights_as_tensor=numpy_helper.from_array(np.array(weights, dtype=np.float32), "target_weights"), **a)
+    graph = helper.make_graph([node], "rankwise_gbdt",
+                              [helper.make_tensor_value_info(INPUT, TensorProto.FLOAT, [None, len(names)])],
                               [helper.make_tensor_value_info(OUTPUT, TensorProto.FLOAT, [None, 1])])
     return _finish(onnx, graph, names, f"{ens.source} booster, {len(ens.trees)} trees")
 
@@ -373,7 +373,7 @@ def to_onnx(model, *, feature_names=None, dtype: str = "float32") -> OnnxExport:
     if hasattr(model, "booster_"):
         ens = tree_ensemble(model)
         names = _names(model, ens.n_features, feature_names)
-        graph = _tree_graph(ens, names, dtype) if dtype == "float32" else _tree_graph_double(ens, names)
+        graph = _tree_graph(ens, names) if dtype == "float32" else _tree_graph_double(ens, names)
         out = OnnxExport(graph, names, dtype, False, "trees")
     elif hasattr(model, "coef_") and hasattr(model, "scaler_mean_"):
         if getattr(model, "feature_map", None) not in (None, "none"):

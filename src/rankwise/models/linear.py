@@ -279,7 +279,6 @@ class LinearRanker(_TorchRanker):
         with self._torch_threads(), self._scorer_threads():
             return self._fit_validated(train, val, metric, checkpoint, resume)
 
-    @contextlib.contextmanager
     def _scorer_threads(self):
         """``n_jobs=None``: torch's own intra-op pool on one thread for the fit (restored after); the loss engine and
         the compiled kernels still use every usable CPU. The linear scorer is one matrix-vector product per batch
@@ -289,11 +288,7 @@ class LinearRanker(_TorchRanker):
         with torch's default two threads, 4.4-5.1 s and 5.8-6.6 with one (5.8-6.3 CPU s with two threads and
         ``OMP_WAIT_POLICY=PASSIVE``: the spinning is the cost). An explicit ``n_jobs`` sets every pool, torch's
         included, as before."""
-        if self.n_jobs is not None:
-            yield
-            return
-        with torch_single_thread():
-            yield
+        return torch_single_thread() if self.n_jobs is None else contextlib.nullcontext()
 
     def _fit_validated(self, train, val, metric, checkpoint, resume, hooks=None):
         seed = fit_seed(self.random_state) if hooks is None else hooks.seed
