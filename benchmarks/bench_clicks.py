@@ -667,17 +667,25 @@ CLICK_MARK = "### Click models on the Yandex sample"
 def write_results(head, sections):
     """Write the results file: the sections computed now replace theirs; the others keep their previous text (each
     part can be re-run alone, e.g. the two display depths as two processes)."""
-    old = {}
-    if OUT.exists():
-        text = OUT.read_text()
-        for chunk in ("\n" + text).split("\n### ")[1:]:
-            heading, _, body = chunk.partition("\n")
-            old["### " + heading.strip()] = body.strip("\n")
+    old = read_sections(OUT)[1]
     order = [CLICK_MARK, section_mark(10), section_mark(None), CLIPSEL_MARK, CLIPSEL_DR_MARK, PROP_MARK, JOINT_MARK]
     old.pop("### Simulation protocol: propensities and debiased rankers", None)  # the layout before the display depth
     merged = {k: old[k] for k in order if k in old}
     merged.update(sections)
     write_sections(OUT, head, merged, order + [k for k in merged if k not in order])
+
+
+def read_sections(path: Path, mark: str = "### ") -> tuple[str, dict]:
+    """A results file's text before its first ``mark`` heading, and its sections (heading line -> body, in the file's
+    order; the body without its surrounding blank lines). A file not there yet: ``("", {})``."""
+    if not path.exists():
+        return "", {}
+    head, *chunks = ("\n" + path.read_text()).split("\n" + mark)
+    sections = {}
+    for chunk in chunks:
+        heading, _, body = chunk.partition("\n")
+        sections[mark + heading.strip()] = body.strip("\n")
+    return head.strip("\n"), sections
 
 
 def write_sections(path: Path, head: list[str], sections: dict, order) -> None:

@@ -48,7 +48,7 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "bench_clicks_fulllist.md"
 sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE))
-from bench_clicks import data_dir, write_sections  # noqa: E402  (the data folder: argument, $RANKWISE_DATA, ../shared/data)
+from bench_clicks import data_dir, read_sections, write_sections  # noqa: E402  (the data folder: argument, $RANKWISE_DATA, ../shared/data)
 
 ETAS = (1.0, 2.0)
 MODELS = ("GBDT", "neural")
@@ -207,15 +207,6 @@ def _row_order(key):
     return ({"MQ2008": 0, "MSLR-like": 1}.get(first, 2), key[1], key[2])
 
 
-def read_sections():
-    old = {}
-    if OUT.exists():
-        for chunk in ("\n" + OUT.read_text()).split("\n### ")[1:]:
-            heading, _, body = chunk.partition("\n")
-            old["### " + heading.strip()] = body.strip("\n")
-    return old
-
-
 DEV_TEXT = ("Development set: `make_synthetic(900, n_features=136, list_length=(20, 60), seed=1)` (the benchmark's "
             "MSLR-like set is seed 0), 600 training / 300 development queries; the protocol above at each candidate "
             "budget {budgets}. Rule, fixed before the runs: the budget is the smallest at which every development "
@@ -247,7 +238,7 @@ def main(argv=None):
     if args.dev:
         budgets = [int(b) for b in args.budgets]
         rows = dev(budgets, args.etas, args.models)
-        old = read_sections()  # read now, not at the start: runs of other cells may have written meanwhile
+        old = read_sections(OUT)[1]  # read now, not at the start: runs of other cells may have written meanwhile
         body = [DEV_TEXT.format(budgets=", ".join(fmt_n(b) for b in DEV_BUDGETS)), "",
                 *merge_table(old.get(DEV_MARK, ""), rows, DEV_HEAD, 3), "",
                 f"(Last run: budgets {', '.join(fmt_n(b) for b in budgets)}, η {args.etas}, {args.models}: "
@@ -258,7 +249,7 @@ def main(argv=None):
         if n is None:
             ap.error("no budget fixed yet: run --dev first, or pass --sessions")
         rows = benchmark(data_dir(args.data), args.sets, args.folds, args.etas, args.models, n)
-        old = read_sections()
+        old = read_sections(OUT)[1]
         folds = f", folds {args.folds}" if "MQ2008" in args.sets else ""
         body = [MAIN_TEXT, "", *merge_table(old.get(MAIN_MARK, ""), rows, MAIN_HEAD, 3), "",
                 f"(Last run: {args.sets}{folds}, η {args.etas}, {args.models}, {fmt_n(n)} sessions: "

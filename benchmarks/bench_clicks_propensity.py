@@ -101,7 +101,7 @@ F_REFITS = 20
 F_BOOTSTRAP = 5000
 
 
-from bench_clicks import data_dir  # noqa: E402  (the data folder: argument, $RANKWISE_DATA, ../shared/data)
+from bench_clicks import data_dir, read_sections, write_sections  # noqa: E402  (data_dir: argument, $RANKWISE_DATA, ../shared/data)
 
 
 def datasets(ddir, folds):
@@ -296,16 +296,16 @@ def main_section(args, folds, h_sessions):
             rows.append(e_row(name, eta, sim.counts, sim.features, em1, sim.propensity, test, args.kinds)
                         if args.only == "e" else f_row(name, eta, sim.counts, sim, em1, test))
     total = (time.perf_counter() - t_start, time.process_time() - cpu_start)
-    text = OUT.read_text()
-    sections = {key: "\n## (" + key + ")" for key in ("e", "f")}
-    head = text.split(sections["e"])[0].rstrip("\n") + "\n"
-    kept = {key: (sections[key] + text.split(sections[key], 1)[1].split("\n## (")[0]).strip("\n") + "\n"
-            for key in sections if key != args.only and sections[key] in text}
-    new = "\n".join(e_lines(rows, h_sessions, args.kinds, total, alone=True) if args.only == "e"
-                    else f_lines(rows, h_sessions, total))
-    body = [kept.get(key, new if key == args.only else "") for key in sections]
-    OUT.write_text(head + "".join("\n" + b for b in body if b))
-    print(f"wrote section ({args.only}) of {OUT}")
+    lines = (e_lines(rows, h_sessions, args.kinds, total, alone=True) if args.only == "e"
+             else f_lines(rows, h_sessions, total))
+    head, sections = read_sections(OUT, "## ")
+    mark = f"## ({args.only})"  # the section's old heading (its text may have changed) gives way to the new one
+    new = {lines[0].strip(): "\n".join(lines[1:])}
+    merged = {}
+    for key, body in sections.items():
+        merged.update(new if key.startswith(mark) else {key: body})
+    merged.update(new)  # not in the file yet: last
+    write_sections(OUT, [head + "\n"], merged, list(merged))
 
 
 def jitter_factors(n_fits, n_ranks):
