@@ -323,15 +323,14 @@ def jitter_factors(n_fits, n_ranks):
 def e_row(name, eta, counts, features, em, true, test, kinds):
     """Section (e)'s row: per ranker kind, per-query test NDCG@10 with the estimated and with the true θ (the
     goal's single fits), and the mean NDCG@10 of E_REFITS fits of each on θ × (1 + u_j) (the fit-noise probe)."""
-    from rankwise.clicks import fit_debiased, identifiability
+    from rankwise.clicks import identifiability
 
     t0 = time.perf_counter()
     factors = jitter_factors(E_REFITS, len(true))
     ndcg, refits = {}, {}
     for kind in kinds:
-        est = [e_ndcg10(fit_debiased(e_ranker(kind), counts, features, em.propensity_ * f, clip=None), test)
-               for f in factors]
-        tru = [e_ndcg10(fit_debiased(e_ranker(kind), counts, features, true * f, clip=None), test) for f in factors]
+        est = [ips_ndcg10(kind, counts, features, em.propensity_ * f, test) for f in factors]
+        tru = [ips_ndcg10(kind, counts, features, true * f, test) for f in factors]
         ndcg[kind] = (est[0], tru[0])
         refits[kind] = (np.array([a.mean() for a in est]), np.array([b.mean() for b in tru]))
     k = min(len(em.propensity_), len(true), DEPTH)
@@ -350,7 +349,7 @@ def e_row(name, eta, counts, features, em, true, test, kinds):
 def f_row(name, eta, counts, sim, em, test):
     """Section (f)'s row: regression-EM's error with the logging ranker's score as one more feature, and the
     GBDT's mean test NDCG@10 over F_REFITS fits per side (estimated and true θ, (e)'s jitter rule)."""
-    from rankwise.clicks import RegressionEM, fit_debiased
+    from rankwise.clicks import RegressionEM
     from rankwise.data import RankingDataset
 
     t0 = time.perf_counter()
@@ -358,11 +357,9 @@ def f_row(name, eta, counts, sim, em, test):
     with_score = RankingDataset.from_arrays(np.column_stack([feats.X, sim.production.predict(feats.X)]), feats.labels,
                                             feats.qid, doc_ids=feats.doc_ids)
     em_score = RegressionEM(n_jobs=1).fit(counts, features=with_score)
-    est, tru = [], []
-    for f in jitter_factors(F_REFITS, len(true)):
-        est.append(e_ndcg10(fit_debiased(e_ranker("GBDT"), counts, feats, em.propensity_ * f, clip=None), test).mean())
-        tru.append(e_ndcg10(fit_debiased(e_ranker("GBDT"), counts, feats, true * f, clip=None), test).mean())
-    est, tru = np.array(est), np.array(tru)
+    factors = jitter_factors(F_REFITS, len(true))
+    est = np.array([ips_ndcg10("GBDT", counts, feats, em.propensity_ * f, test).mean() for f in factors])
+    tru = np.array([ips_ndcg10("GBDT", counts, feats, true * f, test).mean() for f in factors])
     rng = np.random.default_rng(1)
     draws = [est[rng.integers(0, len(est), len(est))].mean() / tru[rng.integers(0, len(tru), len(tru))].mean()
              for _ in range(F_BOOTSTRAP)]
@@ -409,6 +406,14 @@ def e_ranker(kind, seed=0):
     if kind == "GBDT":
         return GBDTRanker(loss="op_pairwise", n_estimators=100, learning_rate=0.05, random_state=seed, n_jobs=1)
     return NeuralRanker(loss="op_pairwise", hidden=(64, 32), max_iter=20, learning_rate=1e-3, random_state=seed)
+
+
+def ips_ndcg10(kind, counts, features, theta, test):
+    """Per-query test NDCG@10 of the ``kind`` ranker (:func:`e_ranker`) fitted by IPS on the log with propensities
+    ``theta``, unclipped (``fit_debiased(..., clip=None)``), as sections (e) and (f) fit it."""
+    from rankwise.clicks import fit_debiased
+
+    return e_ndcg10(fit_debiased(e_ranker(kind), counts, features, theta, clip=None), test)
 
 
 def e_ndcg10(model, ds):
